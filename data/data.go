@@ -1,0 +1,277 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors returned by every [Store]. Backends wrap them with the
+// operation (fmt.Errorf("get client %q: %w", id, ErrNotFound)); callers test
+// them with errors.Is.
+var (
+	// ErrNotFound: no record under that key.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a record with that key (or unique field) already exists.
+	ErrExists = errors.New("already exists")
+	// ErrInvalid: the record breaks a rule of the seed (see [ValidateClient]).
+	// It is wrapped in a *[RuleError] that says which rule.
+	ErrInvalid = errors.New("invalid record")
+	// ErrTooManySecrets: the client already has [MaxActiveSecrets] secrets.
+	ErrTooManySecrets = errors.New("client already has 2 active secrets")
+	// ErrLastSecret: revoking would leave a confidential client without a secret.
+	ErrLastSecret = errors.New("a confidential client must keep at least one active secret")
+	// ErrCodeUsed: the authorization code was already exchanged. The returned
+	// AuthCode names the refresh-token family issued from it.
+	ErrCodeUsed = errors.New("authorization code already used")
+	// ErrTokenReused: a refresh token that is no longer the family's current
+	// one was presented; the backend has deleted the whole family.
+	ErrTokenReused = errors.New("refresh token reused; family revoked")
+	// ErrConflict: the update lost a race it cannot merge (e.g. a state
+	// transition from a state the record is no longer in).
+	ErrConflict = errors.New("conflict")
+)
+
+// Limits from the seed.
+const (
+	MaxRedirectURIs  = 10
+	MaxActiveSecrets = 2
+)
+
+// User is a platform user who can log in and consent.
+type User struct {
+	ID           int64     `json:"id"`
+	Email        string    `json:"email"`    // unique, compared case-insensitively
+	Username     string    `json:"username"` // unique, compared case-insensitively
+	Name         string    `json:"name"`
+	TimeZone     string    `json:"time_zone"`     // IANA name, e.g. Europe/Berlin
+	PasswordHash string    `json:"password_hash"` // PHC string (argon2id); never logged
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// ClientStatus is the review state of a client.
+type ClientStatus string
+
+// Client review states: pending → approved | rejected.
+const (
+	StatusPending  ClientStatus = "pending"
+	StatusApproved ClientStatus = "approved"
+	StatusRejected ClientStatus = "rejected"
+)
+
+// ClientType is the RFC 6749 §2.1 client type.
+type ClientType string
+
+// Client types.
+const (
+	Confidential ClientType = "confidential"
+	Public       ClientType = "public"
+)
+
+// ClientSecret is one client secret. Only its SHA-256 hash is stored.
+type ClientSecret struct {
+	ID         string    `json:"id"`   // public identifier, "cs_…"
+	Hash       []byte    `json:"hash"` // SHA-256 of the secret
+	CreatedAt  time.Time `json:"created_at"`
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+}
+
+// UsageDay counts, for a legacy client, the authorization requests of one
+// UTC day that came with and without a scope parameter.
+type UsageDay struct {
+	Day          string `json:"day"` // YYYY-MM-DD, UTC
+	WithScope    int64  `json:"with_scope"`
+	WithoutScope int64  `json:"without_scope"`
+}
+
+// MaxUsageDays is how many days of [UsageDay] a client keeps.
+const MaxUsageDays = 30
+
+// Client is a registered OAuth client.
+type Client struct {
+	ID           string       `json:"id"`
+	Name         string       `json:"name"`
+	Owner        string       `json:"owner"` // the developer's email
+	Type         ClientType   `json:"type"`
+	RedirectURIs []string     `json:"redirect_uris"`
+	Scopes       []string     `json:"scopes"` // empty only for a legacy client
+	Legacy       bool         `json:"legacy"` // made before scopes existed; unrestricted until scopes are saved
+	Status       ClientStatus `json:"status"`
+	RejectReason string       `json:"reject_reason,omitempty"`
+	// Secrets are the active secrets (revoked ones are removed at once).
+	Secrets   []ClientSecret `json:"secrets,omitempty"`
+	Usage     []UsageDay     `json:"usage,omitempty"` // legacy clients only, newest last
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// AuthCode is an issued authorization code, keyed by the SHA-256 of the code.
+// After the exchange it stays as a tombstone (Used, FamilyID) until it
+// expires, so that a replay can revoke what it issued.
+type AuthCode struct {
+	Hash          []byte    `json:"hash"`
+	ClientID      string    `json:"client_id"`
+	UserID        int64     `json:"user_id"`
+	RedirectURI   string    `json:"redirect_uri"`
+	Scopes        []string  `json:"scopes"`
+	Unrestricted  bool      `json:"unrestricted"`             // legacy client's grant
+	CodeChallenge string    `json:"code_challenge,omitempty"` // S256
+	CreatedAt     time.Time `json:"created_at"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	Used          bool      `json:"used"`
+	FamilyID      string    `json:"family_id,omitempty"`
+}
+
+// Family is a refresh-token family: one user's grant to one client, renewed
+// by rotation. Only the current token's hash is stored; the token itself
+// carries the family ID, so a token that names a live family but does not
+// match its current hash is a reused (rotated-away) or forged token, and the
+// family is revoked (RFC 9700 §4.14.2).
+type Family struct {
+	ID           string    `json:"id"`
+	ClientID     string    `json:"client_id"`
+	UserID       int64     `json:"user_id"`
+	Scopes       []string  `json:"scopes"`
+	Unrestricted bool      `json:"unrestricted"`
+	TokenHash    []byte    `json:"token_hash"` // SHA-256 of the current refresh token
+	Generation   uint64    `json:"generation"` // rotations so far
+	CreatedAt    time.Time `json:"created_at"` // time of the authorization
+	RotatedAt    time.Time `json:"rotated_at"`
+	ExpiresAt    time.Time `json:"expires_at"`   // idle expiry, never after AbsoluteExpiresAt
+	AbsoluteExp  time.Time `json:"absolute_exp"` // the family's hard end
+	CodeHash     []byte    `json:"code_hash,omitempty"`
+}
+
+// Grant records a user's consent to a client for some scopes.
+type Grant struct {
+	UserID    int64     `json:"user_id"`
+	ClientID  string    `json:"client_id"`
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Session is a logged-in browser session, keyed by the SHA-256 of the
+// session cookie's value.
+type Session struct {
+	Hash      []byte    `json:"hash"`
+	UserID    int64     `json:"user_id"`
+	CSRF      string    `json:"csrf"` // per-session CSRF token (random, not a credential on its own)
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// KeyState is the lifecycle state of a signing key.
+type KeyState string
+
+// Key states: next → active → retired → removed.
+const (
+	KeyNext    KeyState = "next"
+	KeyActive  KeyState = "active"
+	KeyRetired KeyState = "retired"
+)
+
+// SigningKey is a JWT signing key. Private holds the private key as a JWK,
+// sealed by package keys when a master key is configured; package data
+// treats it as opaque bytes.
+type SigningKey struct {
+	KID         string    `json:"kid"`
+	Alg         string    `json:"alg"`
+	State       KeyState  `json:"state"`
+	Private     []byte    `json:"private"`
+	Sealed      bool      `json:"sealed"` // Private is encrypted with the master key
+	Public      []byte    `json:"public"` // public JWK (JSON)
+	CreatedAt   time.Time `json:"created_at"`
+	ActivatedAt time.Time `json:"activated_at,omitzero"`
+	RetiredAt   time.Time `json:"retired_at,omitzero"`
+}
+
+// GCResult counts what [Store.GarbageCollect] removed.
+type GCResult struct {
+	AuthCodes int
+	Families  int
+	Sessions  int
+}
+
+// Store is the storage contract. Every method is safe for concurrent use,
+// checks ctx before starting work, and runs each call in one transaction.
+// Update functions run inside that transaction; they must be pure (a backend
+// may call them more than once) and return an error to abort without writing.
+// Records returned are copies the caller may keep and modify.
+type Store interface {
+	// Users.
+
+	// CreateUser assigns u.ID (1, 2, …) and stores u; ErrExists when the
+	// email or username is taken (case-insensitively).
+	CreateUser(ctx context.Context, u User) (User, error)
+	GetUser(ctx context.Context, id int64) (User, error)
+	// GetUserByLogin finds a user by email or username, case-insensitively.
+	GetUserByLogin(ctx context.Context, login string) (User, error)
+	ListUsers(ctx context.Context) ([]User, error)
+
+	// Clients.
+
+	// CreateClient stores c after [ValidateClient]; ErrExists on a taken ID.
+	CreateClient(ctx context.Context, c Client) error
+	GetClient(ctx context.Context, id string) (Client, error)
+	// ListClients returns all clients, or those in status when it is not "".
+	ListClients(ctx context.Context, status ClientStatus) ([]Client, error)
+	// UpdateClient applies update to the stored client and stores the result
+	// after [ValidateClient] and [ValidateClientChange] against the old
+	// record, all in one transaction.
+	UpdateClient(ctx context.Context, id string, update func(Client) (Client, error)) (Client, error)
+
+	// Authorization codes.
+
+	CreateAuthCode(ctx context.Context, c AuthCode) error
+	// ExchangeAuthCode redeems the code whose hash is given, in one
+	// transaction: exchange checks the code (client, redirect URI, PKCE,
+	// expiry) and returns the family to create; the code is then marked used
+	// with the family's ID and the family is stored. An error from exchange
+	// aborts with nothing written. A code already used returns the stored
+	// code and ErrCodeUsed, without calling exchange.
+	ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(AuthCode) (Family, error)) (AuthCode, Family, error)
+
+	// Refresh-token families.
+
+	GetFamily(ctx context.Context, id string) (Family, error)
+	// RotateRefreshToken compares presented (a token hash) with the family's
+	// current TokenHash in constant time. On a match it stores update(old)
+	// (which sets the new TokenHash, RotatedAt, ExpiresAt, Generation) and
+	// returns it. On a mismatch it deletes the family and returns the old
+	// record with ErrTokenReused. An error from update aborts with nothing
+	// written.
+	RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(Family) (Family, error)) (Family, error)
+	// DeleteFamily revokes a family; ErrNotFound when there is none.
+	DeleteFamily(ctx context.Context, id string) error
+	// ListFamilies lists the families of a client ("" for all).
+	ListFamilies(ctx context.Context, clientID string) ([]Family, error)
+
+	// Consent grants.
+
+	PutGrant(ctx context.Context, g Grant) error
+	GetGrant(ctx context.Context, userID int64, clientID string) (Grant, error)
+	ListGrants(ctx context.Context, userID int64) ([]Grant, error)
+	DeleteGrant(ctx context.Context, userID int64, clientID string) error
+
+	// Sessions.
+
+	CreateSession(ctx context.Context, s Session) error
+	GetSession(ctx context.Context, hash []byte) (Session, error)
+	DeleteSession(ctx context.Context, hash []byte) error
+
+	// Signing keys.
+
+	ListKeys(ctx context.Context) ([]SigningKey, error)
+	// UpdateKeys replaces the whole key set by update(current set) in one
+	// transaction, so that concurrent rotations serialize and there is
+	// always exactly the set one of them computed.
+	UpdateKeys(ctx context.Context, update func([]SigningKey) ([]SigningKey, error)) ([]SigningKey, error)
+
+	// GarbageCollect removes auth codes, families and sessions whose
+	// ExpiresAt (or AbsoluteExp) is before now.
+	GarbageCollect(ctx context.Context, now time.Time) (GCResult, error)
+
+	// Close releases the store. Calls after Close fail.
+	Close() error
+}

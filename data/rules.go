@@ -1,0 +1,151 @@
+package data
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"oauthd/issuer/scope"
+)
+
+// RuleError says which rule a record breaks. It unwraps to [ErrInvalid].
+type RuleError struct {
+	Field  string // e.g. "redirect_uris"
+	Reason string // a sentence that says what to do
+}
+
+func (e *RuleError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap returns [ErrInvalid].
+func (e *RuleError) Unwrap() error { return ErrInvalid }
+
+func ruleErr(field, format string, args ...any) error {
+	return &RuleError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// MaxNameLen bounds client and user names.
+const MaxNameLen = 200
+
+// ValidateRedirectURI checks one redirect URI: absolute, https (or http on a
+// loopback host, RFC 8252 §7.3), no fragment (RFC 6749 §3.1.2), no user
+// info, no control characters, at most 2000 bytes.
+func ValidateRedirectURI(raw string) error {
+	if raw == "" || len(raw) > 2000 || !utf8.ValidString(raw) {
+		return ruleErr("redirect_uri", "%q is not a valid URI (empty, longer than 2000 bytes or not UTF-8)", raw)
+	}
+	for _, r := range raw {
+		if r < 0x21 || r == 0x7f {
+			return ruleErr("redirect_uri", "%q contains a space or control character", raw)
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return ruleErr("redirect_uri", "%q is not an absolute URI with a host", raw)
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return ruleErr("redirect_uri", "%q has a fragment; redirect URIs must not (RFC 6749 §3.1.2)", raw)
+	}
+	if u.User != nil {
+		return ruleErr("redirect_uri", "%q carries user info; remove it", raw)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !IsLoopback(u.Hostname()) {
+			return ruleErr("redirect_uri", "%q uses http; use https (http is allowed only on loopback hosts)", raw)
+		}
+	default:
+		return ruleErr("redirect_uri", "%q must use https (or http on a loopback host)", raw)
+	}
+	return nil
+}
+
+// IsLoopback reports whether host is localhost or a loopback IP.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ValidateClient checks the rules every stored client obeys.
+func ValidateClient(c Client) error {
+	if c.ID == "" {
+		return ruleErr("client_id", "must not be empty")
+	}
+	if strings.TrimSpace(c.Name) == "" || len(c.Name) > MaxNameLen || !utf8.ValidString(c.Name) {
+		return ruleErr("name", "must be 1 to %d bytes of UTF-8", MaxNameLen)
+	}
+	if strings.TrimSpace(c.Owner) == "" {
+		return ruleErr("owner", "must name the developer who owns the client")
+	}
+	switch c.Type {
+	case Confidential, Public:
+	default:
+		return ruleErr("client_type", "%q is neither confidential nor public", c.Type)
+	}
+	if len(c.RedirectURIs) == 0 {
+		return ruleErr("redirect_uris", "at least one redirect URI is required")
+	}
+	if len(c.RedirectURIs) > MaxRedirectURIs {
+		return ruleErr("redirect_uris", "%d given; a client has at most %d", len(c.RedirectURIs), MaxRedirectURIs)
+	}
+	for i, u := range c.RedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			return err
+		}
+		if slices.Contains(c.RedirectURIs[:i], u) {
+			return ruleErr("redirect_uris", "%q is listed twice", u)
+		}
+	}
+	if len(c.Scopes) == 0 && !c.Legacy {
+		return ruleErr("scopes", "at least one scope is required")
+	}
+	for i, s := range c.Scopes {
+		if !scope.Known(s) {
+			return ruleErr("scopes", "%q is not a scope; see the scope list in the README", s)
+		}
+		if slices.Contains(c.Scopes[:i], s) {
+			return ruleErr("scopes", "%q is listed twice", s)
+		}
+	}
+	switch c.Status {
+	case StatusPending, StatusApproved:
+	case StatusRejected:
+		if strings.TrimSpace(c.RejectReason) == "" {
+			return ruleErr("reason", "a rejection needs a reason")
+		}
+	default:
+		return ruleErr("status", "%q is not a client status", c.Status)
+	}
+	switch {
+	case len(c.Secrets) > MaxActiveSecrets:
+		return fmt.Errorf("%w: revoke one first", ErrTooManySecrets)
+	case c.Type == Confidential && len(c.Secrets) == 0:
+		return ErrLastSecret
+	case c.Type == Public && len(c.Secrets) > 0:
+		return ruleErr("secrets", "a public client has no secret")
+	}
+	return nil
+}
+
+// ValidateClientChange checks that next may follow old: the ID, type and
+// creation time never change, a client never becomes legacy again or goes
+// back to pending, and the status moves only pending → approved | rejected,
+// approved → rejected, or rejected → approved.
+func ValidateClientChange(old, next Client) error {
+	if next.ID != old.ID || next.Type != old.Type || !next.CreatedAt.Equal(old.CreatedAt) {
+		return ruleErr("client", "the client ID, type and creation time cannot change")
+	}
+	if next.Legacy && !old.Legacy {
+		return ruleErr("legacy", "a scoped client cannot become legacy again")
+	}
+	if old.Status != next.Status && next.Status == StatusPending {
+		return fmt.Errorf("%w: client %s is %s and cannot go back to pending", ErrConflict, old.ID, old.Status)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package data
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"strings"
+)
+
+// Prefixes of the credentials oauthd hands out, so that secret scanners can
+// recognise a leaked one.
+const (
+	PrefixClientSecret = "oauthd_cs_"
+	PrefixRefreshToken = "oauthd_rt_"
+	PrefixAuthCode     = "oauthd_ac_"
+	PrefixSession      = "oauthd_ss_"
+)
+
+// secretBytes is the entropy of every credential: 256 bits.
+const secretBytes = 32
+
+// NewSecret returns prefix followed by 256 random bits, base64url-encoded
+// without padding (43 characters).
+func NewSecret(prefix string) string {
+	return prefix + randomString(secretBytes)
+}
+
+// NewID returns prefix followed by n random bytes, base64url-encoded. It is
+// for public identifiers (client IDs, secret IDs, family IDs), not secrets.
+func NewID(prefix string, n int) string {
+	return prefix + randomString(n)
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never returns an error (crypto/rand, Go ≥ 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Hash returns the SHA-256 of a credential: the only form in which client
+// secrets, codes, refresh tokens and session IDs are stored. A fast hash is
+// right for values of 256 bits of entropy; a slow one would only cost CPU.
+func Hash(credential string) []byte {
+	h := sha256.Sum256([]byte(credential))
+	return h[:]
+}
+
+// Equal compares two hashes in constant time.
+func Equal(a, b []byte) bool {
+	return subtle.ConstantTimeCompare(a, b) == 1
+}
+
+// familyIDBytes is the size of a refresh-token family ID.
+const familyIDBytes = 16
+
+// NewFamilyID returns a new refresh-token family ID.
+func NewFamilyID() string { return randomString(familyIDBytes) }
+
+// NewRefreshToken returns a refresh token of the family: the prefix, the
+// family ID, a dot, and 256 random bits. The family ID lets the server find
+// the family with one lookup and detect the reuse of a rotated token.
+func NewRefreshToken(familyID string) string {
+	return PrefixRefreshToken + familyID + "." + randomString(secretBytes)
+}
+
+// ParseRefreshToken returns the family ID carried by a refresh token, or
+// false when the token is not of our form.
+func ParseRefreshToken(token string) (familyID string, ok bool) {
+	rest, ok := strings.CutPrefix(token, PrefixRefreshToken)
+	if !ok {
+		return "", false
+	}
+	id, secret, ok := strings.Cut(rest, ".")
+	if !ok || len(id) != base64.RawURLEncoding.EncodedLen(familyIDBytes) ||
+		len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) {
+		return "", false
+	}
+	return id, true
+}

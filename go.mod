@@ -1,0 +1,3 @@
+module oauthd
+
+go 1.26.8
