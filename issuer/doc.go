@@ -1,0 +1,8 @@
+// Package issuer is the OAuth 2.0 authorization server proper: it validates
+// authorization requests and issues codes (the consent pages of package
+// consent call it), runs the token endpoint (authorization_code and
+// refresh_token grants, RFC 6749 §4.1 and §6, PKCE RFC 7636), mints RFC 9068
+// JWT access tokens through a Signer, and serves revocation (RFC 7009),
+// introspection (RFC 7662), the RFC 8414 metadata and /v2/me. It renders no
+// HTML and holds no key material.
+package issuer
