@@ -149,3 +149,31 @@ func ValidateClientChange(old, next Client) error {
 	}
 	return nil
 }
+
+// ValidateKeySet checks the rules every stored signing-key set obeys: each key
+// has a unique, non-empty kid and a known state, and at most one key is
+// active.
+func ValidateKeySet(keys []SigningKey) error {
+	active := 0
+	for i, k := range keys {
+		if k.KID == "" {
+			return ruleErr("kid", "a signing key needs a kid")
+		}
+		for _, o := range keys[:i] {
+			if o.KID == k.KID {
+				return ruleErr("kid", "%q is used by two keys", k.KID)
+			}
+		}
+		switch k.State {
+		case KeyActive:
+			active++
+		case KeyNext, KeyRetired:
+		default:
+			return ruleErr("state", "%q is not a key state", k.State)
+		}
+	}
+	if active > 1 {
+		return ruleErr("state", "%d active keys; at most one key is active", active)
+	}
+	return nil
+}

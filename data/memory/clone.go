@@ -1,0 +1,95 @@
+package memory
+
+import (
+	"slices"
+
+	"oauthd/data"
+)
+
+// The clone functions deep-copy records (every slice, every byte slice) and
+// normalise their times to UTC, so that a caller never shares memory with the
+// store and times round-trip as a persistent backend returns them.
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return slices.Clone(b)
+}
+
+func cloneUser(u data.User) data.User {
+	u.CreatedAt = u.CreatedAt.UTC()
+	return u
+}
+
+func cloneClient(c data.Client) data.Client {
+	c.RedirectURIs = slices.Clone(c.RedirectURIs)
+	c.Scopes = slices.Clone(c.Scopes)
+	c.Usage = slices.Clone(c.Usage)
+	if c.Secrets != nil {
+		s := make([]data.ClientSecret, len(c.Secrets))
+		for i, cs := range c.Secrets {
+			cs.Hash = cloneBytes(cs.Hash)
+			cs.CreatedAt = cs.CreatedAt.UTC()
+			cs.LastUsedAt = cs.LastUsedAt.UTC()
+			s[i] = cs
+		}
+		c.Secrets = s
+	}
+	c.CreatedAt = c.CreatedAt.UTC()
+	c.UpdatedAt = c.UpdatedAt.UTC()
+	return c
+}
+
+func cloneCode(c data.AuthCode) data.AuthCode {
+	c.Hash = cloneBytes(c.Hash)
+	c.Scopes = slices.Clone(c.Scopes)
+	c.CreatedAt = c.CreatedAt.UTC()
+	c.ExpiresAt = c.ExpiresAt.UTC()
+	return c
+}
+
+func cloneFamily(f data.Family) data.Family {
+	f.Scopes = slices.Clone(f.Scopes)
+	f.TokenHash = cloneBytes(f.TokenHash)
+	f.CodeHash = cloneBytes(f.CodeHash)
+	f.CreatedAt = f.CreatedAt.UTC()
+	f.RotatedAt = f.RotatedAt.UTC()
+	f.ExpiresAt = f.ExpiresAt.UTC()
+	f.AbsoluteExp = f.AbsoluteExp.UTC()
+	return f
+}
+
+func cloneGrant(g data.Grant) data.Grant {
+	g.Scopes = slices.Clone(g.Scopes)
+	g.CreatedAt = g.CreatedAt.UTC()
+	g.UpdatedAt = g.UpdatedAt.UTC()
+	return g
+}
+
+func cloneSession(s data.Session) data.Session {
+	s.Hash = cloneBytes(s.Hash)
+	s.CreatedAt = s.CreatedAt.UTC()
+	s.ExpiresAt = s.ExpiresAt.UTC()
+	return s
+}
+
+func cloneKey(k data.SigningKey) data.SigningKey {
+	k.Private = cloneBytes(k.Private)
+	k.Public = cloneBytes(k.Public)
+	k.CreatedAt = k.CreatedAt.UTC()
+	k.ActivatedAt = k.ActivatedAt.UTC()
+	k.RetiredAt = k.RetiredAt.UTC()
+	return k
+}
+
+func cloneKeys(ks []data.SigningKey) []data.SigningKey {
+	if ks == nil {
+		return nil
+	}
+	out := make([]data.SigningKey, len(ks))
+	for i, k := range ks {
+		out[i] = cloneKey(k)
+	}
+	return out
+}

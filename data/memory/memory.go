@@ -1,0 +1,504 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"oauthd/data"
+)
+
+// ErrClosed is returned by every method called after [Store.Close].
+var ErrClosed = errors.New("memory store is closed")
+
+var _ data.Store = (*Store)(nil)
+
+type grantKey struct {
+	userID   int64
+	clientID string
+}
+
+// Store is an in-memory [data.Store]. The zero value is not usable; call [New].
+type Store struct {
+	mu     sync.Mutex
+	closed bool
+
+	nextUserID int64
+	users      map[int64]data.User
+	byEmail    map[string]int64 // lower-cased email → ID
+	byUsername map[string]int64 // lower-cased username → ID
+
+	clients  map[string]data.Client
+	codes    map[string]data.AuthCode // string(hash) → code
+	families map[string]data.Family
+	grants   map[grantKey]data.Grant
+	sessions map[string]data.Session // string(hash) → session
+	keys     []data.SigningKey
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		nextUserID: 1,
+		users:      make(map[int64]data.User),
+		byEmail:    make(map[string]int64),
+		byUsername: make(map[string]int64),
+		clients:    make(map[string]data.Client),
+		codes:      make(map[string]data.AuthCode),
+		families:   make(map[string]data.Family),
+		grants:     make(map[grantKey]data.Grant),
+		sessions:   make(map[string]data.Session),
+	}
+}
+
+// lock checks ctx and the closed flag and takes the mutex. On success the
+// caller must unlock.
+func (s *Store) lock(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	return nil
+}
+
+// Close empties the store; later calls fail with [ErrClosed].
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.users, s.clients, s.codes, s.families, s.grants, s.sessions, s.keys = nil, nil, nil, nil, nil, nil, nil
+	return nil
+}
+
+// Users.
+
+// CreateUser implements [data.Store.CreateUser].
+func (s *Store) CreateUser(ctx context.Context, u data.User) (data.User, error) {
+	if err := s.lock(ctx, "create user"); err != nil {
+		return data.User{}, err
+	}
+	defer s.mu.Unlock()
+	email, username := strings.ToLower(u.Email), strings.ToLower(u.Username)
+	if _, ok := s.byEmail[email]; ok && email != "" {
+		return data.User{}, fmt.Errorf("create user: email %q: %w", u.Email, data.ErrExists)
+	}
+	if _, ok := s.byUsername[username]; ok && username != "" {
+		return data.User{}, fmt.Errorf("create user: username %q: %w", u.Username, data.ErrExists)
+	}
+	u = cloneUser(u)
+	u.ID = s.nextUserID
+	s.nextUserID++
+	s.users[u.ID] = u
+	if email != "" {
+		s.byEmail[email] = u.ID
+	}
+	if username != "" {
+		s.byUsername[username] = u.ID
+	}
+	return cloneUser(u), nil
+}
+
+// GetUser implements [data.Store.GetUser].
+func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
+	if err := s.lock(ctx, "get user"); err != nil {
+		return data.User{}, err
+	}
+	defer s.mu.Unlock()
+	u, ok := s.users[id]
+	if !ok {
+		return data.User{}, fmt.Errorf("get user %d: %w", id, data.ErrNotFound)
+	}
+	return cloneUser(u), nil
+}
+
+// GetUserByLogin implements [data.Store.GetUserByLogin]: it looks the login
+// up as an email first, then as a username.
+func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, error) {
+	if err := s.lock(ctx, "get user by login"); err != nil {
+		return data.User{}, err
+	}
+	defer s.mu.Unlock()
+	l := strings.ToLower(login)
+	id, ok := s.byEmail[l]
+	if !ok {
+		id, ok = s.byUsername[l]
+	}
+	if !ok || l == "" {
+		return data.User{}, fmt.Errorf("get user by login: %w", data.ErrNotFound)
+	}
+	return cloneUser(s.users[id]), nil
+}
+
+// ListUsers implements [data.Store.ListUsers], ordered by ID.
+func (s *Store) ListUsers(ctx context.Context) ([]data.User, error) {
+	if err := s.lock(ctx, "list users"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]data.User, 0, len(s.users))
+	for _, id := range slices.Sorted(maps.Keys(s.users)) {
+		out = append(out, cloneUser(s.users[id]))
+	}
+	return out, nil
+}
+
+// Clients.
+
+// CreateClient implements [data.Store.CreateClient].
+func (s *Store) CreateClient(ctx context.Context, c data.Client) error {
+	if err := s.lock(ctx, "create client"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if err := data.ValidateClient(c); err != nil {
+		return fmt.Errorf("create client %q: %w", c.ID, err)
+	}
+	if _, ok := s.clients[c.ID]; ok {
+		return fmt.Errorf("create client %q: %w", c.ID, data.ErrExists)
+	}
+	s.clients[c.ID] = cloneClient(c)
+	return nil
+}
+
+// GetClient implements [data.Store.GetClient].
+func (s *Store) GetClient(ctx context.Context, id string) (data.Client, error) {
+	if err := s.lock(ctx, "get client"); err != nil {
+		return data.Client{}, err
+	}
+	defer s.mu.Unlock()
+	c, ok := s.clients[id]
+	if !ok {
+		return data.Client{}, fmt.Errorf("get client %q: %w", id, data.ErrNotFound)
+	}
+	return cloneClient(c), nil
+}
+
+// ListClients implements [data.Store.ListClients], ordered by ID.
+func (s *Store) ListClients(ctx context.Context, status data.ClientStatus) ([]data.Client, error) {
+	if err := s.lock(ctx, "list clients"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []data.Client{}
+	for _, id := range slices.Sorted(maps.Keys(s.clients)) {
+		if c := s.clients[id]; status == "" || c.Status == status {
+			out = append(out, cloneClient(c))
+		}
+	}
+	return out, nil
+}
+
+// UpdateClient implements [data.Store.UpdateClient].
+func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Client) (data.Client, error)) (data.Client, error) {
+	if err := s.lock(ctx, "update client"); err != nil {
+		return data.Client{}, err
+	}
+	defer s.mu.Unlock()
+	old, ok := s.clients[id]
+	if !ok {
+		return data.Client{}, fmt.Errorf("update client %q: %w", id, data.ErrNotFound)
+	}
+	next, err := update(cloneClient(old))
+	if err != nil {
+		return data.Client{}, err
+	}
+	if err := data.ValidateClient(next); err != nil {
+		return data.Client{}, fmt.Errorf("update client %q: %w", id, err)
+	}
+	if err := data.ValidateClientChange(old, next); err != nil {
+		return data.Client{}, fmt.Errorf("update client %q: %w", id, err)
+	}
+	s.clients[id] = cloneClient(next)
+	return cloneClient(next), nil
+}
+
+// Authorization codes.
+
+// CreateAuthCode implements [data.Store.CreateAuthCode].
+func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
+	if err := s.lock(ctx, "create auth code"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if len(c.Hash) == 0 {
+		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	}
+	if _, ok := s.codes[string(c.Hash)]; ok {
+		return fmt.Errorf("create auth code: %w", data.ErrExists)
+	}
+	s.codes[string(c.Hash)] = cloneCode(c)
+	return nil
+}
+
+// ExchangeAuthCode implements [data.Store.ExchangeAuthCode]. An error from
+// exchange is returned as it is.
+func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error) {
+	if err := s.lock(ctx, "exchange auth code"); err != nil {
+		return data.AuthCode{}, data.Family{}, err
+	}
+	defer s.mu.Unlock()
+	code, ok := s.codes[string(hash)]
+	if !ok {
+		return data.AuthCode{}, data.Family{}, fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
+	}
+	if code.Used {
+		return cloneCode(code), data.Family{}, fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
+	}
+	fam, err := exchange(cloneCode(code))
+	if err != nil {
+		return data.AuthCode{}, data.Family{}, err
+	}
+	if fam.ID == "" {
+		return data.AuthCode{}, data.Family{}, fmt.Errorf("exchange auth code: %w", &data.RuleError{Field: "family_id", Reason: "the new family needs an ID"})
+	}
+	if _, ok := s.families[fam.ID]; ok {
+		return data.AuthCode{}, data.Family{}, fmt.Errorf("exchange auth code: family %q: %w", fam.ID, data.ErrExists)
+	}
+	code.Used = true
+	code.FamilyID = fam.ID
+	s.codes[string(hash)] = code
+	s.families[fam.ID] = cloneFamily(fam)
+	return cloneCode(code), cloneFamily(fam), nil
+}
+
+// Refresh-token families.
+
+// GetFamily implements [data.Store.GetFamily].
+func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
+	if err := s.lock(ctx, "get family"); err != nil {
+		return data.Family{}, err
+	}
+	defer s.mu.Unlock()
+	f, ok := s.families[id]
+	if !ok {
+		return data.Family{}, fmt.Errorf("get family %q: %w", id, data.ErrNotFound)
+	}
+	return cloneFamily(f), nil
+}
+
+// RotateRefreshToken implements [data.Store.RotateRefreshToken]. An error
+// from update is returned as it is.
+func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
+	if err := s.lock(ctx, "rotate refresh token"); err != nil {
+		return data.Family{}, err
+	}
+	defer s.mu.Unlock()
+	old, ok := s.families[id]
+	if !ok {
+		return data.Family{}, fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrNotFound)
+	}
+	if !data.Equal(old.TokenHash, presented) {
+		delete(s.families, id)
+		return cloneFamily(old), fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrTokenReused)
+	}
+	next, err := update(cloneFamily(old))
+	if err != nil {
+		return data.Family{}, err
+	}
+	if next.ID != id {
+		return data.Family{}, fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family_id", Reason: "a rotation cannot change the family ID"})
+	}
+	s.families[id] = cloneFamily(next)
+	return cloneFamily(next), nil
+}
+
+// DeleteFamily implements [data.Store.DeleteFamily].
+func (s *Store) DeleteFamily(ctx context.Context, id string) error {
+	if err := s.lock(ctx, "delete family"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.families[id]; !ok {
+		return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
+	}
+	delete(s.families, id)
+	return nil
+}
+
+// ListFamilies implements [data.Store.ListFamilies], ordered by ID.
+func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Family, error) {
+	if err := s.lock(ctx, "list families"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []data.Family{}
+	for _, id := range slices.Sorted(maps.Keys(s.families)) {
+		if f := s.families[id]; clientID == "" || f.ClientID == clientID {
+			out = append(out, cloneFamily(f))
+		}
+	}
+	return out, nil
+}
+
+// Consent grants.
+
+// PutGrant implements [data.Store.PutGrant]: it creates or replaces the grant
+// of g.UserID to g.ClientID.
+func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
+	if err := s.lock(ctx, "put grant"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.grants[grantKey{g.UserID, g.ClientID}] = cloneGrant(g)
+	return nil
+}
+
+// GetGrant implements [data.Store.GetGrant].
+func (s *Store) GetGrant(ctx context.Context, userID int64, clientID string) (data.Grant, error) {
+	if err := s.lock(ctx, "get grant"); err != nil {
+		return data.Grant{}, err
+	}
+	defer s.mu.Unlock()
+	g, ok := s.grants[grantKey{userID, clientID}]
+	if !ok {
+		return data.Grant{}, fmt.Errorf("get grant of user %d to %q: %w", userID, clientID, data.ErrNotFound)
+	}
+	return cloneGrant(g), nil
+}
+
+// ListGrants implements [data.Store.ListGrants], ordered by client ID.
+func (s *Store) ListGrants(ctx context.Context, userID int64) ([]data.Grant, error) {
+	if err := s.lock(ctx, "list grants"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []data.Grant{}
+	for k, g := range s.grants {
+		if k.userID == userID {
+			out = append(out, cloneGrant(g))
+		}
+	}
+	slices.SortFunc(out, func(a, b data.Grant) int { return cmp.Compare(a.ClientID, b.ClientID) })
+	return out, nil
+}
+
+// DeleteGrant implements [data.Store.DeleteGrant].
+func (s *Store) DeleteGrant(ctx context.Context, userID int64, clientID string) error {
+	if err := s.lock(ctx, "delete grant"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	k := grantKey{userID, clientID}
+	if _, ok := s.grants[k]; !ok {
+		return fmt.Errorf("delete grant of user %d to %q: %w", userID, clientID, data.ErrNotFound)
+	}
+	delete(s.grants, k)
+	return nil
+}
+
+// Sessions.
+
+// CreateSession implements [data.Store.CreateSession].
+func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
+	if err := s.lock(ctx, "create session"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if len(sess.Hash) == 0 {
+		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	}
+	if _, ok := s.sessions[string(sess.Hash)]; ok {
+		return fmt.Errorf("create session: %w", data.ErrExists)
+	}
+	s.sessions[string(sess.Hash)] = cloneSession(sess)
+	return nil
+}
+
+// GetSession implements [data.Store.GetSession].
+func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
+	if err := s.lock(ctx, "get session"); err != nil {
+		return data.Session{}, err
+	}
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[string(hash)]
+	if !ok {
+		return data.Session{}, fmt.Errorf("get session: %w", data.ErrNotFound)
+	}
+	return cloneSession(sess), nil
+}
+
+// DeleteSession implements [data.Store.DeleteSession].
+func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
+	if err := s.lock(ctx, "delete session"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[string(hash)]; !ok {
+		return fmt.Errorf("delete session: %w", data.ErrNotFound)
+	}
+	delete(s.sessions, string(hash))
+	return nil
+}
+
+// Signing keys.
+
+// ListKeys implements [data.Store.ListKeys].
+func (s *Store) ListKeys(ctx context.Context) ([]data.SigningKey, error) {
+	if err := s.lock(ctx, "list keys"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	return cloneKeys(s.keys), nil
+}
+
+// UpdateKeys implements [data.Store.UpdateKeys]. The new set must pass
+// [data.ValidateKeySet].
+func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) ([]data.SigningKey, error)) ([]data.SigningKey, error) {
+	if err := s.lock(ctx, "update keys"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	next, err := update(cloneKeys(s.keys))
+	if err != nil {
+		return nil, err
+	}
+	if err := data.ValidateKeySet(next); err != nil {
+		return nil, fmt.Errorf("update keys: %w", err)
+	}
+	s.keys = cloneKeys(next)
+	return cloneKeys(next), nil
+}
+
+// GarbageCollect implements [data.Store.GarbageCollect].
+func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
+	if err := s.lock(ctx, "garbage collect"); err != nil {
+		return data.GCResult{}, err
+	}
+	defer s.mu.Unlock()
+	var r data.GCResult
+	for k, c := range s.codes {
+		if c.ExpiresAt.Before(now) {
+			delete(s.codes, k)
+			r.AuthCodes++
+		}
+	}
+	for k, f := range s.families {
+		if familyExpired(f, now) {
+			delete(s.families, k)
+			r.Families++
+		}
+	}
+	for k, sess := range s.sessions {
+		if sess.ExpiresAt.Before(now) {
+			delete(s.sessions, k)
+			r.Sessions++
+		}
+	}
+	return r, nil
+}
+
+// familyExpired reports whether the family's idle or absolute expiry is
+// before now. A zero AbsoluteExp means no absolute expiry.
+func familyExpired(f data.Family, now time.Time) bool {
+	return f.ExpiresAt.Before(now) || (!f.AbsoluteExp.IsZero() && f.AbsoluteExp.Before(now))
+}
