@@ -1,0 +1,114 @@
+package issuer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"oauthd/data"
+	"oauthd/keys/verify"
+)
+
+// Signer signs access tokens with the active key; *keys.Manager is one.
+type Signer interface {
+	Sign(claims jwt.Claims) (string, error)
+}
+
+// TokenVerifier verifies access tokens (for introspection); *verify.Verifier is one.
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (*verify.Claims, error)
+}
+
+// Config configures a [Server]. Zero durations take the defaults shown.
+type Config struct {
+	Store    data.Store
+	Signer   Signer
+	Verifier TokenVerifier
+	// MeAuth is the middleware that guards /v2/me (the route table's
+	// PROFILE_READ rule); it puts the verified claims in the request context
+	// (guard.ClaimsFrom). Required.
+	MeAuth echo.MiddlewareFunc
+	Logger *slog.Logger     // default: discard
+	Now    func() time.Time // default: time.Now
+	// Registerer receives the issuer's Prometheus metrics; nil means none.
+	Registerer prometheus.Registerer
+
+	Issuer   string // base URL, the iss of tokens and of authorization responses. Required.
+	AppURL   string // where the consent pages live; default Issuer
+	Audience string // aud of access tokens; default Issuer
+
+	AccessTTL   time.Duration // default 30 min (the seed's 1800 s)
+	CodeTTL     time.Duration // default 60 s; at most 10 min
+	RefreshIdle time.Duration // default 30 days, renewed by each rotation
+	RefreshMax  time.Duration // default 365 days from the authorization
+}
+
+// Server is the authorization server. Create it with [New].
+type Server struct {
+	cfg     Config
+	store   data.Store
+	log     *slog.Logger
+	now     func() time.Time
+	metrics *metrics
+}
+
+// New checks cfg, fills in defaults and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Signer == nil || cfg.Verifier == nil || cfg.MeAuth == nil {
+		return nil, errors.New("issuer: Config needs Store, Signer, Verifier and MeAuth")
+	}
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("issuer: Config.Issuer must be an http(s) URL without query or fragment")
+	}
+	cfg.Issuer = strings.TrimSuffix(cfg.Issuer, "/")
+	if cfg.AppURL == "" {
+		cfg.AppURL = cfg.Issuer
+	}
+	cfg.AppURL = strings.TrimSuffix(cfg.AppURL, "/")
+	if cfg.Audience == "" {
+		cfg.Audience = cfg.Issuer
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.AccessTTL <= 0 {
+		cfg.AccessTTL = 30 * time.Minute
+	}
+	if cfg.CodeTTL <= 0 {
+		cfg.CodeTTL = time.Minute
+	}
+	if cfg.CodeTTL > 10*time.Minute {
+		return nil, errors.New("issuer: Config.CodeTTL must be at most 10 minutes (RFC 6749 §4.1.2)")
+	}
+	if cfg.RefreshIdle <= 0 {
+		cfg.RefreshIdle = 30 * 24 * time.Hour
+	}
+	if cfg.RefreshMax <= 0 {
+		cfg.RefreshMax = 365 * 24 * time.Hour
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now}
+	s.metrics = newMetrics(cfg.Registerer)
+	return s, nil
+}
+
+// Register mounts the issuer's endpoints on e: the token, revocation and
+// introspection endpoints, the RFC 8414 metadata and /v2/me. The consent
+// pages (package consent) mount the authorization endpoint.
+func (s *Server) Register(e *echo.Echo) {
+	e.POST("/v2/auth/oauth2/token", s.handleToken)
+	e.POST("/v2/auth/oauth2/revoke", s.handleRevoke)
+	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
+	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)
+	e.GET("/v2/me", s.handleMe, s.cfg.MeAuth)
+}
