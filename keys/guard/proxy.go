@@ -1,0 +1,86 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+)
+
+// The headers through which the proxy tells the upstream who is calling.
+// The proxy first removes every incoming header whose name starts with
+// "X-Oauthd-" (case-insensitive, and also when spelled with underscores),
+// so a caller cannot forge them.
+const (
+	HeaderUserID       = "X-Oauthd-User-Id"      // the token's sub
+	HeaderClientID     = "X-Oauthd-Client-Id"    // the token's client_id
+	HeaderScopes       = "X-Oauthd-Scopes"       // granted scopes, space-separated
+	HeaderUnrestricted = "X-Oauthd-Unrestricted" // "true" for an unrestricted legacy token; absent otherwise
+)
+
+const headerPrefix = "x-oauthd-"
+
+// NewProxy returns the handler behind `oauthd gateway`: g in front of a
+// reverse proxy to upstream. A request the guard lets through is
+// forwarded with its canonical path (see [CanonicalPath]) joined to
+// upstream's path, the caller's X-Oauthd-* headers removed and the
+// identity headers ([HeaderUserID], [HeaderClientID], [HeaderScopes],
+// [HeaderUnrestricted]) set from the verified claims; on a public route
+// without a valid token no identity header is set. The Authorization
+// header is passed on. Bodies are streamed both ways (responses are
+// flushed as they arrive). The upstream's responses, errors included,
+// pass through unchanged; an unreachable upstream gives 502 with a JSON
+// body.
+func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.SetXForwarded()
+			setIdentity(pr.Out.Header, pr.In.Context())
+		},
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				// The caller went away; nobody reads this response.
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			logger.LogAttrs(r.Context(), slog.LevelError, "upstream unavailable",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("err", err.Error()))
+			h := w.Header()
+			h.Set("Content-Type", "application/json")
+			h.Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"error":"bad_gateway","error_description":"the upstream server is unavailable"}` + "\n"))
+		},
+	}
+	return g.HTTP(rp)
+}
+
+// setIdentity removes forged identity headers from h and sets those of
+// the claims in ctx.
+func setIdentity(h http.Header, ctx context.Context) {
+	for k := range h {
+		if len(k) >= len(headerPrefix) &&
+			strings.EqualFold(strings.ReplaceAll(k[:len(headerPrefix)], "_", "-"), headerPrefix) {
+			delete(h, k)
+		}
+	}
+	c, ok := ClaimsFrom(ctx)
+	if !ok {
+		return
+	}
+	h.Set(HeaderUserID, c.Subject)
+	h.Set(HeaderClientID, c.ClientID)
+	h.Set(HeaderScopes, strings.Join(c.Scopes, " "))
+	if c.Unrestricted {
+		h.Set(HeaderUnrestricted, "true")
+	}
+}
