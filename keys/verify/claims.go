@@ -8,11 +8,11 @@ import (
 
 // Claims are the verified claims of an access token (RFC 9068 §2.2).
 type Claims struct {
-	Issuer    string
-	Subject   string // the user ID, as a string
-	Audience  []string
-	ClientID  string
-	Scopes    []string // empty for an unrestricted legacy token
+	Issuer   string
+	Subject  string // the user ID, as a string
+	Audience []string
+	ClientID string
+	Scopes   []string // empty for an unrestricted legacy token
 	// Unrestricted is true only when the token carries the explicit
 	// "unrestricted": true claim of a legacy client; a missing scope claim
 	// never means unrestricted.

@@ -1,0 +1,235 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Sentinel errors. Every error [Verifier.Verify] returns wraps
+// ErrInvalidToken; one caused by a kid no key source knows also wraps
+// ErrUnknownKey. Test them with errors.Is.
+var (
+	// ErrInvalidToken: the token is malformed, badly signed, expired, not
+	// yet valid, or not an access token of this issuer for this audience.
+	// A resource server answers it with 401 and
+	// WWW-Authenticate: Bearer error="invalid_token" (RFC 6750 §3.1).
+	ErrInvalidToken = errors.New("invalid token")
+	// ErrUnknownKey: no published key has the token's kid (it was never
+	// published, or it was revoked or pruned).
+	ErrUnknownKey = errors.New("unknown signing key")
+)
+
+// Algorithms accepted for access tokens (RFC 7518 §3.4, RFC 8037 §3.1,
+// RFC 7518 §3.3). Nothing else is ever accepted: no "none", no HMAC.
+const (
+	ES256 = "ES256"
+	EdDSA = "EdDSA"
+	RS256 = "RS256"
+)
+
+// Algs lists the accepted algorithms.
+func Algs() []string { return []string{ES256, EdDSA, RS256} }
+
+// DefaultLeeway is the clock skew allowed on exp, nbf and iat.
+const DefaultLeeway = 60 * time.Second
+
+// Config configures a [Verifier].
+type Config struct {
+	// Issuer is the expected iss (the issuer's base URL). Required.
+	Issuer string
+	// Audience must be one of the token's aud values. Default: Issuer.
+	Audience string
+	// Keys finds the public key for a kid. Required.
+	Keys KeySource
+	// Leeway is the clock skew allowed on exp, nbf and iat. Default 60s;
+	// a negative value means none.
+	Leeway time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Verifier checks access tokens (RFC 9068 JWTs). It is safe for concurrent
+// use.
+type Verifier struct {
+	keys   KeySource
+	parser *jwt.Parser
+}
+
+// New returns a Verifier for cfg.
+func New(cfg Config) (*Verifier, error) {
+	if cfg.Issuer == "" {
+		return nil, errors.New("verify: Config.Issuer is required")
+	}
+	if cfg.Keys == nil {
+		return nil, errors.New("verify: Config.Keys is required")
+	}
+	if cfg.Audience == "" {
+		cfg.Audience = cfg.Issuer
+	}
+	switch {
+	case cfg.Leeway == 0:
+		cfg.Leeway = DefaultLeeway
+	case cfg.Leeway < 0:
+		cfg.Leeway = 0
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := jwt.NewParser(
+		jwt.WithValidMethods(Algs()),
+		jwt.WithIssuer(cfg.Issuer),
+		jwt.WithAudience(cfg.Audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(cfg.Leeway),
+		jwt.WithTimeFunc(cfg.Now),
+	)
+	return &Verifier{keys: cfg.Keys, parser: p}, nil
+}
+
+// tokenClaims is the JSON form of the claims, decoded once per token.
+type tokenClaims struct {
+	jwt.RegisteredClaims
+	ClientID     string      `json:"client_id"`
+	Scope        string      `json:"scope"`
+	Unrestricted literalTrue `json:"unrestricted"`
+}
+
+// literalTrue is true only for the JSON literal true. Any other value
+// ("true", 1, null, an object) decodes to false without error: a
+// verifier grants unrestricted access only on the explicit claim.
+type literalTrue bool
+
+func (b *literalTrue) UnmarshalJSON(p []byte) error {
+	*b = literalTrue(string(p) == "true")
+	return nil
+}
+
+// keyfuncError carries the reason a key lookup failed out of the jwt
+// parser, which wraps it.
+type keyfuncError struct{ err error }
+
+func (e *keyfuncError) Error() string { return e.err.Error() }
+func (e *keyfuncError) Unwrap() error { return e.err }
+
+// Verify checks token and returns its claims. Every error wraps
+// [ErrInvalidToken] and says briefly why; it never contains the token.
+func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
+	var tc tokenClaims
+	_, err := v.parser.ParseWithClaims(token, &tc, func(t *jwt.Token) (any, error) {
+		return v.key(ctx, t)
+	})
+	if err != nil {
+		return nil, reason(err)
+	}
+	c := &Claims{
+		Issuer:       tc.Issuer,
+		Subject:      tc.Subject,
+		Audience:     []string(tc.Audience),
+		ClientID:     tc.ClientID,
+		Scopes:       strings.Fields(tc.Scope),
+		Unrestricted: bool(tc.Unrestricted),
+		ID:           tc.ID,
+	}
+	if tc.IssuedAt != nil {
+		c.IssuedAt = tc.IssuedAt.Time
+	}
+	if tc.ExpiresAt != nil {
+		c.ExpiresAt = tc.ExpiresAt.Time
+	}
+	if tc.NotBefore != nil {
+		c.NotBefore = tc.NotBefore.Time
+	}
+	return c, nil
+}
+
+// key is the jwt.Keyfunc: RFC 9068 §4 typ check, kid lookup, and the
+// rule that the token's alg must be the key's alg (no algorithm
+// confusion).
+func (v *Verifier) key(ctx context.Context, t *jwt.Token) (any, error) {
+	typ, _ := t.Header["typ"].(string)
+	if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") {
+		return nil, &keyfuncError{fmt.Errorf("%w: typ is not at+jwt", ErrInvalidToken)}
+	}
+	kid, _ := t.Header["kid"].(string)
+	if kid == "" {
+		return nil, &keyfuncError{fmt.Errorf("%w: no kid", ErrInvalidToken)}
+	}
+	pub, alg, err := v.keys.Key(ctx, kid)
+	if err != nil {
+		if errors.Is(err, ErrUnknownKey) {
+			return nil, &keyfuncError{fmt.Errorf("%w: unknown kid: %w", ErrInvalidToken, ErrUnknownKey)}
+		}
+		return nil, &keyfuncError{fmt.Errorf("%w: key lookup: %w", ErrInvalidToken, err)}
+	}
+	if t.Method.Alg() != alg {
+		return nil, &keyfuncError{fmt.Errorf("%w: alg %s does not match the key's alg", ErrInvalidToken, t.Method.Alg())}
+	}
+	if err := checkKeyType(pub, alg); err != nil {
+		return nil, &keyfuncError{fmt.Errorf("%w: %w", ErrInvalidToken, err)}
+	}
+	return pub, nil
+}
+
+// checkKeyType reports whether pub is a key of the kind alg needs.
+func checkKeyType(pub crypto.PublicKey, alg string) error {
+	switch alg {
+	case ES256:
+		if k, ok := pub.(*ecdsa.PublicKey); ok && k.Curve == elliptic.P256() {
+			return nil
+		}
+	case EdDSA:
+		if k, ok := pub.(ed25519.PublicKey); ok && len(k) == ed25519.PublicKeySize {
+			return nil
+		}
+	case RS256:
+		if k, ok := pub.(*rsa.PublicKey); ok && k.N.BitLen() >= 2048 {
+			return nil
+		}
+	default:
+		return fmt.Errorf("key alg %q is not accepted", alg)
+	}
+	return fmt.Errorf("key is not a valid %s key", alg)
+}
+
+// reason turns a jwt parser error into a short ErrInvalidToken error.
+func reason(err error) error {
+	var kf *keyfuncError
+	if errors.As(err, &kf) {
+		return kf.err
+	}
+	var why string
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		why = "malformed"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		why = "bad signature or unaccepted alg"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		why = "required claim missing"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		why = "expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		why = "not valid yet"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		why = "issued in the future"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		why = "wrong issuer"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		why = "wrong audience"
+	case errors.Is(err, jwt.ErrTokenInvalidClaims):
+		why = "invalid claims"
+	default:
+		why = "unverifiable"
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidToken, why)
+}
