@@ -1,0 +1,10 @@
+// Package password hashes and verifies platform users' passwords with
+// argon2id (RFC 9106) at the OWASP minimum parameters (m=19 MiB, t=2, p=1),
+// encoded as PHC strings:
+//
+//	$argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>
+//
+// with salt and hash in unpadded standard base64. [Verify] reads the
+// parameters from the string, so they can be raised later without breaking
+// stored hashes. Package password knows nothing about users or storage.
+package password
