@@ -1,0 +1,437 @@
+package issuer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"oauthd/data"
+	"oauthd/issuer/scope"
+)
+
+// RFC 6749 §4.1.2.1 error codes of the authorization endpoint. They are
+// local string constants so that this file does not depend on the token
+// side's error type.
+const (
+	authzCodeInvalidRequest          = "invalid_request"
+	authzCodeInvalidScope            = "invalid_scope"
+	authzCodeUnsupportedResponseType = "unsupported_response_type"
+	authzCodeAccessDenied            = "access_denied"
+	authzCodeServerError             = "server_error"
+)
+
+// Limits of the authorization request.
+const (
+	// authzMaxState bounds the state parameter, which we echo back.
+	authzMaxState = 1024
+	// authzChallengeLen is the length of an S256 code_challenge: the
+	// base64url encoding (no padding) of a SHA-256 digest (RFC 7636 §4.2).
+	authzChallengeLen = 43
+)
+
+// ParseAuthorize validates an authorization request (RFC 6749 §4.1.1, PKCE
+// RFC 7636 §4.3) in the order RFC 6749 §4.1.2.1 requires: first the client
+// and its redirect_uri, whose failures return a *[PageError] (shown to the
+// user, never a redirect, since the redirect target is not trusted yet);
+// then everything else, whose failures return a *[RedirectError] to the
+// registered redirect_uri carrying error, error_description, state and iss
+// (RFC 9207).
+//
+// For a legacy client it counts the request in the client's usage (with or
+// without a scope parameter) once the client and redirect_uri are trusted;
+// call it once per display of the consent page. Any other error is a
+// storage failure (a server error).
+func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*AuthorizeRequest, error) {
+	return s.authzValidate(ctx, q, true)
+}
+
+// Approve records the user's consent to the request q (the query posted
+// back by the consent form, validated again from scratch exactly like
+// [Server.ParseAuthorize], without counting usage), issues a single-use
+// authorization code and returns the redirect to
+// redirect_uri?code=…&state=…&iss=… (RFC 6749 §4.1.2, RFC 9207).
+func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (string, error) {
+	if userID <= 0 {
+		return "", fmt.Errorf("approve: invalid user ID %d", userID)
+	}
+	req, err := s.authzValidate(ctx, q, false)
+	if err != nil {
+		return "", err
+	}
+	now := s.now().UTC()
+	if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
+		return "", s.authzServerError(ctx, req, "record grant", err)
+	}
+	code := data.NewSecret(data.PrefixAuthCode)
+	ac := data.AuthCode{
+		Hash:          data.Hash(code),
+		ClientID:      req.Client.ID,
+		UserID:        userID,
+		RedirectURI:   req.RedirectURI,
+		Scopes:        slices.Clone(req.Scopes),
+		Unrestricted:  req.Unrestricted,
+		CodeChallenge: req.CodeChallenge,
+		CreatedAt:     now,
+		ExpiresAt:     now.Add(s.cfg.CodeTTL),
+	}
+	if err := s.store.CreateAuthCode(ctx, ac); err != nil {
+		return "", s.authzServerError(ctx, req, "create authorization code", err)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
+		slog.String("event", "consent_granted"),
+		slog.String("client_id", req.Client.ID),
+		slog.Int64("user_id", userID),
+		slog.String("scope", scope.Join(req.Scopes)),
+		slog.Bool("unrestricted", req.Unrestricted),
+	)
+	v := url.Values{}
+	v.Set("code", code)
+	return s.authzRedirect(req.RedirectURI, v, req.State), nil
+}
+
+// Deny validates q again (like [Server.Approve]) and returns the redirect
+// that tells the client the user refused: redirect_uri?error=access_denied
+// with state and iss (RFC 6749 §4.1.2.1).
+func (s *Server) Deny(ctx context.Context, q url.Values, userID int64) (string, error) {
+	req, err := s.authzValidate(ctx, q, false)
+	if err != nil {
+		return "", err
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
+		slog.String("event", "consent_denied"),
+		slog.String("client_id", req.Client.ID),
+		slog.Int64("user_id", userID),
+		slog.String("scope", scope.Join(req.Scopes)),
+	)
+	v := url.Values{}
+	v.Set("error", authzCodeAccessDenied)
+	v.Set("error_description", "The user denied the request.")
+	return s.authzRedirect(req.RedirectURI, v, req.State), nil
+}
+
+// authzValidate is ParseAuthorize; countUsage says whether to count a legacy
+// client's request.
+func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage bool) (*AuthorizeRequest, error) {
+	// 1. The client and its redirect_uri: nothing may redirect before both
+	// are trusted (RFC 6749 §4.1.2.1, §10.15).
+	switch {
+	case len(q["client_id"]) > 1:
+		return nil, &PageError{Title: "Invalid authorization request",
+			Message: "The client_id parameter was given more than once. The application that sent you here must fix its authorization link."}
+	case len(q["redirect_uri"]) > 1:
+		return nil, &PageError{Title: "Invalid authorization request",
+			Message: "The redirect_uri parameter was given more than once. The application that sent you here must fix its authorization link."}
+	}
+	clientID := q.Get("client_id")
+	if clientID == "" {
+		return nil, &PageError{Title: "Invalid authorization request",
+			Message: "The client_id parameter is missing. The application that sent you here must fix its authorization link."}
+	}
+	if !authzCleanValue(clientID) || len(clientID) > 200 {
+		return nil, &PageError{Title: "Unknown application",
+			Message: "The client_id parameter is not a valid client ID."}
+	}
+	client, err := s.store.GetClient(ctx, clientID)
+	if errors.Is(err, data.ErrNotFound) {
+		return nil, &PageError{Title: "Unknown application",
+			Message: fmt.Sprintf("No application is registered under the client ID %s.", authzQuote(clientID))}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authorize: get client: %w", err)
+	}
+	redirectURI := q.Get("redirect_uri")
+	if redirectURI == "" {
+		return nil, &PageError{Title: "Invalid authorization request",
+			Message: "The redirect_uri parameter is missing. The application that sent you here must fix its authorization link."}
+	}
+	// Exact string comparison (RFC 6749 §3.1.2.3, RFC 9700 §4.1.3): no
+	// normalisation, no prefix or pattern matching.
+	if !slices.Contains(client.RedirectURIs, redirectURI) {
+		return nil, &PageError{Title: "Unregistered redirect URI",
+			Message: "The redirect_uri is not one of the redirect URIs registered for " + authzQuote(client.Name) + ". It must match a registered URI exactly."}
+	}
+	switch client.Status {
+	case data.StatusApproved:
+	case data.StatusPending:
+		return nil, &PageError{Title: "Application not approved yet",
+			Message: authzQuote(client.Name) + " is waiting for review and cannot be used to sign in yet."}
+	default:
+		return nil, &PageError{Title: "Application not available",
+			Message: authzQuote(client.Name) + " was not approved and cannot be used to sign in."}
+	}
+	hasScope := authzHasScope(q["scope"])
+	if !client.Legacy && !hasScope {
+		// The seed: a client whose scopes were saved before its
+		// authorization URL carried scope fails to authorize.
+		return nil, &PageError{Title: "Invalid authorization request",
+			Message: "The authorization link of " + authzQuote(client.Name) + " does not say which permissions (scope) it asks for. The application must add a scope parameter."}
+	}
+
+	if countUsage && client.Legacy {
+		s.authzCountUsage(ctx, client.ID, hasScope)
+	}
+
+	// 2. From here on, errors go back to the client by redirect.
+	state, stateOK := "", true
+	if st := q["state"]; len(st) == 1 {
+		if authzCleanValue(st[0]) && len(st[0]) <= authzMaxState {
+			state = st[0]
+		} else {
+			stateOK = false
+		}
+	}
+	fail := func(code, desc string) error {
+		v := url.Values{}
+		v.Set("error", code)
+		v.Set("error_description", authzDescription(desc))
+		return &RedirectError{URL: s.authzRedirect(redirectURI, v, state), Code: code}
+	}
+
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		vals := q[name]
+		if len(vals) > 1 {
+			// RFC 6749 §3.1: request parameters must not be repeated.
+			return nil, fail(authzCodeInvalidRequest, "the "+authzParamName(name)+" parameter was given more than once")
+		}
+		for _, v := range vals {
+			if !authzCleanValue(v) {
+				return nil, fail(authzCodeInvalidRequest, "the "+authzParamName(name)+" parameter contains invalid UTF-8 or control characters")
+			}
+		}
+	}
+	if !stateOK {
+		return nil, fail(authzCodeInvalidRequest, fmt.Sprintf("state is longer than %d bytes", authzMaxState))
+	}
+
+	if rt, ok := q["response_type"]; ok && rt[0] != "code" {
+		return nil, fail(authzCodeUnsupportedResponseType, "only response_type=code is supported")
+	}
+
+	scopes, err := scope.Parse(q.Get("scope"))
+	if u, ok := errors.AsType[*scope.UnknownError](err); ok {
+		return nil, fail(authzCodeInvalidScope, "unknown scope "+authzNames(u.Names))
+	} else if err != nil {
+		return nil, fail(authzCodeInvalidScope, "scope cannot be parsed")
+	}
+	if !client.Legacy {
+		if outside, ok := scope.Subset(scopes, client.Scopes); !ok {
+			return nil, fail(authzCodeInvalidScope, "scope "+authzNames(outside)+" is not registered for this client")
+		}
+	}
+
+	// PKCE, RFC 7636 §4.3 and §4.4.1; S256 only (OAuth 2.1 §4.1.1).
+	switch m, ok := q["code_challenge_method"]; {
+	case !ok || m[0] == "S256":
+	case m[0] == "plain":
+		return nil, fail(authzCodeInvalidRequest, "code_challenge_method plain is not supported; use S256")
+	default:
+		return nil, fail(authzCodeInvalidRequest, "code_challenge_method must be S256")
+	}
+	challenge, hasChallenge := q.Get("code_challenge"), q.Has("code_challenge")
+	switch {
+	case hasChallenge && !authzValidChallenge(challenge):
+		return nil, fail(authzCodeInvalidRequest, "code_challenge must be the 43-character base64url SHA-256 of the code_verifier (S256)")
+	case !hasChallenge && client.Type == data.Public:
+		return nil, fail(authzCodeInvalidRequest, "a public client must send code_challenge (PKCE, S256)")
+	}
+
+	return &AuthorizeRequest{
+		Client:        client,
+		RedirectURI:   redirectURI,
+		State:         state,
+		Scopes:        scopes,
+		Unrestricted:  client.Legacy,
+		CodeChallenge: challenge,
+		Query:         q,
+	}, nil
+}
+
+// authzRedirect returns redirectURI with params, state (when not empty) and
+// iss added to its query. The registered URI is kept byte for byte,
+// including its own query (RFC 6749 §3.1.2), so the result always starts
+// with it.
+func (s *Server) authzRedirect(redirectURI string, params url.Values, state string) string {
+	if state != "" {
+		params.Set("state", state)
+	}
+	params.Set("iss", s.cfg.Issuer)
+	sep := "?"
+	if i := strings.IndexByte(redirectURI, '?'); i >= 0 {
+		sep = "&"
+		if i == len(redirectURI)-1 || strings.HasSuffix(redirectURI, "&") {
+			sep = ""
+		}
+	}
+	return redirectURI + sep + params.Encode()
+}
+
+// authzServerError logs a storage failure met after the redirect URI was
+// validated and returns the server_error redirect (RFC 6749 §4.1.2.1).
+func (s *Server) authzServerError(ctx context.Context, req *AuthorizeRequest, op string, err error) error {
+	s.log.LogAttrs(ctx, slog.LevelError, "authorize failed",
+		slog.String("op", op), slog.String("client_id", req.Client.ID), slog.String("err", err.Error()))
+	v := url.Values{}
+	v.Set("error", authzCodeServerError)
+	v.Set("error_description", "the authorization server could not complete the request; try again")
+	return &RedirectError{URL: s.authzRedirect(req.RedirectURI, v, req.State), Code: authzCodeServerError}
+}
+
+// authzRecordGrant stores the user's consent, merging the scopes with an
+// earlier grant to the same client.
+func (s *Server) authzRecordGrant(ctx context.Context, req *AuthorizeRequest, userID int64, now time.Time) error {
+	g, err := s.store.GetGrant(ctx, userID, req.Client.ID)
+	switch {
+	case errors.Is(err, data.ErrNotFound):
+		g = data.Grant{UserID: userID, ClientID: req.Client.ID, CreatedAt: now}
+	case err != nil:
+		return err
+	}
+	for _, sc := range req.Scopes {
+		if !slices.Contains(g.Scopes, sc) {
+			g.Scopes = append(g.Scopes, sc)
+		}
+	}
+	g.UpdatedAt = now
+	return s.store.PutGrant(ctx, g)
+}
+
+// errAuthzNotLegacy aborts a usage update when the client was migrated in
+// the meantime.
+var errAuthzNotLegacy = errors.New("client is no longer legacy")
+
+// authzCountUsage counts one authorization request of a legacy client in
+// today's (UTC) [data.UsageDay], keeping the last [data.MaxUsageDays] days.
+// A failure is logged, not returned: statistics never block a sign-in.
+func (s *Server) authzCountUsage(ctx context.Context, clientID string, withScope bool) {
+	day := s.now().UTC().Format(time.DateOnly)
+	_, err := s.store.UpdateClient(ctx, clientID, func(c data.Client) (data.Client, error) {
+		if !c.Legacy {
+			return c, errAuthzNotLegacy
+		}
+		c.Usage = authzAddUsage(c.Usage, day, withScope)
+		return c, nil
+	})
+	if err != nil && !errors.Is(err, errAuthzNotLegacy) {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "count legacy usage failed",
+			slog.String("client_id", clientID), slog.String("err", err.Error()))
+	}
+}
+
+// authzAddUsage returns usage with one request counted on day, sorted by
+// day (newest last) and trimmed to the last [data.MaxUsageDays] days. It
+// does not modify usage.
+func authzAddUsage(usage []data.UsageDay, day string, withScope bool) []data.UsageDay {
+	usage = slices.Clone(usage)
+	i := slices.IndexFunc(usage, func(u data.UsageDay) bool { return u.Day == day })
+	if i < 0 {
+		usage = append(usage, data.UsageDay{Day: day})
+		slices.SortStableFunc(usage, func(a, b data.UsageDay) int { return strings.Compare(a.Day, b.Day) })
+		i = slices.IndexFunc(usage, func(u data.UsageDay) bool { return u.Day == day })
+	}
+	if withScope {
+		usage[i].WithScope++
+	} else {
+		usage[i].WithoutScope++
+	}
+	if n := len(usage); n > data.MaxUsageDays {
+		usage = usage[n-data.MaxUsageDays:]
+	}
+	return usage
+}
+
+// authzHasScope reports whether the scope parameter is present with at
+// least one name in one of its values.
+func authzHasScope(vals []string) bool {
+	for _, v := range vals {
+		if strings.ContainsFunc(v, func(r rune) bool {
+			return r != ' ' && r != '+' && r != ',' && r != '\t' && r != '\n' && r != '\r'
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// authzCleanValue reports whether v is valid UTF-8 without NUL or other
+// control characters.
+func authzCleanValue(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsFunc(v, unicode.IsControl)
+}
+
+// authzValidChallenge reports whether c has the form of an S256
+// code_challenge: 43 characters of the base64url alphabet.
+func authzValidChallenge(c string) bool {
+	if len(c) != authzChallengeLen {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		b := c[i]
+		if !(b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// authzQuote quotes a value for a human-readable message: Go-quoted (so
+// control characters and invalid UTF-8 are escaped) and cut to 80 bytes.
+// HTML escaping is the page renderer's job.
+func authzQuote(v string) string {
+	if len(v) > 80 {
+		v = strings.ToValidUTF8(v[:80], "") + "…"
+	}
+	return strconv.Quote(v)
+}
+
+// authzParamName returns a parameter name fit for an error description.
+func authzParamName(name string) string {
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return strconv.Quote(name)
+}
+
+// authzNames lists at most three names for an error description.
+func authzNames(names []string) string {
+	const max = 3
+	out := make([]string, 0, max+1)
+	for i, n := range names {
+		if i == max {
+			out = append(out, fmt.Sprintf("and %d more", len(names)-max))
+			break
+		}
+		if len(n) > 40 {
+			n = n[:40] + "..."
+		}
+		out = append(out, n)
+	}
+	return strings.Join(out, ", ")
+}
+
+// authzDescription makes desc a valid error_description (RFC 6749
+// §4.1.2.1: %x20-21 / %x23-5B / %x5D-7E): other bytes become '?' and
+// quotes become apostrophes.
+func authzDescription(desc string) string {
+	b := []byte(desc)
+	for i, c := range b {
+		switch {
+		case c == '"':
+			b[i] = '\''
+		case c == '\\' || c < 0x20 || c > 0x7e:
+			b[i] = '?'
+		}
+	}
+	if len(b) > 300 {
+		b = b[:300]
+	}
+	return string(b)
+}
