@@ -1,8 +1,20 @@
-// Package keys owns the issuer's JWT signing keys.
+// Package keys owns the issuer's JWT signing keys: their lifecycle
+// (next → active → retired → removed), sealing their private halves at rest
+// with the master key (AES-256-GCM), signing access tokens (RFC 9068) with
+// the active key, and publishing the JWKS (RFC 7517) of the next, active
+// and retired keys.
+//
+// A new key is published as "next" before it signs anything, so resource
+// servers that cache the JWKS already know it when it becomes active; a
+// retired key stays published until every token it signed has expired
+// (TokenTTL + Leeway), then [Manager.Prune] removes it. [Manager.Revoke]
+// is the emergency exit: the key leaves the JWKS at once.
+//
+// Every lifecycle change is one [data.Store.UpdateKeys] transaction, so
+// concurrent rotations serialize and there is always exactly one active key.
+// Signing and key lookups use an immutable in-memory snapshot and never
+// touch the store.
+//
+// Package keys does not verify tokens (that is package verify) and does not
+// read flags or environment variables.
 package keys
-
-import (
-	_ "github.com/golang-jwt/jwt/v5"
-	_ "github.com/labstack/echo/v4"
-	_ "github.com/lestrrat-go/jwx/v2/jwk"
-)

@@ -1,0 +1,243 @@
+package keys
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/labstack/echo/v4"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"oauthd/data"
+	"oauthd/keys/verify"
+)
+
+// snapshot is the immutable in-memory state Sign, Key and JWKS read.
+type snapshot struct {
+	active *signer                     // nil when the store has no usable active key
+	pub    map[string]verify.PublicKey // published keys by kid
+	jwks   []byte                      // {"keys":[...]}: next, active, retired
+	etag   string
+}
+
+// signer signs with one key; everything but the signature is precomputed.
+type signer struct {
+	kid    string
+	method jwt.SigningMethod
+	key    privateKey
+	header string // base64url of the JOSE header
+}
+
+// sign returns header.payload.signature (RFC 7515 §7.1).
+func (s *signer) sign(claims jwt.Claims) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("sign: encode claims: %w", err)
+	}
+	enc := base64.RawURLEncoding
+	buf := make([]byte, 0, len(s.header)+2+enc.EncodedLen(len(payload))+enc.EncodedLen(512))
+	buf = append(buf, s.header...)
+	buf = append(buf, '.')
+	buf = enc.AppendEncode(buf, payload)
+	sig, err := s.method.Sign(string(buf), s.key.Signer)
+	if err != nil {
+		return "", fmt.Errorf("sign with key %s: %w", s.kid, err)
+	}
+	buf = append(buf, '.')
+	buf = enc.AppendEncode(buf, sig)
+	return string(buf), nil
+}
+
+// install builds the snapshot of ks and makes it current.
+func (m *Manager) install(ks []data.SigningKey) error {
+	s, err := m.build(ks)
+	if err != nil {
+		return err
+	}
+	m.snap.Store(s)
+	return nil
+}
+
+// build parses the published keys and the active private key. A published
+// key that does not parse, or whose kid is not its thumbprint, is left out
+// of the JWKS and logged; an active key that cannot sign is an error.
+func (m *Manager) build(ks []data.SigningKey) (*snapshot, error) {
+	ks = slices.Clone(ks)
+	sortKeys(ks)
+	set := jwk.NewSet()
+	for _, k := range ks {
+		pub, err := publicJWK(k)
+		if err != nil {
+			m.log.Error("signing key not published", "kid", truncate(k.KID, 64), "err", err)
+			continue
+		}
+		if err := set.AddKey(pub); err != nil {
+			return nil, fmt.Errorf("build jwks: %w", err)
+		}
+	}
+	jwks, err := json.Marshal(set)
+	if err != nil {
+		return nil, fmt.Errorf("build jwks: %w", err)
+	}
+	// Parse what we publish with the verifiers' own rules: Key answers
+	// exactly for the keys a resource server will accept.
+	pub, err := verify.ParseJWKS(jwks, func(kid string, err error) {
+		m.log.Error("signing key not usable by verifiers", "kid", truncate(kid, 64), "err", err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build jwks: %w", err)
+	}
+	sum := sha256.Sum256(jwks)
+	s := &snapshot{pub: pub, jwks: jwks, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`}
+	if i := indexOf(ks, data.KeyActive); i >= 0 {
+		sg, err := m.signerOf(ks[i], pub[ks[i].KID])
+		if err != nil {
+			return nil, fmt.Errorf("active key %s: %w", ks[i].KID, err)
+		}
+		s.active = sg
+	}
+	return s, nil
+}
+
+// publicJWK parses k's public JWK and checks that its kid is its RFC 7638
+// thumbprint and its alg the record's. Only the public members are kept.
+func publicJWK(k data.SigningKey) (jwk.Key, error) {
+	if !supported(k.Alg) {
+		return nil, fmt.Errorf("alg %q: %w", k.Alg, ErrUnsupportedAlg)
+	}
+	parsed, err := jwk.ParseKey(k.Public)
+	if err != nil {
+		return nil, fmt.Errorf("parse public jwk: %w", err)
+	}
+	pub, err := jwk.PublicKeyOf(parsed)
+	if err != nil {
+		return nil, fmt.Errorf("public jwk: %w", err)
+	}
+	tp, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("thumbprint: %w", err)
+	}
+	if base64.RawURLEncoding.EncodeToString(tp) != k.KID {
+		return nil, errors.New("kid is not the key's RFC 7638 thumbprint")
+	}
+	if pub.KeyID() != k.KID || pub.Algorithm().String() != k.Alg {
+		return nil, errors.New("public jwk kid or alg differs from the record")
+	}
+	if err := pub.Set(jwk.KeyUsageKey, jwk.ForSignature); err != nil {
+		return nil, err
+	}
+	return pub, nil
+}
+
+// signerOf opens k's private key and checks it matches its published
+// public key.
+func (m *Manager) signerOf(k data.SigningKey, pub verify.PublicKey) (*signer, error) {
+	if pub.Key == nil {
+		return nil, fmt.Errorf("not published: %w", ErrNoSigningKey)
+	}
+	raw := k.Private
+	if k.Sealed {
+		if m.sealer == nil {
+			return nil, ErrSealed
+		}
+		var err error
+		if raw, err = m.sealer.open(k.KID, raw); err != nil {
+			return nil, err
+		}
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("no private key: %w", ErrNoSigningKey)
+	}
+	pk, err := jwk.ParseKey(raw)
+	if err != nil {
+		return nil, errors.New("private jwk does not parse") // never echo key material
+	}
+	var rawKey any
+	if err := pk.Raw(&rawKey); err != nil {
+		return nil, errors.New("private jwk does not parse")
+	}
+	cs, ok := rawKey.(crypto.Signer)
+	if !ok {
+		return nil, errors.New("private jwk is not a private key")
+	}
+	if eq, ok := cs.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !eq.Equal(pub.Key) {
+		return nil, errors.New("private key does not match the published public key")
+	}
+	method := jwt.GetSigningMethod(k.Alg)
+	if method == nil {
+		return nil, fmt.Errorf("alg %q: %w", k.Alg, ErrUnsupportedAlg)
+	}
+	hdr, err := json.Marshal(struct {
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+		Typ string `json:"typ"`
+	}{k.Alg, k.KID, "at+jwt"})
+	if err != nil {
+		return nil, err
+	}
+	return &signer{
+		kid:    k.KID,
+		method: method,
+		key:    privateKey{cs},
+		header: base64.RawURLEncoding.EncodeToString(hdr),
+	}, nil
+}
+
+// JWKS returns the JSON of the published public keys ({"keys":[...]}:
+// next, active, retired). The caller must not modify it.
+func (m *Manager) JWKS() []byte {
+	if s := m.snap.Load(); s != nil {
+		return s.jwks
+	}
+	return []byte(`{"keys":[]}`)
+}
+
+// ServeJWKS serves [Manager.JWKS] as application/json with
+// Cache-Control: public, max-age=JWKSMaxAge and an ETag.
+func (m *Manager) ServeJWKS(c echo.Context) error {
+	m.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+// ServeHTTP serves the JWKS like [Manager.ServeJWKS], for net/http.
+func (m *Manager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := m.snap.Load()
+	body, etag := m.JWKS(), ""
+	if s != nil {
+		etag = s.etag
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(m.cfg.JWKSMaxAge/time.Second)))
+	if etag != "" {
+		h.Set("ETag", etag)
+		if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+func etagMatch(header, etag string) bool {
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
