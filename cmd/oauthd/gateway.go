@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"oauthd/keys/guard"
+	"oauthd/keys/verify"
+)
+
+// gatewayOptions are the flags of `oauthd gateway`.
+type gatewayOptions struct {
+	listen   string
+	upstream string
+	issuer   string
+	routes   string
+	jwksURL  string
+	audience string
+
+	// ready, when set (tests), is called with the listening address.
+	ready func(addr net.Addr)
+}
+
+// AddFlags registers the gateway's flags on fs; each defaults to its
+// OAUTHD_GATEWAY_* environment variable.
+func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
+	env := func(name, def string) string {
+		if v, ok := os.LookupEnv("OAUTHD_GATEWAY_" + name); ok {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&o.listen, "listen", env("LISTEN", "127.0.0.1:8081"), "address to listen on (env OAUTHD_GATEWAY_LISTEN)")
+	fs.StringVar(&o.upstream, "upstream", env("UPSTREAM", ""), "base URL of the API server to protect, e.g. http://127.0.0.1:3000 (env OAUTHD_GATEWAY_UPSTREAM)")
+	fs.StringVar(&o.issuer, "issuer", env("ISSUER", ""), "the issuer's base URL, the iss of its tokens (env OAUTHD_GATEWAY_ISSUER)")
+	fs.StringVar(&o.routes, "routes", env("ROUTES", ""), "JSON file of routes to add to (or replace in) the built-in route table (env OAUTHD_GATEWAY_ROUTES)")
+	fs.StringVar(&o.jwksURL, "jwks-url", env("JWKS_URL", ""), "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json; env OAUTHD_GATEWAY_JWKS_URL)")
+	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
+}
+
+func newGatewayCommand() *cobra.Command {
+	o := &gatewayOptions{}
+	cmd := &cobra.Command{
+		Use:   "gateway --upstream URL --issuer URL [--listen ADDR] [--routes FILE]",
+		Short: "Run a reverse proxy that enforces token scopes in front of an API server",
+		Long: `gateway verifies the bearer token of every request offline (against the
+issuer's JWKS), enforces the route table (the built-in routes of the
+scheduling API plus those of --routes), and forwards allowed requests to
+--upstream with the headers X-Oauthd-User-Id, X-Oauthd-Client-Id,
+X-Oauthd-Scopes and X-Oauthd-Unrestricted (any X-Oauthd-* header sent by
+the caller is removed first). GET /healthz answers the gateway's own health.`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// gatewayConfig is the validated form of the options.
+type gatewayConfig struct {
+	upstream *url.URL
+	issuer   string
+	jwksURL  string
+	audience string
+	table    *guard.Table
+}
+
+func (o *gatewayOptions) config() (*gatewayConfig, error) {
+	if o.upstream == "" {
+		return nil, errors.New("--upstream is required: the base URL of the API server to protect (or set OAUTHD_GATEWAY_UPSTREAM)")
+	}
+	up, err := url.Parse(o.upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		return nil, fmt.Errorf("--upstream %q must be an absolute http or https URL such as http://127.0.0.1:3000", o.upstream)
+	}
+	if o.issuer == "" {
+		return nil, errors.New("--issuer is required: the base URL of the oauthd server that issues the tokens (or set OAUTHD_GATEWAY_ISSUER)")
+	}
+	iss, err := url.Parse(o.issuer)
+	if err != nil || (iss.Scheme != "http" && iss.Scheme != "https") || iss.Host == "" {
+		return nil, fmt.Errorf("--issuer %q must be an absolute http or https URL, the issuer's base URL", o.issuer)
+	}
+	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience}
+	if c.jwksURL == "" {
+		c.jwksURL = strings.TrimRight(o.issuer, "/") + "/.well-known/jwks.json"
+	} else if u, err := url.Parse(c.jwksURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--jwks-url %q must be an absolute http or https URL", c.jwksURL)
+	}
+	if c.audience == "" {
+		c.audience = o.issuer
+	}
+	c.table = guard.DefaultTable()
+	if o.routes != "" {
+		extra, err := guard.LoadTableFile(o.routes)
+		if err != nil {
+			return nil, fmt.Errorf("%w (fix the file or drop --routes)", err)
+		}
+		c.table = c.table.Merge(extra)
+	}
+	return c, nil
+}
+
+func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("component", "gateway")
+
+	keySet := verify.NewRemoteKeySet(verify.RemoteConfig{URL: cfg.jwksURL, Logger: logger})
+	v, err := verify.New(verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet})
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger})
+	proxy := guard.NewProxy(cfg.upstream, g, logger)
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("gateway: listen on %s: %w (choose another --listen address)", o.listen, err)
+	}
+	srv := &http.Server{
+		Handler:           gatewayHandler(proxy),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+
+	// Warm the key cache; an issuer that is not up yet is not fatal, the
+	// key set fetches again on the first token.
+	if err := keySet.Refresh(ctx); err != nil {
+		logger.WarnContext(ctx, "jwks not fetched yet", "url", cfg.jwksURL, "err", err)
+	}
+	logger.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(),
+		"upstream", cfg.upstream.String(), "issuer", cfg.issuer, "jwks_url", cfg.jwksURL, "routes", len(cfg.table.Routes()))
+	if o.ready != nil {
+		o.ready(ln.Addr())
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("gateway: serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.InfoContext(ctx, "gateway shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("gateway: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: serve: %w", err)
+	}
+	return nil
+}
+
+// gatewayHandler serves GET /healthz itself and hands everything else to
+// the proxy. It is not a ServeMux on purpose: ServeMux would redirect
+// unclean paths before the guard sees them, and the guard refuses them
+// itself (guard.CanonicalPath).
+func gatewayHandler(proxy http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			_, _ = w.Write([]byte("ok\n"))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})
+}
