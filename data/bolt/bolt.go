@@ -1,0 +1,209 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"oauthd/data"
+)
+
+// Errors of package bolt, besides the sentinels of package data.
+var (
+	// ErrLocked: another process holds the database file open.
+	ErrLocked = errors.New("database is locked")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("bolt store is closed")
+	// ErrSchema: the file was written by an incompatible version of oauthd.
+	ErrSchema = errors.New("unsupported database schema version")
+)
+
+// schemaVersion is the layout of the buckets below; Open refuses any other.
+const schemaVersion = "1"
+
+// Buckets.
+var (
+	bucketMeta        = []byte("meta")
+	bucketUsers       = []byte("users")          // 8-byte big-endian ID → User
+	bucketUserEmail   = []byte("users_email")    // lower-cased email → ID
+	bucketUserName    = []byte("users_username") // lower-cased username → ID
+	bucketClients     = []byte("clients")        // ID → Client
+	bucketCodes       = []byte("auth_codes")     // SHA-256 → AuthCode
+	bucketFamilies    = []byte("families")       // ID → Family
+	bucketFamByClient = []byte("families_by_client")
+	bucketGrants      = []byte("grants")   // 8-byte user ID + client ID → Grant
+	bucketSessions    = []byte("sessions") // SHA-256 → Session
+	bucketKeys        = []byte("keys")     // keySetKey → []SigningKey
+
+	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
+		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys}
+
+	keySchema = []byte("schema_version")
+	keySetKey = []byte("set")
+)
+
+var _ data.Store = (*Store)(nil)
+
+// Options configure [Open].
+type Options struct {
+	// Timeout is how long Open waits for the file lock held by another
+	// process before it fails with [ErrLocked]. Default 1s.
+	Timeout time.Duration
+	// Logger receives operational events (never a record's secret fields).
+	// Default: discard.
+	Logger *slog.Logger
+}
+
+// Store is a [data.Store] on a bbolt file. Open it with [Open]; Close it.
+type Store struct {
+	db     *bbolt.DB
+	logger *slog.Logger
+
+	mu     sync.RWMutex // guards sending on ops against Close
+	closed atomic.Bool
+	ops    chan *op
+	done   chan struct{} // closed when the committer has exited
+}
+
+// Open opens (creating it if needed) the database at path, creates its
+// buckets and starts the group committer. When another process holds the
+// file, it fails after opts.Timeout with an error wrapping [ErrLocked].
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.Timeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("database %s is in use by another process (is `oauthd serve` running on it?): %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		switch v := meta.Get(keySchema); {
+		case v == nil:
+			return meta.Put(keySchema, []byte(schemaVersion))
+		case string(v) != schemaVersion:
+			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	s := &Store{
+		db:     db,
+		logger: opts.Logger,
+		ops:    make(chan *op, maxBatch),
+		done:   make(chan struct{}),
+	}
+	go s.commitLoop()
+	opts.Logger.Debug("database opened", "path", path)
+	return s, nil
+}
+
+// Close stops the group committer after it has committed every queued write,
+// then closes the file. Calls after Close fail with [ErrClosed]; a second
+// Close returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed.Store(true)
+	close(s.ops)
+	s.mu.Unlock()
+	<-s.done
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.db.Path() }
+
+// begin checks ctx and the closed flag before a call starts work.
+func (s *Store) begin(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	return nil
+}
+
+// view runs fn in a read transaction.
+func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+	if err := s.begin(ctx, op); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+// update runs fn in its own write transaction (the path of the writes that
+// are not hot: users, clients, grants, keys, GC).
+func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+	if err := s.begin(ctx, op); err != nil {
+		return err
+	}
+	return s.db.Update(fn)
+}
+
+// Encoding helpers.
+
+func itob(v int64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(v))
+	return b
+}
+
+// get decodes the record under key into v; false when there is none.
+func get(b *bbolt.Bucket, key []byte, v any) (bool, error) {
+	raw := b.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("decode record: %w", err)
+	}
+	return true, nil
+}
+
+// put encodes v under key. A failure here is an I/O-class error: callers in a
+// group commit wrap it with [abort] so that the whole batch is retried.
+func put(b *bbolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode record: %w", err)
+	}
+	return b.Put(key, raw)
+}
+
+func jsonUnmarshal(raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode record: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"oauthd/data"
+)
+
+// The writes in this file go through the group commit ([Store.submit]). Each
+// op decides first and writes last, so that an op that fails has written
+// nothing; a failed Put or Delete is wrapped with [abort].
+
+// CreateAuthCode implements [data.Store.CreateAuthCode].
+func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
+	if len(c.Hash) == 0 {
+		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	}
+	utcCode(&c)
+	key := bytes.Clone(c.Hash)
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("create auth code: encode: %w", err)
+	}
+	return s.submit(ctx, "create auth code", func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketCodes)
+		if b.Get(key) != nil {
+			return fmt.Errorf("create auth code: %w", data.ErrExists)
+		}
+		return abort(b.Put(key, raw))
+	})
+}
+
+// ExchangeAuthCode implements [data.Store.ExchangeAuthCode]. An error from
+// exchange is returned as it is.
+func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error) {
+	key := bytes.Clone(hash)
+	var (
+		code data.AuthCode
+		fam  data.Family
+	)
+	err := s.submit(ctx, "exchange auth code", func(tx *bbolt.Tx) error {
+		codes, fams := tx.Bucket(bucketCodes), tx.Bucket(bucketFamilies)
+		code, fam = data.AuthCode{}, data.Family{} // this fn may run twice
+		raw := codes.Get(key)
+		if raw == nil {
+			return fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
+		}
+		if err := jsonUnmarshal(raw, &code); err != nil {
+			return err
+		}
+		if code.Used {
+			return fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
+		}
+		var arg data.AuthCode
+		if err := jsonUnmarshal(raw, &arg); err != nil { // a copy exchange may change
+			return err
+		}
+		f, err := exchange(arg)
+		if err != nil {
+			return err
+		}
+		if f.ID == "" {
+			return fmt.Errorf("exchange auth code: %w", &data.RuleError{Field: "family_id", Reason: "the new family needs an ID"})
+		}
+		if fams.Get([]byte(f.ID)) != nil {
+			return fmt.Errorf("exchange auth code: family %q: %w", f.ID, data.ErrExists)
+		}
+		utcFamily(&f)
+		code.Used, code.FamilyID = true, f.ID
+		if err := abort(put(codes, key, code)); err != nil {
+			return err
+		}
+		if err := abort(putFamily(tx, f)); err != nil {
+			return err
+		}
+		fam = f
+		return nil
+	})
+	switch {
+	case err == nil:
+		return code, fam, nil
+	case isCodeUsed(err):
+		return code, data.Family{}, err
+	}
+	return data.AuthCode{}, data.Family{}, err
+}
+
+func isCodeUsed(err error) bool { return errorsIs(err, data.ErrCodeUsed) }
+
+// familyIndexKey is the key of a family in the by-client index.
+func familyIndexKey(clientID, familyID string) []byte {
+	k := make([]byte, 0, len(clientID)+1+len(familyID))
+	k = append(k, clientID...)
+	k = append(k, 0)
+	return append(k, familyID...)
+}
+
+// putFamily stores f and its index entry.
+func putFamily(tx *bbolt.Tx, f data.Family) error {
+	if err := put(tx.Bucket(bucketFamilies), []byte(f.ID), f); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketFamByClient).Put(familyIndexKey(f.ClientID, f.ID), nil)
+}
+
+// deleteFamily removes f and its index entry.
+func deleteFamily(tx *bbolt.Tx, f data.Family) error {
+	if err := tx.Bucket(bucketFamilies).Delete([]byte(f.ID)); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketFamByClient).Delete(familyIndexKey(f.ClientID, f.ID))
+}
+
+// GetFamily implements [data.Store.GetFamily].
+func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
+	var f data.Family
+	err := s.view(ctx, "get family", func(tx *bbolt.Tx) error {
+		ok, err := get(tx.Bucket(bucketFamilies), []byte(id), &f)
+		if err == nil && !ok {
+			err = fmt.Errorf("get family %q: %w", id, data.ErrNotFound)
+		}
+		return err
+	})
+	return f, err
+}
+
+// RotateRefreshToken implements [data.Store.RotateRefreshToken]. An error
+// from update is returned as it is.
+func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
+	presented = bytes.Clone(presented)
+	var out data.Family
+	err := s.submit(ctx, "rotate refresh token", func(tx *bbolt.Tx) error {
+		out = data.Family{}
+		b := tx.Bucket(bucketFamilies)
+		raw := b.Get([]byte(id))
+		if raw == nil {
+			return fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrNotFound)
+		}
+		var old data.Family
+		if err := jsonUnmarshal(raw, &old); err != nil {
+			return err
+		}
+		if !data.Equal(old.TokenHash, presented) {
+			if err := abort(deleteFamily(tx, old)); err != nil {
+				return err
+			}
+			out = old
+			return keep(fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrTokenReused))
+		}
+		next, err := update(old) // old is this fn's own decoded copy
+		if err != nil {
+			return err
+		}
+		if next.ID != id || next.ClientID != old.ClientID {
+			return fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
+		}
+		utcFamily(&next)
+		if err := abort(put(b, []byte(id), next)); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	if err != nil && !errorsIs(err, data.ErrTokenReused) {
+		return data.Family{}, err
+	}
+	return out, err
+}
+
+// DeleteFamily implements [data.Store.DeleteFamily].
+func (s *Store) DeleteFamily(ctx context.Context, id string) error {
+	return s.submit(ctx, "delete family", func(tx *bbolt.Tx) error {
+		var f data.Family
+		ok, err := get(tx.Bucket(bucketFamilies), []byte(id), &f)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
+		}
+		return abort(deleteFamily(tx, f))
+	})
+}
+
+// ListFamilies implements [data.Store.ListFamilies], ordered by ID.
+func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Family, error) {
+	var out []data.Family
+	err := s.view(ctx, "list families", func(tx *bbolt.Tx) error {
+		fams := tx.Bucket(bucketFamilies)
+		if clientID == "" {
+			var err error
+			out, err = list[data.Family](fams, nil, nil)
+			return err
+		}
+		out = []data.Family{}
+		prefix := familyIndexKey(clientID, "")
+		c := tx.Bucket(bucketFamByClient).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			var f data.Family
+			ok, err := get(fams, k[len(prefix):], &f)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out = append(out, f)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Sessions.
+
+// CreateSession implements [data.Store.CreateSession].
+func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
+	if len(sess.Hash) == 0 {
+		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	}
+	utcSession(&sess)
+	key := bytes.Clone(sess.Hash)
+	raw, err := json.Marshal(sess)
+	if err != nil {
+		return fmt.Errorf("create session: encode: %w", err)
+	}
+	return s.submit(ctx, "create session", func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		if b.Get(key) != nil {
+			return fmt.Errorf("create session: %w", data.ErrExists)
+		}
+		return abort(b.Put(key, raw))
+	})
+}
+
+// GetSession implements [data.Store.GetSession].
+func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
+	var sess data.Session
+	err := s.view(ctx, "get session", func(tx *bbolt.Tx) error {
+		ok, err := get(tx.Bucket(bucketSessions), hash, &sess)
+		if err == nil && !ok {
+			err = fmt.Errorf("get session: %w", data.ErrNotFound)
+		}
+		return err
+	})
+	return sess, err
+}
+
+// DeleteSession implements [data.Store.DeleteSession].
+func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
+	return s.update(ctx, "delete session", func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		if b.Get(hash) == nil {
+			return fmt.Errorf("delete session: %w", data.ErrNotFound)
+		}
+		return b.Delete(hash)
+	})
+}
