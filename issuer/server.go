@@ -57,6 +57,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *metrics
+	tok     *tokenState // token side: limiter, metadata (token.go)
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -99,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now}
 	s.metrics = newMetrics(cfg.Registerer)
+	s.tok = newTokenState(cfg)
 	return s, nil
 }
 

@@ -1,0 +1,75 @@
+package issuer
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// accessClaims are the claims of an access token (RFC 9068 §2.2). The
+// Signer sets the header (typ at+jwt, kid, alg). aud is a single string.
+// scope is absent on an unrestricted legacy token, which instead carries
+// "unrestricted": true; a scoped token never carries unrestricted.
+type accessClaims struct {
+	Issuer       string `json:"iss"`
+	Subject      string `json:"sub"`
+	Audience     string `json:"aud"`
+	ExpiresAt    int64  `json:"exp"`
+	IssuedAt     int64  `json:"iat"`
+	ID           string `json:"jti"`
+	ClientID     string `json:"client_id"`
+	Scope        string `json:"scope,omitempty"`
+	Unrestricted bool   `json:"unrestricted,omitempty"`
+}
+
+var _ jwt.Claims = (*accessClaims)(nil)
+
+func (c *accessClaims) GetExpirationTime() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(c.ExpiresAt, 0)), nil
+}
+func (c *accessClaims) GetIssuedAt() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(c.IssuedAt, 0)), nil
+}
+func (c *accessClaims) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+func (c *accessClaims) GetIssuer() (string, error)              { return c.Issuer, nil }
+func (c *accessClaims) GetSubject() (string, error)             { return c.Subject, nil }
+func (c *accessClaims) GetAudience() (jwt.ClaimStrings, error) {
+	return jwt.ClaimStrings{c.Audience}, nil
+}
+
+// newAccessTokenID returns 16 random bytes, base64url-encoded.
+func newAccessTokenID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go ≥ 1.24)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// mintAccessToken signs an access token for userID and clientID at now.
+// scopes are joined with spaces; unrestricted marks a legacy grant.
+func (s *Server) mintAccessToken(now time.Time, userID int64, clientID string, scopes []string, unrestricted bool) (string, error) {
+	iat := now.Unix()
+	claims := &accessClaims{
+		Issuer:    s.cfg.Issuer,
+		Subject:   strconv.FormatInt(userID, 10),
+		Audience:  s.cfg.Audience,
+		IssuedAt:  iat,
+		ExpiresAt: iat + int64(s.cfg.AccessTTL/time.Second),
+		ID:        newAccessTokenID(),
+		ClientID:  clientID,
+	}
+	if unrestricted {
+		claims.Unrestricted = true
+	} else {
+		claims.Scope = strings.Join(scopes, " ")
+	}
+	tok, err := s.cfg.Signer.Sign(claims)
+	if err != nil {
+		return "", fmt.Errorf("sign access token: %w", err)
+	}
+	return tok, nil
+}

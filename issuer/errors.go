@@ -1,0 +1,223 @@
+package issuer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Error is an OAuth 2.0 error response (RFC 6749 §5.2, §4.1.2.1; RFC 7009
+// §2.2.1). Code is the registered error code, Description a sentence for the
+// developer (never a secret, code or token), Status the HTTP status of the
+// response and URI an optional error_uri.
+type Error struct {
+	Code        string
+	Description string
+	Status      int
+	URI         string
+
+	// retryAfter is the Retry-After of a 429, in seconds.
+	retryAfter int
+}
+
+// Error returns "code: description".
+func (e *Error) Error() string {
+	if e.Description == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Description
+}
+
+// Is reports whether target is an *Error with the same Code, so that
+// errors.Is(err, ErrInvalidGrant) holds for every invalid_grant whatever its
+// description.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// The RFC 6749 §5.2 and §4.1.2.1 errors, and RFC 7009's
+// unsupported_token_type. Use [WithDescription] to add a description; never
+// modify these values.
+var (
+	ErrInvalidRequest          = &Error{Code: "invalid_request", Status: http.StatusBadRequest}
+	ErrInvalidClient           = &Error{Code: "invalid_client", Status: http.StatusUnauthorized}
+	ErrInvalidGrant            = &Error{Code: "invalid_grant", Status: http.StatusBadRequest}
+	ErrUnauthorizedClient      = &Error{Code: "unauthorized_client", Status: http.StatusBadRequest}
+	ErrUnsupportedGrantType    = &Error{Code: "unsupported_grant_type", Status: http.StatusBadRequest}
+	ErrInvalidScope            = &Error{Code: "invalid_scope", Status: http.StatusBadRequest}
+	ErrAccessDenied            = &Error{Code: "access_denied", Status: http.StatusForbidden}
+	ErrUnsupportedResponseType = &Error{Code: "unsupported_response_type", Status: http.StatusBadRequest}
+	ErrServerError             = &Error{Code: "server_error", Status: http.StatusInternalServerError}
+	ErrTemporarilyUnavailable  = &Error{Code: "temporarily_unavailable", Status: http.StatusServiceUnavailable}
+	ErrUnsupportedTokenType    = &Error{Code: "unsupported_token_type", Status: http.StatusBadRequest}
+	// ErrTooManyRequests answers a client (or source address) whose failed
+	// client authentications exceeded the limit: 429 with Retry-After.
+	ErrTooManyRequests = &Error{Code: "too_many_requests", Status: http.StatusTooManyRequests}
+)
+
+// WithDescription returns a copy of err with the formatted description.
+func WithDescription(err *Error, format string, args ...any) *Error {
+	e := *err
+	e.Description = fmt.Sprintf(format, args...)
+	return &e
+}
+
+// maxBodyDescription is the description of a 413.
+const maxBodyDescription = "request body larger than 64 KiB"
+
+// errBodyTooLarge is the 413 answer to a body over [maxBodySize].
+var errBodyTooLarge = &Error{Code: "invalid_request", Description: maxBodyDescription, Status: http.StatusRequestEntityTooLarge}
+
+// writeOAuthError writes e as RFC 6749 §5.2 JSON with Cache-Control:
+// no-store. An invalid_client answer to a request that authenticated with
+// HTTP Basic carries WWW-Authenticate (RFC 6749 §5.2); a 429 carries
+// Retry-After.
+func writeOAuthError(c echo.Context, e *Error) error {
+	h := c.Response().Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	if e.Code == ErrInvalidClient.Code && usedBasic(c.Request()) {
+		h.Set("WWW-Authenticate", `Basic realm="oauthd"`)
+	}
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	status := e.Status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	b := make([]byte, 0, 96+len(e.Description))
+	b = append(b, `{"error":`...)
+	b = appendJSONString(b, e.Code)
+	if e.Description != "" {
+		b = append(b, `,"error_description":`...)
+		b = appendJSONString(b, e.Description)
+	}
+	if e.URI != "" {
+		b = append(b, `,"error_uri":`...)
+		b = appendJSONString(b, e.URI)
+	}
+	b = append(b, '}')
+	c.Response().WriteHeader(status)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	_, err := c.Response().Write(b)
+	return err
+}
+
+// usedBasic reports whether r carries HTTP Basic credentials.
+func usedBasic(r *http.Request) bool {
+	a := r.Header.Get("Authorization")
+	return len(a) >= 6 && strings.EqualFold(a[:6], "basic ")
+}
+
+// HTTPErrorHandler returns the Echo error handler for the API: an *[Error]
+// is written as RFC 6749 §5.2 JSON; Echo's 413 (the body limit) becomes
+// invalid_request with status 413; 404 and 405 and other client errors are
+// JSON too; anything else is a 500 server_error, logged in full and never
+// described to the client. The consent pages render their own HTML errors.
+func HTTPErrorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			logger.ErrorContext(c.Request().Context(), "error after response was committed",
+				slog.String("path", c.Path()), slog.Any("err", err))
+			return
+		}
+		if werr := writeOAuthError(c, toOAuthError(c, logger, err)); werr != nil {
+			logger.DebugContext(c.Request().Context(), "write error response", slog.Any("err", werr))
+		}
+	}
+}
+
+// toOAuthError maps any handler error to the *Error to send, logging
+// server errors in full.
+func toOAuthError(c echo.Context, logger *slog.Logger, err error) *Error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		if oe.Status >= 500 {
+			logger.ErrorContext(c.Request().Context(), "server error",
+				slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
+		}
+		return oe
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch {
+		case he.Code == http.StatusRequestEntityTooLarge:
+			return errBodyTooLarge
+		case he.Code == http.StatusNotFound:
+			return &Error{Code: "not_found", Description: "no such endpoint", Status: http.StatusNotFound}
+		case he.Code == http.StatusMethodNotAllowed:
+			return &Error{Code: "method_not_allowed", Description: "method not allowed on this endpoint", Status: http.StatusMethodNotAllowed}
+		case he.Code >= 400 && he.Code < 500:
+			return &Error{Code: "invalid_request", Description: http.StatusText(he.Code), Status: he.Code}
+		}
+	}
+	logger.ErrorContext(c.Request().Context(), "server error",
+		slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
+	return ErrServerError
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259 §7), escaping
+// quotes, backslashes, control characters, and <, >, & and U+2028/U+2029
+// as encoding/json does. Invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,118 @@
+package issuer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"oauthd/data"
+	"oauthd/issuer/scope"
+)
+
+// introspection is an RFC 7662 §2.2 response.
+type introspection struct {
+	Active       bool   `json:"active"`
+	Scope        string `json:"scope,omitempty"`
+	ClientID     string `json:"client_id,omitempty"`
+	Subject      string `json:"sub,omitempty"`
+	ExpiresAt    int64  `json:"exp,omitempty"`
+	IssuedAt     int64  `json:"iat,omitempty"`
+	Issuer       string `json:"iss,omitempty"`
+	Audience     any    `json:"aud,omitempty"`
+	ID           string `json:"jti,omitempty"`
+	TokenType    string `json:"token_type,omitempty"`
+	Unrestricted bool   `json:"unrestricted,omitempty"`
+}
+
+// handleIntrospect is POST /v2/auth/oauth2/introspect (RFC 7662). The
+// client authenticates as at the token endpoint and may introspect only
+// tokens issued to it: anything else (another client's, invalid, expired,
+// revoked, unknown) is {"active":false}.
+func (s *Server) handleIntrospect(c echo.Context) error {
+	resp, err := s.introspect(c)
+	if err != nil {
+		return writeOAuthError(c, toOAuthError(c, s.log, err))
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return fmt.Errorf("introspect: %w", err)
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	return c.JSONBlob(http.StatusOK, b)
+}
+
+func (s *Server) introspect(c echo.Context) (introspection, error) {
+	ctx := c.Request().Context()
+	inactive := introspection{}
+	req, perr := parseTokenRequest(c.Request())
+	if perr != nil {
+		return inactive, perr
+	}
+	client, err := s.authenticateClient(ctx, c, &req)
+	if err != nil {
+		return inactive, err
+	}
+	if req.Token == "" {
+		return inactive, tokBadRequest("token is required")
+	}
+	familyID, ok := data.ParseRefreshToken(req.Token)
+	if !ok {
+		claims, err := s.cfg.Verifier.Verify(ctx, req.Token)
+		if err != nil || claims.ClientID != client.ID {
+			return inactive, nil
+		}
+		r := introspection{
+			Active:       true,
+			ClientID:     claims.ClientID,
+			Subject:      claims.Subject,
+			ExpiresAt:    claims.ExpiresAt.Unix(),
+			IssuedAt:     claims.IssuedAt.Unix(),
+			Issuer:       claims.Issuer,
+			ID:           claims.ID,
+			TokenType:    "Bearer",
+			Unrestricted: claims.Unrestricted,
+		}
+		if !claims.Unrestricted {
+			r.Scope = scope.Join(claims.Scopes)
+		}
+		switch len(claims.Audience) {
+		case 0:
+		case 1:
+			r.Audience = claims.Audience[0]
+		default:
+			r.Audience = claims.Audience
+		}
+		return r, nil
+	}
+	fam, err := s.store.GetFamily(ctx, familyID)
+	switch {
+	case errors.Is(err, data.ErrNotFound):
+		return inactive, nil
+	case err != nil:
+		return inactive, fmt.Errorf("introspect: %w", err)
+	}
+	now := s.now()
+	if fam.ClientID != client.ID || !data.Equal(data.Hash(req.Token), fam.TokenHash) ||
+		!now.Before(fam.ExpiresAt) || !now.Before(fam.AbsoluteExp) {
+		return inactive, nil
+	}
+	r := introspection{
+		Active:       true,
+		ClientID:     fam.ClientID,
+		Subject:      strconv.FormatInt(fam.UserID, 10),
+		ExpiresAt:    fam.ExpiresAt.Unix(),
+		IssuedAt:     fam.RotatedAt.Unix(),
+		TokenType:    "refresh_token",
+		Unrestricted: fam.Unrestricted,
+	}
+	if !fam.Unrestricted {
+		r.Scope = scope.Join(fam.Scopes)
+	}
+	return r, nil
+}

@@ -1,0 +1,68 @@
+package issuer
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"oauthd/issuer/scope"
+)
+
+// serverMetadata is the RFC 8414 §2 authorization server metadata: exactly
+// what the server enforces.
+type serverMetadata struct {
+	Issuer                                     string   `json:"issuer"`
+	AuthorizationEndpoint                      string   `json:"authorization_endpoint"`
+	TokenEndpoint                              string   `json:"token_endpoint"`
+	RevocationEndpoint                         string   `json:"revocation_endpoint"`
+	IntrospectionEndpoint                      string   `json:"introspection_endpoint"`
+	JWKSURI                                    string   `json:"jwks_uri"`
+	ResponseTypesSupported                     []string `json:"response_types_supported"`
+	ResponseModesSupported                     []string `json:"response_modes_supported"`
+	GrantTypesSupported                        []string `json:"grant_types_supported"`
+	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
+	IntrospectionEndpointAuthMethodsSupported  []string `json:"introspection_endpoint_auth_methods_supported"`
+	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
+	ScopesSupported                            []string `json:"scopes_supported"`
+	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
+}
+
+// buildMetadata renders the metadata document once, at [New].
+func buildMetadata(cfg Config) []byte {
+	all := scope.All()
+	names := make([]string, len(all))
+	for i, sc := range all {
+		names[i] = sc.Name
+	}
+	clientAuth := []string{"client_secret_basic", "client_secret_post"}
+	m := serverMetadata{
+		Issuer:                                     cfg.Issuer,
+		AuthorizationEndpoint:                      cfg.AppURL + "/auth/oauth2/authorize",
+		TokenEndpoint:                              cfg.Issuer + "/v2/auth/oauth2/token",
+		RevocationEndpoint:                         cfg.Issuer + "/v2/auth/oauth2/revoke",
+		IntrospectionEndpoint:                      cfg.Issuer + "/v2/auth/oauth2/introspect",
+		JWKSURI:                                    cfg.Issuer + "/.well-known/jwks.json",
+		ResponseTypesSupported:                     []string{"code"},
+		ResponseModesSupported:                     []string{"query"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
+		RevocationEndpointAuthMethodsSupported:     clientAuth,
+		IntrospectionEndpointAuthMethodsSupported:  clientAuth,
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		ScopesSupported:                            names,
+		AuthorizationResponseIssParameterSupported: true,
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic("issuer: marshal metadata: " + err.Error()) // plain strings cannot fail
+	}
+	return b
+}
+
+// handleMetadata is GET /.well-known/oauth-authorization-server (RFC 8414 §3).
+func (s *Server) handleMetadata(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	return c.JSONBlob(http.StatusOK, s.tok.metadata)
+}

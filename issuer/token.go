@@ -1,0 +1,318 @@
+package issuer
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"oauthd/data"
+	"oauthd/issuer/scope"
+)
+
+// tokenState is the token side's part of a [Server]: the failed-
+// authentication limiter and the precomputed metadata document.
+type tokenState struct {
+	limiter  *failureLimiter
+	metadata []byte
+}
+
+func newTokenState(cfg Config) *tokenState {
+	return &tokenState{
+		limiter:  newFailureLimiter(authFailuresPerMinute, authFailureBurst, authLimiterMaxKeys),
+		metadata: buildMetadata(cfg),
+	}
+}
+
+// tokenResponse is the successful token response (RFC 6749 §5.1).
+type tokenResponse struct {
+	AccessToken  string
+	RefreshToken string
+	ExpiresIn    int64
+	Scope        string // "" omits the member (unrestricted legacy grant)
+}
+
+// handleToken is POST /v2/auth/oauth2/token (RFC 6749 §3.2): the
+// authorization_code (§4.1.3, PKCE RFC 7636 §4.6) and refresh_token (§6)
+// grants.
+func (s *Server) handleToken(c echo.Context) error {
+	start := time.Now()
+	req, perr := parseTokenRequest(c.Request())
+	grant := grantLabel(req.GrantType)
+	var resp tokenResponse
+	var err error
+	if perr != nil {
+		err = perr
+	} else {
+		resp, err = s.token(c.Request().Context(), c, &req)
+	}
+	result := "ok"
+	if err != nil {
+		oe := toOAuthError(c, s.log, err)
+		result = oe.Code
+		err = writeOAuthError(c, oe)
+	} else {
+		err = writeTokenResponse(c, resp)
+	}
+	s.metrics.tokenRequests.WithLabelValues(grant, result).Inc()
+	s.metrics.tokenDuration.WithLabelValues(grant).Observe(time.Since(start).Seconds())
+	return err
+}
+
+// token runs one token request after parsing.
+func (s *Server) token(ctx context.Context, c echo.Context, req *tokenRequest) (tokenResponse, error) {
+	switch req.GrantType {
+	case "":
+		return tokenResponse{}, tokBadRequest("grant_type is required")
+	case "authorization_code", "refresh_token":
+	default:
+		return tokenResponse{}, WithDescription(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+	}
+	client, err := s.authenticateClient(ctx, c, req)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	if req.GrantType == "authorization_code" {
+		return s.exchangeCode(ctx, c, client, req)
+	}
+	return s.refresh(ctx, c, client, req)
+}
+
+// exchangeCode runs the authorization_code grant.
+func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest) (tokenResponse, error) {
+	if req.Code == "" {
+		return tokenResponse{}, tokBadRequest("code is required")
+	}
+	if req.RedirectURI == "" {
+		return tokenResponse{}, tokBadRequest("redirect_uri is required")
+	}
+	now := s.now()
+	var refreshToken string
+	code, fam, err := s.store.ExchangeAuthCode(ctx, data.Hash(req.Code), func(code data.AuthCode) (data.Family, error) {
+		if e := checkCode(code, client, req, now); e != nil {
+			return data.Family{}, e
+		}
+		id := data.NewFamilyID()
+		refreshToken = data.NewRefreshToken(id)
+		abs := now.Add(s.cfg.RefreshMax)
+		return data.Family{
+			ID:           id,
+			ClientID:     code.ClientID,
+			UserID:       code.UserID,
+			Scopes:       code.Scopes,
+			Unrestricted: code.Unrestricted,
+			TokenHash:    data.Hash(refreshToken),
+			CreatedAt:    now,
+			RotatedAt:    now,
+			ExpiresAt:    minTime(now.Add(s.cfg.RefreshIdle), abs),
+			AbsoluteExp:  abs,
+			CodeHash:     code.Hash,
+		}, nil
+	})
+	var oe *Error
+	switch {
+	case err == nil:
+	case errors.As(err, &oe):
+		return tokenResponse{}, oe
+	case errors.Is(err, data.ErrNotFound):
+		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the authorization code is invalid or expired")
+	case errors.Is(err, data.ErrCodeUsed):
+		if code.ClientID == client.ID && code.FamilyID != "" {
+			// The rightful client presents the code a second time: the
+			// code leaked; revoke what it issued (RFC 6749 §4.1.2).
+			if derr := s.store.DeleteFamily(ctx, code.FamilyID); derr != nil && !errors.Is(derr, data.ErrNotFound) {
+				return tokenResponse{}, fmt.Errorf("revoke family of replayed code: %w", derr)
+			}
+			s.audit(ctx, c, "code_replay", client.ID, code.UserID)
+		}
+		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the authorization code was already used")
+	default:
+		return tokenResponse{}, fmt.Errorf("exchange code: %w", err)
+	}
+	access, err := s.mintAccessToken(now, fam.UserID, fam.ClientID, fam.Scopes, fam.Unrestricted)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	return s.newTokenResponse(access, refreshToken, fam.Scopes, fam.Unrestricted), nil
+}
+
+// checkCode checks a stored code against the request (RFC 6749 §4.1.3,
+// RFC 7636 §4.6). It is pure: it runs inside the store's transaction.
+func checkCode(code data.AuthCode, client data.Client, req *tokenRequest, now time.Time) *Error {
+	if code.ClientID != client.ID {
+		return WithDescription(ErrInvalidGrant, "the authorization code was issued to another client")
+	}
+	if !now.Before(code.ExpiresAt) {
+		return WithDescription(ErrInvalidGrant, "the authorization code is invalid or expired")
+	}
+	if code.RedirectURI != req.RedirectURI {
+		return WithDescription(ErrInvalidGrant, "redirect_uri differs from the one of the authorization request")
+	}
+	if code.CodeChallenge == "" {
+		if req.CodeVerifier != "" {
+			// RFC 9700 §2.1.1: a verifier without a challenge is a PKCE
+			// downgrade attempt.
+			return WithDescription(ErrInvalidGrant, "code_verifier sent but the authorization request had no code_challenge")
+		}
+		if client.Type == data.Public {
+			return WithDescription(ErrInvalidGrant, "a public client must use PKCE")
+		}
+		return nil
+	}
+	if req.CodeVerifier == "" {
+		return WithDescription(ErrInvalidGrant, "code_verifier is required")
+	}
+	if !validVerifier(req.CodeVerifier) {
+		return WithDescription(ErrInvalidGrant, "code_verifier must be 43 to 128 characters of [A-Za-z0-9-._~]")
+	}
+	if !pkceMatches(req.CodeVerifier, code.CodeChallenge) {
+		return WithDescription(ErrInvalidGrant, "code_verifier does not match the code_challenge")
+	}
+	return nil
+}
+
+// validVerifier checks the RFC 7636 §4.1 code_verifier syntax.
+func validVerifier(v string) bool {
+	if len(v) < 43 || len(v) > 128 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9',
+			c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// pkceMatches reports whether BASE64URL(SHA256(verifier)) equals the S256
+// challenge (RFC 7636 §4.6), in constant time.
+func pkceMatches(verifier, challenge string) bool {
+	sum := sha256.Sum256([]byte(verifier))
+	var enc [43]byte
+	base64.RawURLEncoding.Encode(enc[:], sum[:])
+	return subtle.ConstantTimeCompare(enc[:], []byte(challenge)) == 1
+}
+
+// refresh runs the refresh_token grant (RFC 6749 §6) with rotation (RFC
+// 9700 §4.14.2).
+func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest) (tokenResponse, error) {
+	if req.RefreshToken == "" {
+		return tokenResponse{}, tokBadRequest("refresh_token is required")
+	}
+	familyID, ok := data.ParseRefreshToken(req.RefreshToken)
+	if !ok {
+		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token is invalid")
+	}
+	var narrowed []string
+	if req.Scope != "" {
+		var err error
+		narrowed, err = scope.Parse(req.Scope)
+		if err != nil {
+			return tokenResponse{}, WithDescription(ErrInvalidScope, "scope names an unknown scope")
+		}
+	}
+	now := s.now()
+	var refreshToken string
+	fam, err := s.store.RotateRefreshToken(ctx, familyID, data.Hash(req.RefreshToken), func(f data.Family) (data.Family, error) {
+		if f.ClientID != client.ID {
+			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token was issued to another client")
+		}
+		if !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp) {
+			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token has expired")
+		}
+		if len(narrowed) > 0 && !f.Unrestricted {
+			if _, ok := scope.Subset(narrowed, f.Scopes); !ok {
+				return data.Family{}, WithDescription(ErrInvalidScope, "scope must be a subset of the scopes originally granted")
+			}
+		}
+		refreshToken = data.NewRefreshToken(f.ID)
+		f.TokenHash = data.Hash(refreshToken)
+		f.Generation++
+		f.RotatedAt = now
+		f.ExpiresAt = minTime(now.Add(s.cfg.RefreshIdle), f.AbsoluteExp)
+		return f, nil
+	})
+	var oe *Error
+	switch {
+	case err == nil:
+	case errors.As(err, &oe):
+		return tokenResponse{}, oe
+	case errors.Is(err, data.ErrNotFound):
+		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token is invalid, expired or revoked")
+	case errors.Is(err, data.ErrTokenReused):
+		s.metrics.refreshReuse.Inc()
+		s.audit(ctx, c, "refresh_token_reuse", fam.ClientID, fam.UserID)
+		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token was already used; its grant is revoked")
+	default:
+		return tokenResponse{}, fmt.Errorf("rotate refresh token: %w", err)
+	}
+	scopes, unrestricted := fam.Scopes, fam.Unrestricted
+	if len(narrowed) > 0 {
+		// A narrowed token: the family keeps its scopes (RFC 6749 §6).
+		scopes, unrestricted = narrowed, false
+	}
+	access, err := s.mintAccessToken(now, fam.UserID, fam.ClientID, scopes, unrestricted)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	return s.newTokenResponse(access, refreshToken, scopes, unrestricted), nil
+}
+
+func (s *Server) newTokenResponse(access, refresh string, scopes []string, unrestricted bool) tokenResponse {
+	r := tokenResponse{AccessToken: access, RefreshToken: refresh, ExpiresIn: int64(s.cfg.AccessTTL / time.Second)}
+	if !unrestricted {
+		r.Scope = scope.Join(scopes)
+	}
+	return r
+}
+
+// writeTokenResponse writes r as JSON without reflection (the token
+// endpoint is a hot path), with Cache-Control: no-store (RFC 6749 §5.1).
+func writeTokenResponse(c echo.Context, r tokenResponse) error {
+	b := make([]byte, 0, 160+len(r.AccessToken)+len(r.RefreshToken)+len(r.Scope))
+	b = append(b, `{"access_token":`...)
+	b = appendJSONString(b, r.AccessToken)
+	b = append(b, `,"refresh_token":`...)
+	b = appendJSONString(b, r.RefreshToken)
+	b = append(b, `,"token_type":"bearer","expires_in":`...)
+	b = strconv.AppendInt(b, r.ExpiresIn, 10)
+	if r.Scope != "" {
+		b = append(b, `,"scope":`...)
+		b = appendJSONString(b, r.Scope)
+	}
+	b = append(b, '}')
+	h := c.Response().Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	c.Response().WriteHeader(http.StatusOK)
+	_, err := c.Response().Write(b)
+	return err
+}
+
+// audit logs a security event. Never a secret, code or token.
+func (s *Server) audit(ctx context.Context, c echo.Context, event, clientID string, userID int64) {
+	s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
+		slog.String("event", event),
+		slog.String("client_id", clientID),
+		slog.Int64("user_id", userID),
+		slog.String("remote_addr", c.RealIP()))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
