@@ -1,0 +1,199 @@
+package consent
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"oauthd/issuer"
+	"oauthd/issuer/scope"
+)
+
+// authorizeParams are the authorization request parameters (RFC 6749 §4.1.1,
+// RFC 7636 §4.3) that the consent form carries back; nothing else from the
+// form reaches the Authorizer.
+var authorizeParams = []string{
+	"client_id", "redirect_uri", "state", "scope",
+	"code_challenge", "code_challenge_method", "response_type",
+}
+
+// scopeGroup is the scopes of one level, for display.
+type scopeGroup struct {
+	Heading string
+	Scopes  []scope.Scope
+}
+
+var levelHeadings = []struct {
+	level   scope.Level
+	heading string
+}{
+	{scope.User, "Your account"},
+	{scope.Team, "Your teams"},
+	{scope.Organization, "Your organization"},
+}
+
+// groupScopes sorts the requested scopes by level, keeping the request's
+// order within a level. Unknown names (the issuer refuses them) are skipped.
+func groupScopes(names []string) []scopeGroup {
+	var groups []scopeGroup
+	for _, lh := range levelHeadings {
+		g := scopeGroup{Heading: lh.heading}
+		for _, n := range names {
+			if s, ok := scope.Lookup(n); ok && s.Level == lh.level {
+				g.Scopes = append(g.Scopes, s)
+			}
+		}
+		if len(g.Scopes) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	return groups
+}
+
+// hiddenFields returns the authorization parameters of q, in a fixed order.
+func hiddenFields(q url.Values) []hiddenField {
+	var out []hiddenField
+	for _, k := range authorizeParams {
+		for _, v := range q[k] {
+			out = append(out, hiddenField{k, v})
+		}
+	}
+	return out
+}
+
+var (
+	schemeRE = regexp.MustCompile(`^[a-z][a-z0-9+.\-]*$`)
+	hostRE   = regexp.MustCompile(`^[a-z0-9.\-]+(:[0-9]{1,5})?$|^\[[0-9a-f:.]+\](:[0-9]{1,5})?$`)
+)
+
+// redirectOrigin returns the origin to show and to allow in the CSP's
+// form-action for a redirect URI: scheme://host for http(s), "scheme:" for a
+// native app's private-use scheme. It returns "" for anything that is not
+// clean enough to put in a header.
+func redirectOrigin(redirectURI string) string {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		return ""
+	}
+	sch := strings.ToLower(u.Scheme)
+	if !schemeRE.MatchString(sch) {
+		return ""
+	}
+	if sch != "http" && sch != "https" {
+		return sch + ":"
+	}
+	host := strings.ToLower(u.Host)
+	if !hostRE.MatchString(host) {
+		return ""
+	}
+	return sch + "://" + host
+}
+
+// showConsent serves GET /auth/oauth2/authorize: the request is validated
+// first (so client and redirect errors show even before login), then the
+// login page if there is no session, then the consent page.
+func (h *Handler) showConsent(c echo.Context) error {
+	r := c.Request()
+	ctx := r.Context()
+	q := r.URL.Query()
+	ar, err := h.authz.ParseAuthorize(ctx, q)
+	if err != nil {
+		return h.authorizeError(c, err)
+	}
+	s, user, err := h.session(ctx, r)
+	if errors.Is(err, errNoSession) {
+		return seeOther(c, loginURL(safeReturnTo(authorizePath+"?"+r.URL.RawQuery)))
+	}
+	if err != nil {
+		return h.internalError(c, "consent page", err)
+	}
+	orig := ar.Query
+	if orig == nil {
+		orig = q
+	}
+	origin := redirectOrigin(ar.RedirectURI)
+	v := view{
+		Title:        "Authorize " + ar.Client.Name,
+		User:         user,
+		ClientName:   ar.Client.Name,
+		ClientOwner:  ar.Client.Owner,
+		Groups:       groupScopes(ar.Scopes),
+		Unrestricted: ar.Unrestricted,
+		RedirectTo:   origin,
+		Hidden:       hiddenFields(orig),
+		CSRF:         s.CSRF,
+		ReturnTo:     safeReturnTo(authorizePath + "?" + r.URL.RawQuery),
+	}
+	if origin == "" {
+		v.RedirectTo = ar.RedirectURI
+	}
+	return h.render(c, http.StatusOK, pageConsent, v, origin)
+}
+
+// decide serves POST /auth/oauth2/authorize: the user's Allow or Deny. It
+// needs the session and its CSRF token; the hidden fields rebuild the
+// query, which the Authorizer validates again from scratch.
+func (h *Handler) decide(c echo.Context) error {
+	r := c.Request()
+	ctx := r.Context()
+	if err := r.ParseForm(); err != nil {
+		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+	}
+	q := url.Values{}
+	for _, k := range authorizeParams {
+		if vs, ok := r.PostForm[k]; ok {
+			q[k] = slices.Clone(vs)
+		}
+	}
+	s, _, err := h.session(ctx, r)
+	if errors.Is(err, errNoSession) {
+		return seeOther(c, loginURL(safeReturnTo(authorizePath+"?"+q.Encode())))
+	}
+	if err != nil {
+		return h.internalError(c, "consent decision", err)
+	}
+	if !h.sameOrigin(r) || !equalToken(s.CSRF, r.PostForm.Get(csrfField)) {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "consent_csrf_failed"),
+			slog.Int64("user_id", s.UserID), slog.String("client_id", q.Get("client_id")),
+			slog.String("remote_addr", c.RealIP()))
+		return h.errorPage(c, http.StatusForbidden, "Request refused",
+			"This authorization did not come from this site's consent page, so nothing was granted. "+
+				"Go back to the application and start again.")
+	}
+	var (
+		to    string
+		event string
+	)
+	switch r.PostForm.Get("action") {
+	case "allow":
+		event = "consent_given"
+		to, err = h.authz.Approve(ctx, q, s.UserID)
+	case "deny":
+		event = "consent_denied"
+		to, err = h.authz.Deny(ctx, q, s.UserID)
+	default:
+		return h.errorPage(c, http.StatusBadRequest, "Bad request", "Choose Allow or Deny.")
+	}
+	attrs := []slog.Attr{slog.String("event", event),
+		slog.Int64("user_id", s.UserID), slog.String("client_id", q.Get("client_id")),
+		slog.String("remote_addr", c.RealIP())}
+	if err != nil {
+		// The request no longer validates (e.g. the client was rejected
+		// meanwhile): nothing was granted.
+		attrs[0] = slog.String("event", "consent_failed")
+		var re *issuer.RedirectError
+		if errors.As(err, &re) {
+			attrs = append(attrs, slog.String("error", re.Code))
+		}
+		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+		return h.authorizeError(c, err)
+	}
+	h.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	return seeOther(c, to)
+}

@@ -1,0 +1,11 @@
+// Package consent serves the HTML pages of the authorization flow: the login
+// form for platform users, the consent page where a user allows or denies a
+// client (RFC 6749 §4.1.1), and the error page for requests that must not be
+// redirected (RFC 6749 §4.1.2.1). It owns browser sessions (cookie
+// oauthd_session, stored only as its SHA-256), CSRF protection of every
+// POST, login rate limiting and the pages' security headers.
+//
+// Package consent does not validate authorization requests nor mint codes:
+// it hands the query to an [Authorizer] (the issuer) and renders or follows
+// what it answers. Password hashing is in package consent/password.
+package consent

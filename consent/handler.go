@@ -1,0 +1,282 @@
+package consent
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/labstack/echo/v4"
+
+	"oauthd/data"
+	"oauthd/issuer"
+)
+
+// Authorizer validates authorization requests and records the user's
+// decision; *issuer.Server is one. Its errors are *issuer.PageError (shown
+// as a 400 page, never redirected) or *issuer.RedirectError (303 to its URL).
+type Authorizer interface {
+	ParseAuthorize(ctx context.Context, q url.Values) (*issuer.AuthorizeRequest, error)
+	Approve(ctx context.Context, q url.Values, userID int64) (string, error)
+	Deny(ctx context.Context, q url.Values, userID int64) (string, error)
+}
+
+// Store is the slice of [data.Store] the pages use.
+type Store interface {
+	GetUser(ctx context.Context, id int64) (data.User, error)
+	GetUserByLogin(ctx context.Context, login string) (data.User, error)
+	CreateSession(ctx context.Context, s data.Session) error
+	GetSession(ctx context.Context, hash []byte) (data.Session, error)
+	DeleteSession(ctx context.Context, hash []byte) error
+}
+
+// Config configures a [Handler].
+type Config struct {
+	Store      Store      // required; a data.Store
+	Authorizer Authorizer // required; the issuer
+	Logger     *slog.Logger     // default: discard
+	Now        func() time.Time // default: time.Now
+	// AppURL is where the pages live, e.g. https://app.example. An https URL
+	// makes the cookies Secure; POSTs whose Origin header names another
+	// origin are refused. "" turns both off (tests, plain-http development).
+	AppURL     string
+	SessionTTL time.Duration // default 12 h
+}
+
+// Handler serves the login, consent and error pages. Create it with [New].
+type Handler struct {
+	store      Store
+	authz      Authorizer
+	log        *slog.Logger
+	now        func() time.Time
+	secure     bool
+	origin     string // scheme://host of AppURL, or ""
+	sessionTTL time.Duration
+	pages      map[string]*template.Template
+	css        []byte
+	cssURL     string
+	limiter    *limiter
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static/oauthd.css
+var cssFile []byte
+
+// Page names; each is templates/<name>.html rendered inside layout.html.
+const (
+	pageLogin     = "login"
+	pageConsent   = "consent"
+	pageError     = "error"
+	pageLoggedOut = "logged-out"
+	pageLoggedIn  = "logged-in"
+)
+
+// New checks cfg, parses the templates (failing fast on a broken one) and
+// returns a Handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil || cfg.Authorizer == nil {
+		return nil, errors.New("consent: Config needs Store and Authorizer")
+	}
+	h := &Handler{
+		store:      cfg.Store,
+		authz:      cfg.Authorizer,
+		log:        cfg.Logger,
+		now:        cfg.Now,
+		sessionTTL: cfg.SessionTTL,
+		css:        cssFile,
+		pages:      map[string]*template.Template{},
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.sessionTTL <= 0 {
+		h.sessionTTL = 12 * time.Hour
+	}
+	if cfg.AppURL != "" {
+		u, err := url.Parse(cfg.AppURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("consent: Config.AppURL %q must be an http(s) URL", cfg.AppURL)
+		}
+		h.secure = u.Scheme == "https"
+		h.origin = u.Scheme + "://" + strings.ToLower(u.Host)
+	}
+	sum := sha256.Sum256(cssFile)
+	h.cssURL = staticCSSPath + "?v=" + hex.EncodeToString(sum[:6])
+
+	base, err := template.New("layout.html").Funcs(template.FuncMap{"initial": initial}).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("consent: parse layout: %w", err)
+	}
+	for _, name := range []string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn} {
+		t, err := base.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("consent: clone layout: %w", err)
+		}
+		if _, err := t.ParseFS(templateFS, "templates/"+name+".html"); err != nil {
+			return nil, fmt.Errorf("consent: parse %s: %w", name, err)
+		}
+		h.pages[name] = t
+	}
+	h.limiter = newLimiter(h.now)
+	return h, nil
+}
+
+// Paths served by [Handler.Register].
+const (
+	loginPath     = "/auth/login"
+	logoutPath    = "/auth/logout"
+	authorizePath = "/auth/oauth2/authorize"
+	staticCSSPath = "/auth/static/oauthd.css"
+)
+
+// Register mounts the pages: GET/POST /auth/login, POST /auth/logout,
+// GET/POST /auth/oauth2/authorize and the stylesheet.
+func (h *Handler) Register(e *echo.Echo) {
+	e.GET(loginPath, h.showLogin)
+	e.POST(loginPath, h.checkLogin)
+	e.POST(logoutPath, h.logout)
+	e.GET(authorizePath, h.showConsent)
+	e.POST(authorizePath, h.decide)
+	e.GET(staticCSSPath, h.serveCSS)
+}
+
+// view is what every template gets.
+type view struct {
+	Title   string
+	CSSURL  string
+	Status  int
+	Message string // an error or notice shown at the top of the card
+
+	// login
+	Login    string
+	ReturnTo string
+	CSRF     string
+	Retry    int // seconds, on 429
+
+	// consent
+	User         data.User
+	ClientName   string
+	ClientOwner  string
+	Groups       []scopeGroup
+	Unrestricted bool
+	RedirectTo   string // origin shown to the user
+	Hidden       []hiddenField
+
+	// error
+	ErrorTitle string
+}
+
+type hiddenField struct{ Name, Value string }
+
+// baseCSP is the Content-Security-Policy of every page; the consent page adds
+// the client's redirect origin to form-action, because Chromium enforces
+// form-action on the redirect that follows the POST.
+const baseCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// setPageHeaders sets the security headers of every HTML page.
+func setPageHeaders(w http.ResponseWriter, csp string) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Pragma", "no-cache")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+}
+
+// render writes page with status and the security headers. extraFormAction
+// is added to the CSP's form-action (already validated by [cspSource]).
+func (h *Handler) render(c echo.Context, status int, page string, v view, extraFormAction string) error {
+	v.CSSURL = h.cssURL
+	v.Status = status
+	csp := baseCSP
+	if extraFormAction != "" {
+		csp += " " + extraFormAction
+	}
+	var b strings.Builder
+	if err := h.pages[page].ExecuteTemplate(&b, "layout.html", v); err != nil {
+		h.log.ErrorContext(c.Request().Context(), "render page", slog.String("page", page), slog.Any("err", err))
+		setPageHeaders(c.Response(), baseCSP)
+		return c.String(http.StatusInternalServerError, "internal error")
+	}
+	setPageHeaders(c.Response(), csp)
+	return c.HTML(status, b.String())
+}
+
+// errorPage renders the error page.
+func (h *Handler) errorPage(c echo.Context, status int, title, message string) error {
+	return h.render(c, status, pageError, view{Title: title, ErrorTitle: title, Message: message}, "")
+}
+
+// internalError logs err and renders a generic 500 page.
+func (h *Handler) internalError(c echo.Context, op string, err error) error {
+	h.log.ErrorContext(c.Request().Context(), op, slog.Any("err", err))
+	return h.errorPage(c, http.StatusInternalServerError, "Something went wrong",
+		"The server could not complete your request. Please try again in a moment.")
+}
+
+// seeOther redirects with 303 (never 307, RFC 9700 §4.12) and the page
+// headers (no-store, no-referrer).
+func seeOther(c echo.Context, to string) error {
+	setPageHeaders(c.Response(), baseCSP)
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// authorizeError turns an Authorizer error into the response: a 400 page for
+// *issuer.PageError, a 303 for *issuer.RedirectError, a 500 page otherwise.
+func (h *Handler) authorizeError(c echo.Context, err error) error {
+	var pe *issuer.PageError
+	if errors.As(err, &pe) {
+		return h.errorPage(c, http.StatusBadRequest, pe.Title, pe.Message)
+	}
+	var re *issuer.RedirectError
+	if errors.As(err, &re) && re.URL != "" {
+		return seeOther(c, re.URL)
+	}
+	return h.internalError(c, "authorize", err)
+}
+
+// sameOrigin refuses a POST whose Origin header names another origin than
+// AppURL (defence in depth on top of the CSRF tokens).
+func (h *Handler) sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if h.origin == "" || o == "" {
+		return true
+	}
+	return strings.EqualFold(o, h.origin)
+}
+
+// serveCSS serves the stylesheet; its URL carries a content hash, so it may
+// be cached for a year.
+func (h *Handler) serveCSS(c echo.Context) error {
+	hd := c.Response().Header()
+	hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", h.css)
+}
+
+// initial returns the upper-cased first letter of name, for the app badge.
+func initial(name string) string {
+	for _, r := range strings.TrimSpace(name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return strings.ToUpper(string(r))
+		}
+	}
+	return "?"
+}

@@ -1,0 +1,205 @@
+package consent
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"oauthd/consent/password"
+	"oauthd/data"
+)
+
+// maxLoginLen bounds the login field (an email is at most 254 bytes).
+const maxLoginLen = 254
+
+// msgWrongLogin is the one message for every failed login, so that the page
+// does not reveal which logins exist.
+const msgWrongLogin = "Wrong login or password."
+
+// safeReturnTo returns v when it is a local path to the authorization
+// endpoint ("/auth/oauth2/authorize?…"), and "" otherwise. Nothing else is
+// ever a redirect target after login: no absolute URL, no "//host", no
+// backslash tricks, no control characters (no open redirect).
+func safeReturnTo(v string) string {
+	if len(v) > 8192 || !strings.HasPrefix(v, authorizePath+"?") || !utf8.ValidString(v) {
+		return ""
+	}
+	for _, r := range v {
+		if r < 0x21 || r == 0x7f || r == '\\' || r > 0x7e {
+			return ""
+		}
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Path != authorizePath || u.Fragment != "" {
+		return ""
+	}
+	return v
+}
+
+// loginURL is the login page that returns to returnTo.
+func loginURL(returnTo string) string {
+	if returnTo == "" {
+		return loginPath
+	}
+	return loginPath + "?return_to=" + url.QueryEscape(returnTo)
+}
+
+// showLogin serves GET /auth/login.
+func (h *Handler) showLogin(c echo.Context) error {
+	return h.render(c, http.StatusOK, pageLogin, view{
+		Title:    "Sign in",
+		ReturnTo: safeReturnTo(c.QueryParam("return_to")),
+		CSRF:     h.loginCSRF(c),
+	}, "")
+}
+
+// checkLogin serves POST /auth/login.
+func (h *Handler) checkLogin(c echo.Context) error {
+	r := c.Request()
+	ctx := r.Context()
+	addr := c.RealIP()
+	if err := r.ParseForm(); err != nil {
+		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+	}
+	login := strings.TrimSpace(r.PostForm.Get("login"))
+	pw := r.PostForm.Get("password")
+	v := view{
+		Title:    "Sign in",
+		ReturnTo: safeReturnTo(r.PostForm.Get("return_to")),
+		Login:    login,
+	}
+
+	// CSRF: double-submit cookie, compared in constant time.
+	ck, err := r.Cookie(loginCSRFCookie)
+	if !h.sameOrigin(r) || err != nil || !equalToken(ck.Value, r.PostForm.Get(csrfField)) {
+		v.CSRF = h.loginCSRF(c)
+		v.Message = "Your sign-in form expired. Please try again."
+		return h.render(c, http.StatusForbidden, pageLogin, v, "")
+	}
+	v.CSRF = ck.Value
+
+	nameKey := "name:" + strings.ToLower(login)
+	addrKey := "addr:" + addr
+	wait, byName := h.limiter.blocked(nameKey, maxFailuresByName)
+	if w, byAddr := h.limiter.blocked(addrKey, maxFailuresByAddr); byAddr {
+		byName = true
+		wait = max(wait, w)
+	}
+	if byName {
+		secs := int(math.Ceil(wait.Seconds()))
+		h.log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_throttled"),
+			slog.String("remote_addr", addr))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		v.Retry = secs
+		v.Message = "Too many failed sign-in attempts. Please wait " + humanSeconds(secs) + " and try again."
+		return h.render(c, http.StatusTooManyRequests, pageLogin, v, "")
+	}
+
+	user, ok, err := h.authenticate(c, login, pw)
+	if err != nil {
+		return h.internalError(c, "login", err)
+	}
+	if !ok {
+		h.limiter.fail(nameKey)
+		h.limiter.fail(addrKey)
+		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"),
+			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
+		v.Message = msgWrongLogin
+		return h.render(c, http.StatusUnauthorized, pageLogin, v, "")
+	}
+	h.limiter.reset(nameKey)
+
+	// A fresh session ID on every login (no session fixation); the previous
+	// session of this browser, if any, is deleted.
+	if old, err := r.Cookie(sessionCookie); err == nil && wellFormed(old.Value, data.PrefixSession) {
+		if err := h.store.DeleteSession(ctx, data.Hash(old.Value)); err != nil && !errors.Is(err, data.ErrNotFound) {
+			return h.internalError(c, "delete old session", err)
+		}
+	}
+	id, _, err := h.newSession(ctx, user.ID)
+	if err != nil {
+		return h.internalError(c, "login", err)
+	}
+	h.setSessionCookie(c, id)
+	h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_succeeded"),
+		slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
+	if v.ReturnTo != "" {
+		return seeOther(c, v.ReturnTo)
+	}
+	return h.render(c, http.StatusOK, pageLoggedIn, view{Title: "Signed in", User: user}, "")
+}
+
+// authenticate checks login and password. When no such user exists it still
+// spends the time of one password verification, so that timing does not
+// reveal which logins exist. user.ID is set when the login named a user.
+func (h *Handler) authenticate(c echo.Context, login, pw string) (data.User, bool, error) {
+	if login == "" || pw == "" || len(login) > maxLoginLen || len(pw) > password.MaxLength {
+		password.DummyVerify(pw)
+		return data.User{}, false, nil
+	}
+	user, err := h.store.GetUserByLogin(c.Request().Context(), login)
+	if errors.Is(err, data.ErrNotFound) {
+		password.DummyVerify(pw)
+		return data.User{}, false, nil
+	}
+	if err != nil {
+		return data.User{}, false, err
+	}
+	ok, err := password.Verify(user.PasswordHash, pw)
+	if err != nil {
+		// A user without a usable hash cannot log in; say so in the log only.
+		h.log.WarnContext(c.Request().Context(), "unusable password hash",
+			slog.Int64("user_id", user.ID), slog.Any("err", err))
+		return user, false, nil
+	}
+	return user, ok, nil
+}
+
+// humanSeconds renders a wait for the throttling message.
+func humanSeconds(s int) string {
+	if s <= 60 {
+		return strconv.Itoa(s) + " seconds"
+	}
+	m := (s + 59) / 60
+	return strconv.Itoa(m) + " minutes"
+}
+
+// logout serves POST /auth/logout. With a live session it needs the
+// session's CSRF token; it deletes the session and clears the cookie.
+func (h *Handler) logout(c echo.Context) error {
+	r := c.Request()
+	ctx := r.Context()
+	if err := r.ParseForm(); err != nil {
+		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+	}
+	returnTo := safeReturnTo(r.PostForm.Get("return_to"))
+	s, _, err := h.session(ctx, r)
+	switch {
+	case errors.Is(err, errNoSession):
+		h.setSessionCookie(c, "")
+	case err != nil:
+		return h.internalError(c, "logout", err)
+	default:
+		if !h.sameOrigin(r) || !equalToken(s.CSRF, r.PostForm.Get(csrfField)) {
+			return h.errorPage(c, http.StatusForbidden, "Request refused",
+				"This sign-out request did not come from this site's page. Nothing was changed.")
+		}
+		if err := h.store.DeleteSession(ctx, s.Hash); err != nil && !errors.Is(err, data.ErrNotFound) {
+			return h.internalError(c, "logout", err)
+		}
+		h.setSessionCookie(c, "")
+		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "logout"),
+			slog.Int64("user_id", s.UserID), slog.String("remote_addr", c.RealIP()))
+	}
+	if returnTo != "" {
+		return seeOther(c, loginURL(returnTo))
+	}
+	return h.render(c, http.StatusOK, pageLoggedOut, view{Title: "Signed out"}, "")
+}
