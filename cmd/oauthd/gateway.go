@@ -49,8 +49,10 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
 }
 
-func newGatewayCommand() *cobra.Command {
-	o := &gatewayOptions{}
+func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
+
+// newGatewayCommandWith builds the command over o (tests set o.ready).
+func newGatewayCommandWith(o *gatewayOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gateway --upstream URL --issuer URL [--listen ADDR] [--routes FILE]",
 		Short: "Run a reverse proxy that enforces token scopes in front of an API server",
