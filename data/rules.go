@@ -130,6 +130,11 @@ func ValidateClient(c Client) error {
 	case c.Type == Public && len(c.Secrets) > 0:
 		return ruleErr("secrets", "a public client has no secret")
 	}
+	for i, cs := range c.Secrets {
+		if slices.ContainsFunc(c.Secrets[:i], func(o ClientSecret) bool { return o.ID == cs.ID }) {
+			return ruleErr("secrets", "secret ID %q is listed twice", cs.ID)
+		}
+	}
 	return nil
 }
 

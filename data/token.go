@@ -46,9 +46,10 @@ func Hash(credential string) []byte {
 	return h[:]
 }
 
-// Equal compares two hashes in constant time.
+// Equal compares two hashes in constant time. An empty hash equals nothing,
+// not even another empty one, so that a missing hash never matches.
 func Equal(a, b []byte) bool {
-	return subtle.ConstantTimeCompare(a, b) == 1
+	return len(a) > 0 && subtle.ConstantTimeCompare(a, b) == 1
 }
 
 // familyIDBytes is the size of a refresh-token family ID.
@@ -73,8 +74,21 @@ func ParseRefreshToken(token string) (familyID string, ok bool) {
 	}
 	id, secret, ok := strings.Cut(rest, ".")
 	if !ok || len(id) != base64.RawURLEncoding.EncodedLen(familyIDBytes) ||
-		len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) {
+		len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) ||
+		!isBase64URL(id) || !isBase64URL(secret) {
 		return "", false
 	}
 	return id, true
+}
+
+// isBase64URL reports whether s uses only the base64url alphabet (RFC 4648 §5).
+func isBase64URL(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,46 @@
+package data_test
+
+import (
+	"fmt"
+
+	"oauthd/data"
+)
+
+// A refresh token carries its family's ID, so the server finds the family
+// with one lookup; only the token's hash is stored, and a presented token is
+// compared with it in constant time.
+func ExampleParseRefreshToken() {
+	familyID := data.NewFamilyID()
+	token := data.NewRefreshToken(familyID)
+	stored := data.Hash(token) // what the Family keeps as TokenHash
+
+	id, ok := data.ParseRefreshToken(token)
+	fmt.Println(ok, id == familyID)
+	fmt.Println(data.Equal(data.Hash(token), stored))
+
+	_, ok = data.ParseRefreshToken("oauthd_rt_not-a-token")
+	fmt.Println(ok)
+	// Output:
+	// true true
+	// true
+	// false
+}
+
+// ValidateClient says which rule a client breaks, as a *RuleError that
+// unwraps to ErrInvalid.
+func ExampleValidateClient() {
+	c := data.Client{
+		ID: "cl_1", Name: "Example", Owner: "dev@example.com", Type: data.Public,
+		RedirectURIs: []string{"http://app.example.com/callback"},
+		Scopes:       []string{"BOOKING_READ"},
+		Status:       data.StatusPending,
+	}
+	err := data.ValidateClient(c)
+	fmt.Println(err)
+
+	c.RedirectURIs = []string{"http://127.0.0.1:8080/callback"}
+	fmt.Println(data.ValidateClient(c))
+	// Output:
+	// redirect_uri: "http://app.example.com/callback" uses http; use https (http is allowed only on loopback hosts)
+	// <nil>
+}

@@ -1,0 +1,110 @@
+package data
+
+import (
+	"bytes"
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+func TestNewSecret(t *testing.T) {
+	seen := map[string]bool{}
+	for _, prefix := range []string{PrefixClientSecret, PrefixRefreshToken, PrefixAuthCode, PrefixSession} {
+		for range 100 {
+			s := NewSecret(prefix)
+			rest, ok := strings.CutPrefix(s, prefix)
+			if !ok {
+				t.Fatalf("NewSecret(%q) = %q; want the prefix", prefix, s)
+			}
+			if len(rest) < 43 || !isBase64URL(rest) {
+				t.Fatalf("NewSecret(%q) = %q; want ≥ 43 base64url characters after the prefix", prefix, s)
+			}
+			if seen[rest] {
+				t.Fatalf("NewSecret repeated %q", rest)
+			}
+			seen[rest] = true
+		}
+	}
+}
+
+func TestNewID(t *testing.T) {
+	a, b := NewID("cl_", 12), NewID("cl_", 12)
+	if a == b || !strings.HasPrefix(a, "cl_") || len(a) != len("cl_")+16 {
+		t.Fatalf("NewID = %q, %q; want two different cl_ IDs of 16 characters", a, b)
+	}
+}
+
+func TestRefreshTokenRoundTrip(t *testing.T) {
+	for range 100 {
+		id := NewFamilyID()
+		tok := NewRefreshToken(id)
+		got, ok := ParseRefreshToken(tok)
+		if !ok || got != id {
+			t.Fatalf("ParseRefreshToken(%q) = %q, %v; want %q, true", tok, got, ok, id)
+		}
+		if NewRefreshToken(id) == tok {
+			t.Fatal("NewRefreshToken repeated a token")
+		}
+	}
+}
+
+func TestParseRefreshTokenRejects(t *testing.T) {
+	id := NewFamilyID()
+	good := NewRefreshToken(id)
+	secret := good[strings.IndexByte(good, '.')+1:]
+	tests := map[string]string{
+		"empty":              "",
+		"no prefix":          strings.TrimPrefix(good, PrefixRefreshToken),
+		"other prefix":       PrefixAuthCode + strings.TrimPrefix(good, PrefixRefreshToken),
+		"upper-case prefix":  strings.ToUpper(PrefixRefreshToken) + strings.TrimPrefix(good, PrefixRefreshToken),
+		"no dot":             PrefixRefreshToken + id + secret,
+		"short family ID":    PrefixRefreshToken + id[1:] + "." + secret,
+		"long family ID":     PrefixRefreshToken + id + "A." + secret,
+		"short secret":       PrefixRefreshToken + id + "." + secret[1:],
+		"long secret":        PrefixRefreshToken + id + "." + secret + "A",
+		"padding":            PrefixRefreshToken + id + "." + secret[:42] + "=",
+		"standard base64":    PrefixRefreshToken + id[:21] + "+." + secret,
+		"dot in secret":      PrefixRefreshToken + id + "." + secret[:42] + ".",
+		"space":              PrefixRefreshToken + id + "." + secret[:42] + " ",
+		"NUL in family ID":   PrefixRefreshToken + id[:21] + "\x00." + secret,
+		"trailing newline":   good + "\n",
+		"client secret form": NewSecret(PrefixClientSecret),
+	}
+	for name, tok := range tests {
+		if got, ok := ParseRefreshToken(tok); ok {
+			t.Errorf("%s: ParseRefreshToken(%q) = %q, true; want false", name, tok, got)
+		}
+	}
+}
+
+func TestHash(t *testing.T) {
+	// SHA-256("abc"), FIPS 180-2 appendix B.1.
+	want, _ := hex.DecodeString("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+	if got := Hash("abc"); !bytes.Equal(got, want) {
+		t.Fatalf("Hash(abc) = %x; want %x", got, want)
+	}
+	if bytes.Equal(Hash("a"), Hash("b")) {
+		t.Fatal("Hash(a) = Hash(b)")
+	}
+}
+
+func TestEqual(t *testing.T) {
+	h := Hash("x")
+	tests := []struct {
+		name string
+		a, b []byte
+		want bool
+	}{
+		{"same", h, Hash("x"), true},
+		{"different", h, Hash("y"), false},
+		{"prefix", h, h[:31], false},
+		{"one empty", h, nil, false},
+		{"both empty", nil, nil, false},
+		{"both zero-length", []byte{}, []byte{}, false},
+	}
+	for _, tc := range tests {
+		if got := Equal(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: Equal = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
