@@ -119,8 +119,11 @@ func LoadTableFile(path string) (*Table, error) {
 // other: a route of other with the same method and pattern as a route of t
 // (parameter names ignored) replaces it, so an operator's file can add
 // routes to the default table and correct the scope of an existing one.
-// Neither t nor other is modified.
+// Neither t nor other is modified; a nil other returns t.
 func (t *Table) Merge(other *Table) *Table {
+	if other == nil {
+		return t
+	}
 	idx := make(map[string]int, len(t.routes)+len(other.routes))
 	rows := make([]Route, 0, len(t.routes)+len(other.routes))
 	for _, rs := range [][]Route{t.routes, other.routes} {
