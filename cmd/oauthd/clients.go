@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"oauthd/issuer/admin"
+)
+
+func newClientsCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "clients", Short: "Manage OAuth clients, their secrets, scopes and redirect URIs"}
+	cmd.AddCommand(
+		newClientsCreateCommand(o), newClientsImportCommand(o), newClientsListCommand(o), newClientsShowCommand(o),
+		newClientsApproveCommand(o), newClientsRejectCommand(o), newSecretsCommand(o),
+		newClientsScopesCommand(o), newClientsRedirectURIsCommand(o),
+	)
+	return cmd
+}
+
+func newClientsCreateCommand(o *rootOptions) *cobra.Command {
+	var (
+		in     admin.NewClient
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:     "create --owner EMAIL --name NAME --redirect-uri URI... --scope SCOPE... [--public]",
+		Short:   "Register a client (status pending until approved); prints its secret once",
+		Example: "  oauthd clients create --owner dev@example.com --name 'Calendar Sync' --redirect-uri https://app.example/cb --scope PROFILE_READ,BOOKING_READ",
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				c, err := svc.CreateClient(ctx, in)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), c)
+				}
+				kv := []string{"client_id", c.ClientID}
+				if c.ClientSecret != "" {
+					kv = append(kv, "client_secret", c.ClientSecret, "secret_id", c.SecretID)
+				}
+				kv = append(kv, "status", c.Status, "client_type", c.ClientType, "name", c.Name,
+					"redirect_uris", strings.Join(c.RedirectURIs, " "), "scopes", strings.Join(c.Scopes, " "))
+				if err := fields(cmd.OutOrStdout(), kv...); err != nil {
+					return err
+				}
+				if c.ClientSecret != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "The client is pending; approve it with `oauthd clients approve %s`.\n", c.ClientID)
+				return nil
+			})
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&in.Owner, "owner", "", "email of the user who owns the client (required)")
+	fs.StringVar(&in.Name, "name", "", "the client's name, shown on the consent page (required)")
+	fs.StringArrayVar(&in.RedirectURIs, "redirect-uri", nil, "a redirect URI (repeatable, up to 10; https, or http on loopback)")
+	fs.StringArrayVar(&in.Scopes, "scope", nil, "a scope, or a comma/space-separated list (repeatable; at least one)")
+	fs.BoolVar(&in.Public, "public", false, "a public client (no secret; PKCE required)")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	for _, f := range []string{"owner", "name", "redirect-uri", "scope"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
+}
+
+func newClientsImportCommand(o *rootOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import legacy clients (no scopes, approved) from a JSON array; all or nothing",
+		Long: "Import legacy clients made before scopes existed. FILE (or - for stdin) holds a JSON array of\n" +
+			`{"client_id", "name", "owner", "redirect_uris", "client_secret", "client_type"}.` + "\nEither every client is imported or none is.",
+		Args: exactArgs("FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var (
+				b   []byte
+				err error
+			)
+			if args[0] == "-" {
+				b, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				b, err = os.ReadFile(args[0])
+			}
+			if err != nil {
+				return fmt.Errorf("read %s: %w", args[0], err)
+			}
+			var cs []admin.LegacyClient
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&cs); err != nil {
+				return fmt.Errorf("%s is not a JSON array of {client_id, name, owner, redirect_uris, client_secret, client_type}: %w", args[0], err)
+			}
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				ids, err := svc.ImportClients(ctx, cs)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), ids)
+				}
+				for _, id := range ids {
+					fmt.Fprintln(cmd.OutOrStdout(), id)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the imported IDs as JSON")
+	return cmd
+}
+
+func newClientsListCommand(o *rootOptions) *cobra.Command {
+	var (
+		status string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list [--status pending|approved|rejected]",
+		Short: "List clients",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				cs, err := svc.ListClients(ctx, status)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if cs == nil {
+						cs = []admin.ClientView{}
+					}
+					return printJSON(cmd.OutOrStdout(), cs)
+				}
+				rows := make([][]string, 0, len(cs))
+				for _, c := range cs {
+					scopes := strings.Join(c.Scopes, ",")
+					if c.Legacy {
+						scopes = "(legacy: unrestricted)"
+					}
+					rows = append(rows, []string{c.ClientID, c.Name, c.Owner, c.ClientType, c.Status, scopes})
+				}
+				return table(cmd.OutOrStdout(), []string{"CLIENT ID", "NAME", "OWNER", "TYPE", "STATUS", "SCOPES"}, rows)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "only clients in this status: pending, approved or rejected")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printClient prints a client record as JSON or as key: value lines.
+func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
+	if asJSON {
+		return printJSON(w, c)
+	}
+	kv := []string{
+		"client_id", c.ClientID, "name", c.Name, "owner", c.Owner, "client_type", c.ClientType, "status", c.Status,
+	}
+	if c.RejectReason != "" {
+		kv = append(kv, "reject_reason", c.RejectReason)
+	}
+	kv = append(kv, "legacy", strconv.FormatBool(c.Legacy), "redirect_uris", strings.Join(c.RedirectURIs, " "))
+	if c.Legacy {
+		kv = append(kv, "scopes", "(none: legacy, unrestricted)")
+	} else {
+		kv = append(kv, "scopes", strings.Join(c.Scopes, " "))
+	}
+	ids := make([]string, 0, len(c.Secrets))
+	for _, s := range c.Secrets {
+		ids = append(ids, fmt.Sprintf("%s (created %s, last used %s)", s.SecretID, fmtTime(s.CreatedAt), fmtTimePtr(s.LastUsedAt)))
+	}
+	if len(ids) == 0 {
+		ids = []string{"-"}
+	}
+	kv = append(kv, "secrets", strings.Join(ids, "; "))
+	if r := c.AuthorizationRequests; r != nil {
+		kv = append(kv, "authorization_requests", fmt.Sprintf("%d with scope, %d without scope (last %d days)", r.WithScope, r.WithoutScope, r.Days))
+	}
+	kv = append(kv, "created_at", fmtTime(c.CreatedAt), "updated_at", fmtTime(c.UpdatedAt))
+	if err := fields(w, kv...); err != nil {
+		return err
+	}
+	if c.MigrationSafe != nil {
+		if *c.MigrationSafe {
+			fmt.Fprintf(w, "\nMigration looks safe: every recent authorization request carried a scope. Save scopes with `oauthd clients scopes set %s SCOPE...`.\n", c.ClientID)
+		} else {
+			fmt.Fprintln(w, "\nNot yet safe to migrate: some recent authorization requests came without a scope parameter; saving scopes now would make them fail. Add `scope` to the authorization URL first.")
+		}
+	}
+	return nil
+}
+
+func newClientsShowCommand(o *rootOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show CLIENT_ID",
+		Short: "Show a client (secret IDs, never secrets; legacy usage counts)",
+		Args:  exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				c, err := svc.ShowClient(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return printClient(cmd.OutOrStdout(), c, asJSON)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newClientsApproveCommand(o *rootOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "approve CLIENT_ID",
+		Short: "Approve a pending client so it can be used",
+		Args:  exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				c, err := svc.ApproveClient(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return printClient(cmd.OutOrStdout(), c, asJSON)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newClientsRejectCommand(o *rootOptions) *cobra.Command {
+	var (
+		reason string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reject CLIENT_ID --reason TEXT",
+		Short: "Reject a client, with a reason",
+		Args:  exactArgs("CLIENT_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				c, err := svc.RejectClient(ctx, args[0], reason)
+				if err != nil {
+					return err
+				}
+				return printClient(cmd.OutOrStdout(), c, asJSON)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the client is rejected (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func newClientsScopesCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
+	var asJSON bool
+	set := &cobra.Command{
+		Use:   "set CLIENT_ID SCOPE...",
+		Short: "Set the scopes; on a legacy client this is the migration to a scoped client",
+		Args:  minArgs("CLIENT_ID", "SCOPE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				c, err := svc.SetScopes(ctx, args[0], args[1:])
+				if err != nil {
+					return err
+				}
+				return printClient(cmd.OutOrStdout(), c, asJSON)
+			})
+		},
+	}
+	set.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(set)
+	return cmd
+}
+
+func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "redirect-uris", Short: "Set a client's redirect URIs"}
+	var asJSON bool
+	set := &cobra.Command{
+		Use:   "set CLIENT_ID URI...",
+		Short: "Replace the redirect URIs (up to 10)",
+		Args:  minArgs("CLIENT_ID", "URI"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				c, err := svc.SetRedirectURIs(ctx, args[0], args[1:])
+				if err != nil {
+					return err
+				}
+				return printClient(cmd.OutOrStdout(), c, asJSON)
+			})
+		},
+	}
+	set.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(set)
+	return cmd
+}

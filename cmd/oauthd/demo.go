@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+
+	"oauthd/data"
+	"oauthd/issuer/admin"
+)
+
+// The demo's fixed values, so that the README's walkthrough works as written.
+const (
+	demoEmail       = "demo@example.com"
+	demoUsername    = "demo"
+	demoPassword    = "demo-password-123"
+	demoClientName  = "Demo Calendar App"
+	demoRedirectURI = "http://127.0.0.1:9999/callback"
+)
+
+var demoScopes = []string{"PROFILE_READ", "BOOKING_READ", "SCHEDULE_READ"}
+
+// demoInfo is what `serve --demo` prints.
+type demoInfo struct {
+	ClientID, ClientSecret string
+	Verifier, AuthURL      string
+	Base                   string
+}
+
+// userFinder is the store slice seedDemo needs beyond the admin Service.
+type userFinder interface {
+	GetUserByLogin(ctx context.Context, login string) (data.User, error)
+}
+
+// seedDemo makes sure the demo user and an approved demo client exist
+// (idempotent). Only hashes of secrets are stored, so each run gives the
+// demo client a fresh secret and revokes the others: the printed secret
+// always works.
+func seedDemo(ctx context.Context, svc admin.Service, users userFinder, base, app string) (demoInfo, error) {
+	if _, err := users.GetUserByLogin(ctx, demoEmail); errors.Is(err, data.ErrNotFound) {
+		if _, err := svc.AddUser(ctx, admin.NewUser{Email: demoEmail, Username: demoUsername, Name: "Demo User", TimeZone: "Europe/Berlin", Password: demoPassword}); err != nil {
+			return demoInfo{}, err
+		}
+	} else if err != nil {
+		return demoInfo{}, err
+	}
+	cs, err := svc.ListClients(ctx, "")
+	if err != nil {
+		return demoInfo{}, err
+	}
+	i := slices.IndexFunc(cs, func(c admin.ClientView) bool {
+		return c.Name == demoClientName && strings.EqualFold(c.Owner, demoEmail) && c.ClientType == string(data.Confidential)
+	})
+	var d demoInfo
+	if i < 0 {
+		c, err := svc.CreateClient(ctx, admin.NewClient{Owner: demoEmail, Name: demoClientName, RedirectURIs: []string{demoRedirectURI}, Scopes: demoScopes})
+		if err != nil {
+			return demoInfo{}, err
+		}
+		d.ClientID, d.ClientSecret = c.ClientID, c.ClientSecret
+	} else {
+		c := cs[i]
+		d.ClientID = c.ClientID
+		if len(c.Secrets) >= data.MaxActiveSecrets {
+			if err := svc.RevokeSecret(ctx, c.ClientID, c.Secrets[0].SecretID); err != nil {
+				return demoInfo{}, err
+			}
+		}
+		s, err := svc.GenerateSecret(ctx, c.ClientID)
+		if err != nil {
+			return demoInfo{}, err
+		}
+		d.ClientSecret = s.ClientSecret
+		list, err := svc.ListSecrets(ctx, c.ClientID)
+		if err != nil {
+			return demoInfo{}, err
+		}
+		for _, old := range list {
+			if old.SecretID != s.SecretID {
+				if err := svc.RevokeSecret(ctx, c.ClientID, old.SecretID); err != nil {
+					return demoInfo{}, err
+				}
+			}
+		}
+		if !slices.Contains(c.RedirectURIs, demoRedirectURI) {
+			if _, err := svc.SetRedirectURIs(ctx, c.ClientID, []string{demoRedirectURI}); err != nil {
+				return demoInfo{}, err
+			}
+		}
+	}
+	if _, err := svc.ApproveClient(ctx, d.ClientID); err != nil {
+		return demoInfo{}, err
+	}
+	d.Verifier = randomURLString(32)
+	sum := sha256.Sum256([]byte(d.Verifier))
+	q := url.Values{
+		"response_type":         {"code"},
+		"client_id":             {d.ClientID},
+		"redirect_uri":          {demoRedirectURI},
+		"scope":                 {strings.Join(demoScopes, " ")},
+		"state":                 {randomURLString(16)},
+		"code_challenge":        {base64.RawURLEncoding.EncodeToString(sum[:])},
+		"code_challenge_method": {"S256"},
+	}
+	d.AuthURL = app + "/auth/oauth2/authorize?" + q.Encode()
+	d.Base = base
+	return d, nil
+}
+
+func randomURLString(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func printDemo(w io.Writer, d demoInfo) {
+	fmt.Fprintf(w, `
+=== oauthd demo ===
+Demo user:      %s (username %s), password %s
+Client ID:      %s
+Client secret:  %s   (a new one on every start; earlier ones are revoked)
+Redirect URI:   %s   (nothing needs to listen there: copy the code from the address bar)
+PKCE verifier:  %s
+
+1. Open this URL, log in as the demo user and choose Allow:
+   %s
+
+2. Copy the code parameter from the address bar and exchange it:
+   curl -s %s/v2/auth/oauth2/token \
+     -d grant_type=authorization_code \
+     -d client_id=%s \
+     -d client_secret=%s \
+     --data-urlencode redirect_uri=%s \
+     -d code_verifier=%s \
+     -d code=PASTE_CODE_HERE
+
+3. Call the API with the access token:
+   curl -s -H "Authorization: Bearer ACCESS_TOKEN" %s/v2/me
+===================
+
+`, demoEmail, demoUsername, demoPassword, d.ClientID, d.ClientSecret, demoRedirectURI, d.Verifier,
+		d.AuthURL, d.Base, d.ClientID, d.ClientSecret, demoRedirectURI, d.Verifier, d.Base)
+}

@@ -1,0 +1,8 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// addGateway registers the gateway command (cmd/oauthd/gateway.go).
+func addGateway(root *cobra.Command) {
+	root.AddCommand(newGatewayCommand())
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"oauthd/data/bolt"
+	"oauthd/issuer/admin"
+	"oauthd/keys"
+)
+
+// rootOptions are the persistent flags every command shares.
+type rootOptions struct {
+	db            string
+	masterKeyFile string
+	logLevel      string
+}
+
+// AddFlags registers the persistent flags; defaults come from the
+// environment (OAUTHD_DB).
+func (o *rootOptions) AddFlags(fs *pflag.FlagSet) {
+	db := os.Getenv("OAUTHD_DB")
+	if db == "" {
+		db = "./oauthd.db"
+	}
+	fs.StringVar(&o.db, "db", db, "the database file (env OAUTHD_DB)")
+	fs.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key that encrypts signing keys (64 hex digits or base64); env OAUTHD_MASTER_KEY holds the key itself")
+	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info for serve, warn otherwise)")
+}
+
+// NewRootCommand returns the oauthd command with every subcommand.
+func NewRootCommand() *cobra.Command {
+	o := &rootOptions{}
+	root := &cobra.Command{
+		Use:           "oauthd",
+		Short:         "OAuth 2.0 authorization server for the scheduling API",
+		Long:          "oauthd is an OAuth 2.0 authorization server (authorization code + PKCE, refresh-token rotation, scoped JWT access tokens) and its operator command line.\nRun `oauthd serve --demo` to try it.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	o.AddFlags(root.PersistentFlags())
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
+	})
+	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o))
+	addGateway(root)
+	return root
+}
+
+// logger returns the slog logger for the command's stderr.
+func (o *rootOptions) logger(cmd *cobra.Command, def slog.Level) (*slog.Logger, error) {
+	level := def
+	if o.logLevel != "" {
+		if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", o.logLevel)
+		}
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
+}
+
+// masterKey reads the master key from --master-key-file or OAUTHD_MASTER_KEY;
+// nil when neither is set.
+func (o *rootOptions) masterKey() ([]byte, error) {
+	raw, from := os.Getenv("OAUTHD_MASTER_KEY"), "OAUTHD_MASTER_KEY"
+	if o.masterKeyFile != "" {
+		b, err := os.ReadFile(o.masterKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("read --master-key-file: %w", err)
+		}
+		raw, from = string(b), o.masterKeyFile
+	}
+	if raw == "" {
+		return nil, nil
+	}
+	k, err := keys.ParseMasterKey(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the master key in %s is not usable (%w); generate one with `openssl rand -hex 32`", from, err)
+	}
+	return k, nil
+}
+
+func (o *rootOptions) socketPath() string { return o.db + ".sock" }
+
+// connect returns the operator Service for the database: through the running
+// server's admin socket when one answers, otherwise by opening the file.
+// The returned close function must be called.
+func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, error) {
+	logger, err := o.logger(cmd, slog.LevelWarn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c, err := admin.Dial(o.socketPath()); err == nil {
+		return c, c.Close, nil
+	}
+	store, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger})
+	if errors.Is(err, bolt.ErrLocked) {
+		return nil, nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", o.db, o.socketPath())
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open database %s: %w", o.db, err)
+	}
+	lk := &lazyKeys{open: func(ctx context.Context) (*keys.Manager, error) {
+		mk, err := o.masterKey()
+		if err != nil {
+			return nil, err
+		}
+		return keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
+	}}
+	return admin.NewLocal(store, lk, logger, time.Now), store.Close, nil
+}
+
+// lazyKeys builds the key manager on first use, so that commands that do not
+// touch keys work without the master key.
+type lazyKeys struct {
+	open func(context.Context) (*keys.Manager, error)
+	once sync.Once
+	m    *keys.Manager
+	err  error
+}
+
+func (l *lazyKeys) get(ctx context.Context) (*keys.Manager, error) {
+	l.once.Do(func() { l.m, l.err = l.open(ctx) })
+	return l.m, l.err
+}
+
+func (l *lazyKeys) List(ctx context.Context) ([]keys.Info, error) {
+	m, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.List(ctx)
+}
+
+func (l *lazyKeys) Rotate(ctx context.Context, alg string) (keys.RotateResult, error) {
+	m, err := l.get(ctx)
+	if err != nil {
+		return keys.RotateResult{}, err
+	}
+	return m.Rotate(ctx, alg)
+}
+
+func (l *lazyKeys) Revoke(ctx context.Context, kid string) error {
+	m, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return m.Revoke(ctx, kid)
+}
+
+// withService runs fn with the Service and closes it afterwards.
+func (o *rootOptions) withService(cmd *cobra.Command, fn func(ctx context.Context, svc admin.Service) error) error {
+	svc, closeFn, err := o.connect(cmd)
+	if err != nil {
+		return err
+	}
+	err = fn(cmd.Context(), svc)
+	if cerr := closeFn(); cerr != nil && err == nil {
+		err = fmt.Errorf("close database: %w", cerr)
+	}
+	return err
+}
+
+// Output helpers.
+
+// printJSON writes v as exactly one JSON value.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes aligned columns.
+func table(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// fields writes "key: value" lines, aligned.
+func fields(w io.Writer, kv ...string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], kv[i+1])
+	}
+	return tw.Flush()
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func fmtTimePtr(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return fmtTime(*t)
+}
+
+// exactArgs is cobra.ExactArgs with a message that names the arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return fmt.Errorf("%s takes %s (got %d arguments); see `%s --help`", cmd.CommandPath(), strings.Join(names, " "), len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// minArgs requires at least the named arguments.
+func minArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < len(names) {
+			return fmt.Errorf("%s takes %s... (got %d arguments); see `%s --help`", cmd.CommandPath(), strings.Join(names, " "), len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"oauthd/consent"
+	"oauthd/data"
+	"oauthd/data/bolt"
+	"oauthd/issuer"
+	"oauthd/issuer/admin"
+	"oauthd/keys"
+	"oauthd/keys/guard"
+	"oauthd/keys/verify"
+)
+
+// serveOptions are the flags of `oauthd serve`.
+type serveOptions struct {
+	addr        string
+	baseURL     string
+	appURL      string
+	demo        bool
+	codeTTL     time.Duration
+	refreshIdle time.Duration
+	refreshMax  time.Duration
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// AddFlags registers the serve flags; defaults come from OAUTHD_ADDR,
+// OAUTHD_BASE_URL and OAUTHD_APP_URL.
+func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.addr, "addr", envOr("OAUTHD_ADDR", "127.0.0.1:8080"), "listen address (env OAUTHD_ADDR); port 0 picks a free port")
+	fs.StringVar(&o.baseURL, "base-url", os.Getenv("OAUTHD_BASE_URL"), "public API base URL, the token issuer (env OAUTHD_BASE_URL; default http://<listen address>)")
+	fs.StringVar(&o.appURL, "app-url", os.Getenv("OAUTHD_APP_URL"), "public URL of the consent pages (env OAUTHD_APP_URL; default http://<listen address>)")
+	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
+	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
+	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
+	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
+}
+
+func newServeCommand(root *rootOptions) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:8080] [--base-url URL] [--app-url URL] [--demo]",
+		Short: "Run the authorization server (creates the database and the first keys when empty)",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd, root)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// run wires everything (docs/DESIGN.md "serve wiring"), serves until ctx is
+// done, then shuts down in order.
+func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOptions) (err error) {
+	logger, err := root.logger(cmd, slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+	if o.codeTTL <= 0 || o.codeTTL > 10*time.Minute {
+		return fmt.Errorf("--code-ttl %s: use a duration between 1s and 10m", o.codeTTL)
+	}
+	mk, err := root.masterKey()
+	if err != nil {
+		return err
+	}
+	if mk == nil {
+		logger.Warn("NO MASTER KEY: signing keys are stored unencrypted in the database; set OAUTHD_MASTER_KEY or --master-key-file (e.g. `openssl rand -hex 32`) in production")
+	}
+
+	store, err := bolt.Open(root.db, bolt.Options{Timeout: time.Second, Logger: logger})
+	if errors.Is(err, bolt.ErrLocked) {
+		return fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", root.db)
+	}
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", root.db, err)
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close database: %w", cerr)
+		}
+	}()
+
+	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
+	if err != nil {
+		return fmt.Errorf("load signing keys: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; pass another --addr", o.addr, err)
+	}
+	defer ln.Close()
+	listenURL := "http://" + ln.Addr().String()
+	base := strings.TrimSuffix(cmp(o.baseURL, listenURL), "/")
+	app := strings.TrimSuffix(cmp(o.appURL, listenURL), "/")
+
+	v, err := verify.New(verify.Config{Issuer: base, Keys: km})
+	if err != nil {
+		return fmt.Errorf("verifier: %w", err)
+	}
+	g := guard.New(guard.Config{Verifier: v, Table: guard.DefaultTable(), Logger: logger})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	iss, err := issuer.New(issuer.Config{
+		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
+		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
+	})
+	if err != nil {
+		return fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
+	}
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app})
+	if err != nil {
+		return fmt.Errorf("consent pages: %w", err)
+	}
+	local := admin.NewLocal(store, km, logger, time.Now)
+
+	if o.demo {
+		d, err := seedDemo(ctx, local, store, base, app)
+		if err != nil {
+			return fmt.Errorf("seed the demo: %w", err)
+		}
+		printDemo(cmd.OutOrStdout(), d)
+	}
+
+	e := newEcho(logger, reg)
+	iss.Register(e)
+	pages.Register(e)
+	e.GET("/.well-known/jwks.json", km.ServeJWKS)
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", func(c echo.Context) error {
+		if reason := notReady(c.Request().Context(), store); reason != "" {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason})
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", root.db)
+
+	sockPath := root.socketPath()
+	adminLn, err := listenAdmin(sockPath)
+	if err != nil {
+		shutdown(ctx, logger, srv)
+		return err
+	}
+	adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second}
+	go adminSrv.Serve(adminLn)
+	defer os.Remove(sockPath)
+	logger.Info("admin socket ready", "path", sockPath)
+
+	loopCtx, stopLoops := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { km.Run(loopCtx) })
+	wg.Go(func() { gcLoop(loopCtx, logger, store) })
+
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err = <-srvErr:
+		err = fmt.Errorf("serve: %w", err)
+	}
+	shutdown(ctx, logger, srv, adminSrv)
+	stopLoops()
+	wg.Wait()
+	return err
+}
+
+// cmp returns a unless it is empty, then b.
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// shutdown stops accepting and finishes requests in flight, with a fresh
+// 10 s deadline (ctx is usually cancelled already).
+func shutdown(ctx context.Context, logger *slog.Logger, srvs ...*http.Server) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, s := range srvs {
+		if err := s.Shutdown(sctx); err != nil {
+			logger.Error("shutdown", "err", err)
+		}
+	}
+}
+
+// listenAdmin listens on the admin Unix socket with mode 0600. A socket file
+// nobody answers on is stale and removed; one that answers is refused.
+func listenAdmin(path string) (net.Listener, error) {
+	if _, err := os.Stat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("another process answers on the admin socket %s; stop it first", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove the stale admin socket %s: %w", path, err)
+		}
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket %s: %w (the path must be shorter than 104 bytes; use a shorter --db path)", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod admin socket: %w", err)
+	}
+	return ln, nil
+}
+
+// notReady returns why the server cannot serve tokens, or "".
+func notReady(ctx context.Context, store data.Store) string {
+	ks, err := store.ListKeys(ctx)
+	if err != nil {
+		return "the database does not answer"
+	}
+	for _, k := range ks {
+		if k.State == data.KeyActive {
+			return ""
+		}
+	}
+	return "no active signing key"
+}
+
+// gcLoop removes expired codes, refresh-token families and sessions every
+// minute until ctx is done.
+func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := store.GarbageCollect(ctx, time.Now())
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.ErrorContext(ctx, "garbage collection", "err", err)
+			}
+			continue
+		}
+		if res.AuthCodes+res.Families+res.Sessions > 0 {
+			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions)
+		}
+	}
+}
+
+// newEcho returns Echo with the error handler, request logging and metrics,
+// panic recovery and the body limit.
+func newEcho(logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = issuer.HTTPErrorHandler(logger)
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
+	}, []string{"method", "route", "status"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "oauthd_http_request_duration_seconds", Help: "HTTP request duration by method and route.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"method", "route"})
+	reg.MustRegister(requests, duration)
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			req, status := c.Request(), c.Response().Status
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			d := time.Since(start)
+			requests.WithLabelValues(req.Method, route, strconv.Itoa(status)).Inc()
+			duration.WithLabelValues(req.Method, route).Observe(d.Seconds())
+			// The path only: the query may carry codes or state.
+			logger.LogAttrs(req.Context(), slog.LevelInfo, "request",
+				slog.String("method", req.Method), slog.String("path", req.URL.Path), slog.Int("status", status),
+				slog.Duration("duration", d), slog.String("remote_addr", req.RemoteAddr))
+			return nil
+		}
+	})
+	e.Use(middleware.Recover())
+	e.Use(middleware.BodyLimit("64K"))
+	return e
+}
