@@ -2,6 +2,7 @@ package keys
 
 import (
 	"crypto"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -168,6 +169,14 @@ func (m *Manager) signerOf(k data.SigningKey, pub verify.PublicKey) (*signer, er
 	cs, ok := rawKey.(crypto.Signer)
 	if !ok {
 		return nil, errors.New("private jwk is not a private key")
+	}
+	if rk, ok := cs.(*rsa.PrivateKey); ok {
+		// Validate also precomputes the CRT values the JWK's dp, dq and
+		// qi left half-built; without that, signing is ~4x slower.
+		if err := rk.Validate(); err != nil {
+			return nil, errors.New("private RSA key is invalid")
+		}
+		rk.Precompute()
 	}
 	if eq, ok := cs.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !eq.Equal(pub.Key) {
 		return nil, errors.New("private key does not match the published public key")
