@@ -2,8 +2,8 @@ package bolt
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -60,10 +60,13 @@ func (s *Store) submit(ctx context.Context, name string, fn func(tx *bbolt.Tx) e
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	o := opPool.Get().(*op)
+	o.ctx, o.fn = ctx, fn
 	s.mu.RLock()
 	if s.closed.Load() {
 		s.mu.RUnlock()
+		o.ctx, o.fn = nil, nil
+		opPool.Put(o)
 		return fmt.Errorf("%s: %w", name, ErrClosed)
 	}
 	s.ops <- o
@@ -71,12 +74,19 @@ func (s *Store) submit(ctx context.Context, name string, fn func(tx *bbolt.Tx) e
 	// Wait even if ctx ends now: the op may already be committing, and the
 	// caller must learn whether it did.
 	err := <-o.done
-	var p *panicked
-	if errors.As(err, &p) {
+	o.ctx, o.fn = nil, nil
+	opPool.Put(o) // done is empty again: the committer sends exactly once
+	if err == nil {
+		return nil
+	}
+	if p, ok := err.(*panicked); ok {
 		panic(p.v)
 	}
 	return err
 }
+
+// opPool recycles ops and their reply channels across calls.
+var opPool = sync.Pool{New: func() any { return &op{done: make(chan error, 1)} }}
 
 // commitLoop is the group committer: it takes the first queued op (blocking),
 // drains whatever else is already queued, runs them all in one transaction
@@ -114,8 +124,7 @@ func (s *Store) runBatch(batch []*op, errs []error) {
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		for i, o := range batch {
 			errs[i] = run(tx, o)
-			var a *aborted
-			if errors.As(errs[i], &a) {
+			if a, ok := errs[i].(*aborted); ok {
 				return a
 			}
 		}
@@ -141,8 +150,7 @@ func (s *Store) runAlone(o *op) error {
 	var res error
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		res = run(tx, o)
-		var k *kept
-		if res == nil || errors.As(res, &k) {
+		if _, ok := res.(*kept); res == nil || ok {
 			return nil
 		}
 		return res // roll back whatever a failed op may have written
@@ -168,13 +176,11 @@ func run(tx *bbolt.Tx, o *op) (err error) {
 
 // result is the error the caller sees: kept and aborted wrappers removed.
 func result(err error) error {
-	var k *kept
-	if errors.As(err, &k) {
-		return k.err
-	}
-	var a *aborted
-	if errors.As(err, &a) {
-		return a.err
+	switch e := err.(type) {
+	case *kept:
+		return e.err
+	case *aborted:
+		return e.err
 	}
 	return err
 }
