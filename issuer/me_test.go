@@ -1,0 +1,100 @@
+package issuer
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"oauthd/data"
+	"oauthd/data/memory"
+	"oauthd/keys/guard"
+	"oauthd/keys/verify"
+)
+
+// meRouter returns an Echo router with the issuer's routes, where MeAuth
+// is a fake guard that puts *claims (when not nil) into the context.
+func meRouter(t *testing.T, claims **verify.Claims) *echo.Echo {
+	t.Helper()
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	ctx := context.Background()
+	if _, err := store.CreateUser(ctx, data.User{Email: "ada@example.com", Username: "ada", Name: "Ada Lovelace",
+		TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$x", CreatedAt: authzT0}); err != nil {
+		t.Fatal(err)
+	}
+	fakeGuard := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if *claims != nil {
+				r := c.Request()
+				c.SetRequest(r.WithContext(guard.WithClaims(r.Context(), *claims)))
+			}
+			return next(c)
+		}
+	}
+	s, err := New(Config{Store: store, Signer: authzFakeSigner{}, Verifier: authzFakeVerifier{}, MeAuth: fakeGuard,
+		Logger: slog.New(slog.DiscardHandler), Issuer: authzTestIssuer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	s.Register(e)
+	return e
+}
+
+func TestMe(t *testing.T) {
+	const ada = `{"status":"success","data":{"id":1,"email":"ada@example.com","username":"ada","name":"Ada Lovelace","timeZone":"Europe/Berlin"}}`
+	tests := []struct {
+		name       string
+		claims     *verify.Claims
+		wantStatus int
+		wantBody   string // exact JSON for 200; the error code otherwise
+		wantAuth   string // WWW-Authenticate
+	}{
+		{"profile scope", &verify.Claims{Subject: "1", ClientID: "conf", Scopes: []string{"BOOKING_READ", "PROFILE_READ"}}, http.StatusOK, ada, ""},
+		{"unrestricted legacy token", &verify.Claims{Subject: "1", ClientID: "legacy", Unrestricted: true}, http.StatusOK, ada, ""},
+		{"no claims", nil, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"unknown user", &verify.Claims{Subject: "2", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"non-numeric subject", &verify.Claims{Subject: "ada", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"zero subject", &verify.Claims{Subject: "0", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"wrong scope (guard bypassed)", &verify.Claims{Subject: "1", Scopes: []string{"PROFILE_WRITE"}}, http.StatusForbidden, "insufficient_scope",
+			`Bearer error="insufficient_scope", scope="PROFILE_READ"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			claims := tc.claims
+			e := meRouter(t, &claims)
+			rec := httptest.NewRecorder()
+			e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v2/me", nil))
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("status = %d; want %d (body %s)", rec.Code, tc.wantStatus, rec.Body)
+			}
+			if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+				t.Errorf("Cache-Control = %q; want no-store", got)
+			}
+			if got := rec.Header().Get("WWW-Authenticate"); got != tc.wantAuth {
+				t.Errorf("WWW-Authenticate = %q; want %q", got, tc.wantAuth)
+			}
+			if tc.wantStatus == http.StatusOK {
+				if got := rec.Body.String(); got != tc.wantBody+"\n" {
+					t.Errorf("body = %s; want %s", got, tc.wantBody)
+				}
+				return
+			}
+			var body struct {
+				Error       string `json:"error"`
+				Description string `json:"error_description"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body %s: %v", rec.Body, err)
+			}
+			if body.Error != tc.wantBody || body.Description == "" {
+				t.Errorf("error, description = %q, %q; want %q and a description", body.Error, body.Description, tc.wantBody)
+			}
+		})
+	}
+}
