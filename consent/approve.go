@@ -38,14 +38,14 @@ var levelHeadings = []struct {
 	{scope.Organization, "Your organization"},
 }
 
-// groupScopes sorts the requested scopes by level, keeping the request's
-// order within a level. Unknown names (the issuer refuses them) are skipped.
+// groupScopes groups the requested scopes by level, in the catalogue's
+// order. Unknown names (the issuer refuses them) are skipped.
 func groupScopes(names []string) []scopeGroup {
 	var groups []scopeGroup
 	for _, lh := range levelHeadings {
 		g := scopeGroup{Heading: lh.heading}
-		for _, n := range names {
-			if s, ok := scope.Lookup(n); ok && s.Level == lh.level {
+		for _, s := range scope.All() {
+			if s.Level == lh.level && slices.Contains(names, s.Name) {
 				g.Scopes = append(g.Scopes, s)
 			}
 		}

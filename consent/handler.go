@@ -41,8 +41,8 @@ type Store interface {
 
 // Config configures a [Handler].
 type Config struct {
-	Store      Store      // required; a data.Store
-	Authorizer Authorizer // required; the issuer
+	Store      Store            // required; a data.Store
+	Authorizer Authorizer       // required; the issuer
 	Logger     *slog.Logger     // default: discard
 	Now        func() time.Time // default: time.Now
 	// AppURL is where the pages live, e.g. https://app.example. An https URL
