@@ -40,6 +40,10 @@ const (
 // Algs lists the accepted algorithms.
 func Algs() []string { return []string{ES256, EdDSA, RS256} }
 
+// MaxTokenSize bounds the tokens Verify parses: an oauthd access token is
+// well under 1 KiB, and parsing an attacker's megabyte costs memory.
+const MaxTokenSize = 8 << 10
+
 // DefaultLeeway is the clock skew allowed on exp, nbf and iat.
 const DefaultLeeway = 60 * time.Second
 
@@ -125,6 +129,12 @@ func (e *keyfuncError) Unwrap() error { return e.err }
 // Verify checks token and returns its claims. Every error wraps
 // [ErrInvalidToken] and says briefly why; it never contains the token.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
+	if len(token) > MaxTokenSize {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidToken, MaxTokenSize)
+	}
+	if !compactJWS(token) {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
 	var tc tokenClaims
 	_, err := v.parser.ParseWithClaims(token, &tc, func(t *jwt.Token) (any, error) {
 		return v.key(ctx, t)
@@ -151,6 +161,21 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		c.NotBefore = tc.NotBefore.Time
 	}
 	return c, nil
+}
+
+// compactJWS reports whether token uses only the characters of a compact
+// JWS (base64url and dots). Go's base64 decoder skips CR and LF, so
+// without this check "token\n" would verify as well as "token": a token
+// has exactly one accepted spelling.
+func compactJWS(token string) bool {
+	for i := 0; i < len(token); i++ {
+		switch c := token[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // key is the jwt.Keyfunc: RFC 9068 §4 typ check, kid lookup, and the

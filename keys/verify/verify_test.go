@@ -218,6 +218,9 @@ func TestVerify(t *testing.T) {
 		{name: "RS256 token for an ES256 key", token: rsAsES, wantErr: "does not match"},
 		{name: "EdDSA token for an RS256 key", token: edAsRS, wantErr: "does not match"},
 		{name: "garbage", token: "not.a.jwt", wantErr: "malformed"},
+		{name: "trailing newline", token: valid + "\n", wantErr: "malformed"},
+		{name: "padded signature", token: valid + "==", wantErr: "malformed"},
+		{name: "oversized", token: mint(t, es, good, map[string]any{"pad": strings.Repeat("A", verify.MaxTokenSize)}), wantErr: "longer than"},
 		{name: "empty", token: "", wantErr: "malformed"},
 		{name: "unrestricted true", token: mint(t, es, with(good, "scope", nil, "unrestricted", true), nil), check: func(t *testing.T, c *verify.Claims) {
 			if !c.Unrestricted || len(c.Scopes) != 0 {
