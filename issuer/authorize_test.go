@@ -600,3 +600,28 @@ func TestDeny(t *testing.T) {
 		t.Errorf("no consent_denied audit record in %s", logs)
 	}
 }
+
+func BenchmarkParseAuthorize(b *testing.B) {
+	env := newAuthzEnv(b)
+	ctx := context.Background()
+	q := authzQuery("client_id", "conf", "redirect_uri", "https://app.example.com/callback", "response_type", "code",
+		"state", "xyz", "scope", "PROFILE_READ,BOOKING_READ", "code_challenge", authzTestChallenge)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := env.s.ParseAuthorize(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkApprove(b *testing.B) {
+	env := newAuthzEnv(b)
+	ctx := context.Background()
+	q := authzConf("code_challenge", authzTestChallenge)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := env.s.Approve(ctx, q, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
