@@ -13,7 +13,7 @@ import (
 // TestTokenConcurrentRefresh: N concurrent refreshes of one refresh token.
 // Exactly one succeeds; every other gets invalid_grant. A loser that
 // arrives after the winner's rotation presents a rotated-away token, which
-// is reuse: the family is revoked, so the winner's new token may fail too
+// is reuse: the family is revoked, so the winner's new token fails too
 // (RFC 9700 §4.14.2 — the documented outcome: at most one success, and a
 // family that saw a reuse is gone).
 func TestTokenConcurrentRefresh(t *testing.T) {
