@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"oauthd/issuer/scope"
@@ -31,13 +32,15 @@ const MaxNameLen = 200
 
 // ValidateRedirectURI checks one redirect URI: absolute, https (or http on a
 // loopback host, RFC 8252 §7.3), no fragment (RFC 6749 §3.1.2), no user
-// info, no control characters, at most 2000 bytes.
+// info, no space, control or invisible formatting character (Unicode
+// categories Cc, Cf and White_Space, so also NEL, NBSP, U+2028 and bidi
+// overrides), at most 2000 bytes.
 func ValidateRedirectURI(raw string) error {
 	if raw == "" || len(raw) > 2000 || !utf8.ValidString(raw) {
 		return ruleErr("redirect_uri", "%q is not a valid URI (empty, longer than 2000 bytes or not UTF-8)", raw)
 	}
 	for _, r := range raw {
-		if r < 0x21 || r == 0x7f {
+		if r < 0x21 || r == 0x7f || unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
 			return ruleErr("redirect_uri", "%q contains a space or control character", raw)
 		}
 	}
