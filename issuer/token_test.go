@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -845,4 +847,25 @@ func tkCounter(t *testing.T, c prometheus.Metric) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestTokenBodyLimitMiddleware: with serve's BodyLimit middleware in front,
+// an oversized body is a 413 JSON invalid_request whether or not it
+// declares its length.
+func TestTokenBodyLimitMiddleware(t *testing.T) {
+	env := newTkEnv(t)
+	env.e.Use(middleware.BodyLimit("64K"))
+	body := "grant_type=refresh_token&x=" + strings.Repeat("a", 64<<10)
+	for _, chunked := range []bool{false, true} {
+		req := httptest.NewRequest(http.MethodPost, "/v2/auth/oauth2/token", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if chunked {
+			req.ContentLength = -1
+		}
+		rec := httptest.NewRecorder()
+		env.e.ServeHTTP(rec, req)
+		if rec.Code != http.StatusRequestEntityTooLarge || tkOAuthErr(t, rec) != "invalid_request" {
+			t.Errorf("chunked=%v: %d %s; want 413 invalid_request", chunked, rec.Code, rec.Body)
+		}
+	}
 }
