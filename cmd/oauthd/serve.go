@@ -286,6 +286,9 @@ func newEcho(logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = issuer.HTTPErrorHandler(logger)
+	// The peer's address, never X-Forwarded-For or X-Real-IP: a client could
+	// set those on every request and slip past the per-address limits.
+	e.IPExtractor = echo.ExtractIPDirect()
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
 	}, []string{"method", "route", "status"})
