@@ -164,7 +164,17 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	})
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	srv := &http.Server{
+		Handler: e,
+		// Bounded reads and writes: a slow client cannot hold a connection
+		// (and its goroutine) for ever. Bodies are at most 64 KiB.
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", root.db)
