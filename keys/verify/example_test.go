@@ -58,7 +58,7 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// 42 app-1 [BOOKING_READ PROFILE_READ] false
-	// invalid token: bad signature or unaccepted alg
+	// invalid token: malformed
 }
 
 func ExampleNewRemoteKeySet() {

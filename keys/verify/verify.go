@@ -97,6 +97,9 @@ func New(cfg Config) (*Verifier, error) {
 		jwt.WithIssuedAt(),
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
+		// Refuse base64url with non-zero trailing bits: otherwise the last
+		// character of the signature has four spellings that all verify.
+		jwt.WithStrictDecoding(),
 	)
 	return &Verifier{keys: cfg.Keys, parser: p}, nil
 }
