@@ -153,6 +153,8 @@ func FuzzVerify(f *testing.F) {
 	}
 	seeds := []string{
 		h + "." + p + "." + flip(s, 3),
+		// Same signature bytes, non-zero trailing bits in the last character.
+		h + "." + p + "." + s[:len(s)-1] + string(s[len(s)-1]+1),
 		h + "." + flip(p, 5) + "." + s,
 		flip(h, 2) + "." + p + "." + s,
 		h + "." + fzB64(withClaim("scope", "BOOKING_READ PROFILE_READ ORG_ADMIN")) + "." + s,
