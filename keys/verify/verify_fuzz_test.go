@@ -136,53 +136,7 @@ func FuzzVerify(f *testing.F) {
 			f.Fatalf("a token signed by the test key is refused: %v", err)
 		}
 	}
-	known := fzKnownTokens[0]
-
-	// Seeds: tampered and hostile variants of a valid token.
-	h, p, s := splitToken(known)
-	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		f.Fatal(err)
-	}
-	pubDER, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	claims := fzClaims()
-	withClaim := func(k string, val any) jwt.MapClaims {
-		c := fzClaims()
-		c[k] = val
-		return c
-	}
-	seeds := []string{
-		h + "." + p + "." + flip(s, 3),
-		// Same signature bytes, non-zero trailing bits in the last character.
-		h + "." + p + "." + s[:len(s)-1] + string(s[len(s)-1]+1),
-		h + "." + flip(p, 5) + "." + s,
-		flip(h, 2) + "." + p + "." + s,
-		h + "." + fzB64(withClaim("scope", "BOOKING_READ PROFILE_READ ORG_ADMIN")) + "." + s,
-		h + "." + fzB64(withClaim("unrestricted", true)) + "." + s,
-		fzB64(map[string]any{"alg": "none", "typ": "at+jwt", "kid": fzKID}) + "." + p + ".",
-		fzB64(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": fzKID}) + "." + p + ".",
-		fzSign(f, jwt.SigningMethodHS256, pubDER, claims, map[string]any{"alg": "HS256"}),
-		fzSign(f, jwt.SigningMethodES256, other, claims, nil),
-		fzSign(f, jwt.SigningMethodES256, key, claims, map[string]any{"kid": "other"}),
-		fzSign(f, jwt.SigningMethodES256, key, claims, map[string]any{"typ": nil}),
-		fzSign(f, jwt.SigningMethodES256, key, claims, map[string]any{"typ": "JWT"}),
-		fzSign(f, jwt.SigningMethodES256, key, withClaim("exp", fzNow.Add(-time.Hour).Unix()), nil),
-		fzSign(f, jwt.SigningMethodES256, key, withClaim("iss", "https://evil.example"), nil),
-		fzSign(f, jwt.SigningMethodES256, key, withClaim("aud", "https://other.example"), nil),
-		fzSign(f, jwt.SigningMethodES256, key, withClaim("exp", nil), nil),
-		fzSign(f, jwt.SigningMethodES256, key, withClaim("nbf", fzNow.Add(time.Hour).Unix()), nil),
-		fzSign(f, jwt.SigningMethodES256, key, claims, map[string]any{"pad": strings.Repeat("A", 64<<10)}),
-		fzB64(map[string]any{"alg": "RS256", "typ": "at+jwt", "kid": fzKID}) + "." + p + "." + s,
-		fzB64(map[string]any{"alg": "EdDSA", "typ": "at+jwt", "kid": fzKID}) + "." + p + "." + s,
-		h + "." + p + "." + s + ".",
-		h + "." + p,
-		" " + known,
-		known + "\n",
-		"", ".", "..", "...", "a.b.c", "e30.e30.", "eyJhbGciOiJub25lIn0.e30.",
-		"\x00\xff." + strings.Repeat("\xff", 100),
-	}
-	seeds = append(seeds, fzKnownTokens...)
-	for _, s := range seeds {
+	for _, s := range fzSeeds(f, key) {
 		f.Add(s)
 	}
 
@@ -210,6 +164,60 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("Verify accepted a valid token with claims %+v", c)
 		}
 	})
+}
+
+// fzSeeds returns the seed inputs of FuzzVerify: the known valid tokens and
+// tampered and hostile variants of them. The committed corpus holds the
+// same kinds of input (its re-signed ones with another random signature).
+func fzSeeds(t testing.TB, key *ecdsa.PrivateKey) []string {
+	t.Helper()
+	known := fzKnownTokens[0]
+
+	h, p, s := splitToken(known)
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubDER, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	claims := fzClaims()
+	withClaim := func(k string, val any) jwt.MapClaims {
+		c := fzClaims()
+		c[k] = val
+		return c
+	}
+	seeds := []string{
+		h + "." + p + "." + flip(s, 3),
+		// Same signature bytes, non-zero trailing bits in the last character.
+		h + "." + p + "." + s[:len(s)-1] + string(s[len(s)-1]+1),
+		h + "." + flip(p, 5) + "." + s,
+		flip(h, 2) + "." + p + "." + s,
+		h + "." + fzB64(withClaim("scope", "BOOKING_READ PROFILE_READ ORG_ADMIN")) + "." + s,
+		h + "." + fzB64(withClaim("unrestricted", true)) + "." + s,
+		fzB64(map[string]any{"alg": "none", "typ": "at+jwt", "kid": fzKID}) + "." + p + ".",
+		fzB64(map[string]any{"alg": "ES256", "typ": "at+jwt", "kid": fzKID}) + "." + p + ".",
+		fzSign(t, jwt.SigningMethodHS256, pubDER, claims, map[string]any{"alg": "HS256"}),
+		fzSign(t, jwt.SigningMethodES256, other, claims, nil),
+		fzSign(t, jwt.SigningMethodES256, key, claims, map[string]any{"kid": "other"}),
+		fzSign(t, jwt.SigningMethodES256, key, claims, map[string]any{"typ": nil}),
+		fzSign(t, jwt.SigningMethodES256, key, claims, map[string]any{"typ": "JWT"}),
+		fzSign(t, jwt.SigningMethodES256, key, withClaim("exp", fzNow.Add(-time.Hour).Unix()), nil),
+		fzSign(t, jwt.SigningMethodES256, key, withClaim("iss", "https://evil.example"), nil),
+		fzSign(t, jwt.SigningMethodES256, key, withClaim("aud", "https://other.example"), nil),
+		fzSign(t, jwt.SigningMethodES256, key, withClaim("exp", nil), nil),
+		fzSign(t, jwt.SigningMethodES256, key, withClaim("nbf", fzNow.Add(time.Hour).Unix()), nil),
+		fzSign(t, jwt.SigningMethodES256, key, claims, map[string]any{"pad": strings.Repeat("A", 6<<10)}),
+		fzSign(t, jwt.SigningMethodES256, key, claims, map[string]any{"pad": strings.Repeat("A", 64<<10)}),
+		fzB64(map[string]any{"alg": "RS256", "typ": "at+jwt", "kid": fzKID}) + "." + p + "." + s,
+		fzB64(map[string]any{"alg": "EdDSA", "typ": "at+jwt", "kid": fzKID}) + "." + p + "." + s,
+		h + "." + p + "." + s + ".",
+		h + "." + p,
+		" " + known,
+		known + "\n",
+		"", ".", "..", "...", "a.b.c", "e30.e30.", "eyJhbGciOiJub25lIn0.e30.",
+		"\x00\xff." + strings.Repeat("\xff", 100),
+	}
+	seeds = append(seeds, fzKnownTokens...)
+	return seeds
 }
 
 func splitToken(tok string) (h, p, s string) {
