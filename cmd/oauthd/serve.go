@@ -25,6 +25,7 @@ import (
 	"oauthd/consent"
 	"oauthd/data"
 	"oauthd/data/bolt"
+	"oauthd/data/cache"
 	"oauthd/issuer"
 	"oauthd/issuer/admin"
 	"oauthd/keys"
@@ -94,52 +95,17 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		logger.Warn("NO MASTER KEY: signing keys are stored unencrypted in the database; set OAUTHD_MASTER_KEY or --master-key-file (e.g. `openssl rand -hex 32`) in production")
 	}
 
-	store, err := bolt.Open(root.db, bolt.Options{Timeout: time.Second, Logger: logger})
-	if errors.Is(err, bolt.ErrLocked) {
-		return fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", root.db)
-	}
+	w, err := o.wire(ctx, logger, root.db, mk)
 	if err != nil {
-		return fmt.Errorf("open database %s: %w", root.db, err)
+		return err
 	}
 	defer func() {
-		if cerr := store.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close database: %w", cerr)
+		if cerr := w.closeStore(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-
-	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
-	if err != nil {
-		return fmt.Errorf("load signing keys: %w", err)
-	}
-
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w; pass another --addr", o.addr, err)
-	}
-	defer ln.Close()
-	listenURL := "http://" + ln.Addr().String()
-	base := strings.TrimSuffix(cmp(o.baseURL, listenURL), "/")
-	app := strings.TrimSuffix(cmp(o.appURL, listenURL), "/")
-
-	v, err := verify.New(verify.Config{Issuer: base, Keys: km})
-	if err != nil {
-		return fmt.Errorf("verifier: %w", err)
-	}
-	g := guard.New(guard.Config{Verifier: v, Table: guard.DefaultTable(), Logger: logger})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	iss, err := issuer.New(issuer.Config{
-		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
-		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
-	})
-	if err != nil {
-		return fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
-	}
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app})
-	if err != nil {
-		return fmt.Errorf("consent pages: %w", err)
-	}
-	local := admin.NewLocal(store, km, logger, time.Now)
+	defer w.ln.Close()
+	store, km, local, listenURL, base, app, ln := w.store, w.km, w.local, w.listenURL, w.base, w.app, w.ln
 
 	if o.demo {
 		d, err := seedDemo(ctx, local, store, base, app)
@@ -149,32 +115,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		printDemo(cmd.OutOrStdout(), d)
 	}
 
-	e := newEcho(logger, reg)
-	iss.Register(e)
-	pages.Register(e)
-	e.GET("/.well-known/jwks.json", km.ServeJWKS)
-	e.GET("/healthz", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-	})
-	e.GET("/readyz", func(c echo.Context) error {
-		if reason := notReady(c.Request().Context(), store); reason != "" {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason})
-		}
-		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
-	})
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-
-	srv := &http.Server{
-		Handler: e,
-		// Bounded reads and writes: a slow client cannot hold a connection
-		// (and its goroutine) for ever. Bodies are at most 64 KiB.
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := w.httpServer(logger)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", root.db)
@@ -205,6 +146,126 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	stopLoops()
 	wg.Wait()
 	return err
+}
+
+// wired is a server wired as `serve` runs it, listening but not yet
+// serving: serve and bench both start from it.
+type wired struct {
+	bolt                 *bolt.Store
+	store                *cache.Store // bolt with client records cached; every write goes through it
+	km                   *keys.Manager
+	iss                  *issuer.Server
+	guard                *guard.Guard
+	local                *admin.Local
+	e                    *echo.Echo
+	ln                   net.Listener
+	listenURL, base, app string
+}
+
+// wire opens the database at dbPath, loads the keys, listens on o.addr and
+// builds the Echo app (docs/DESIGN.md "serve wiring"). On success the
+// caller closes ln and calls closeStore.
+func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte) (w *wired, err error) {
+	w = &wired{}
+	w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger})
+	if errors.Is(err, bolt.ErrLocked) {
+		return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", dbPath, err)
+	}
+	defer func() {
+		if err != nil {
+			w.bolt.Close()
+		}
+	}()
+	// One cached store for the issuer, the consent pages and the admin
+	// socket: every client change (the CLI's too) passes through it.
+	w.store = cache.New(w.bolt)
+	store := w.store
+
+	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
+	if err != nil {
+		return nil, fmt.Errorf("load signing keys: %w", err)
+	}
+	w.km = km
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w; pass another --addr", o.addr, err)
+	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
+	w.ln = ln
+	w.listenURL = "http://" + ln.Addr().String()
+	base := strings.TrimSuffix(cmp(o.baseURL, w.listenURL), "/")
+	app := strings.TrimSuffix(cmp(o.appURL, w.listenURL), "/")
+	w.base, w.app = base, app
+
+	v, err := verify.New(verify.Config{Issuer: base, Keys: km})
+	if err != nil {
+		return nil, fmt.Errorf("verifier: %w", err)
+	}
+	g := guard.New(guard.Config{Verifier: v, Table: guard.DefaultTable(), Logger: logger})
+	w.guard = g
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	iss, err := issuer.New(issuer.Config{
+		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
+		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
+	}
+	w.iss = iss
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app})
+	if err != nil {
+		return nil, fmt.Errorf("consent pages: %w", err)
+	}
+	w.local = admin.NewLocal(store, km, logger, time.Now)
+
+	e := newEcho(logger, reg)
+	iss.Register(e)
+	pages.Register(e)
+	e.GET("/.well-known/jwks.json", km.ServeJWKS)
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", func(c echo.Context) error {
+		if reason := notReady(c.Request().Context(), store); reason != "" {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason})
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	w.e = e
+	return w, nil
+}
+
+// httpServer is the HTTP server of the wired app.
+func (w *wired) httpServer(logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler: w.e,
+		// Bounded reads and writes: a slow client cannot hold a connection
+		// (and its goroutine) for ever. Bodies are at most 64 KiB.
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// closeStore closes the database.
+func (w *wired) closeStore() error {
+	if err := w.store.Close(); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return nil
 }
 
 // cmp returns a unless it is empty, then b.
