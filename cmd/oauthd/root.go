@@ -54,7 +54,7 @@ func NewRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
-	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o))
+	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o))
 	addGateway(root)
 	return root
 }
