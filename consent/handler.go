@@ -252,10 +252,13 @@ func (h *Handler) authorizeError(c echo.Context, err error) error {
 }
 
 // sameOrigin refuses a POST whose Origin header names another origin than
-// AppURL (defence in depth on top of the CSRF tokens).
+// AppURL (defence in depth on top of the CSRF tokens, which stay the real
+// protection). "null" passes: our pages send Referrer-Policy: no-referrer,
+// under which browsers send "Origin: null" even for same-origin form posts
+// (Fetch, "serializing a request origin").
 func (h *Handler) sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if h.origin == "" || o == "" {
+	if h.origin == "" || o == "" || o == "null" {
 		return true
 	}
 	return strings.EqualFold(o, h.origin)

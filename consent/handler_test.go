@@ -170,14 +170,19 @@ func TestLoginCSRF(t *testing.T) {
 			checkPageHeaders(t, rec)
 		})
 	}
-	// Same origin passes.
-	req := httptest.NewRequest(http.MethodPost, "/auth/login", strings.NewReader(url.Values{
-		"login": {"alice"}, "password": {alicePassword}, csrfField: {tok}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "https://app.example")
-	req.AddCookie(ck)
-	if rec := en.serve(req); rec.Code != http.StatusOK {
-		t.Errorf("same-origin login = %d; want 200", rec.Code)
+	// Same origin passes, and so does "null" (what browsers send for a
+	// same-origin POST from a page with Referrer-Policy: no-referrer).
+	for _, origin := range []string{"https://app.example", "null", ""} {
+		req := httptest.NewRequest(http.MethodPost, "/auth/login", strings.NewReader(url.Values{
+			"login": {"alice"}, "password": {alicePassword}, csrfField: {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.AddCookie(ck)
+		if rec := en.serve(req); rec.Code != http.StatusOK {
+			t.Errorf("login with Origin %q = %d; want 200", origin, rec.Code)
+		}
 	}
 }
 
