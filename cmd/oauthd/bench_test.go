@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The bench tests run for a few hundred milliseconds and assert what does
+// not depend on speed: every request succeeded, every chain is alive, the
+// output is one JSON value. Each worker sends at least one request and
+// each verify goroutine verifies at least 64 times, whatever the clock.
+
+func TestBenchInProcess(t *testing.T) {
+	c := newCLI(t)
+	var rep refreshReport
+	oneJSON(t, c.ok("", "bench", "--concurrency", "3", "--duration", "200ms", "--json"), &rep)
+	if rep.Mode != "refresh" || rep.Chains != 3 || rep.ChainsAlive != 3 {
+		t.Errorf("mode %q, chains %d alive %d; want refresh, 3 alive of 3", rep.Mode, rep.Chains, rep.ChainsAlive)
+	}
+	if rep.OK < 3 || rep.Errors != 0 || rep.Requests != rep.OK || rep.ByStatus["200"] != rep.OK {
+		t.Errorf("ok %d, errors %d, requests %d, by status %v; want every request 200", rep.OK, rep.Errors, rep.Requests, rep.ByStatus)
+	}
+	if rep.LatencyMS.P50 <= 0 || rep.LatencyMS.P50 > rep.LatencyMS.P99 || rep.LatencyMS.P99 > rep.LatencyMS.Max {
+		t.Errorf("latency %+v not ordered", rep.LatencyMS)
+	}
+	if _, err := os.Stat(c.db); err == nil {
+		t.Errorf("bench created --db %s; it must use a temporary database", c.db)
+	}
+}
+
+func TestBenchTextAndProgress(t *testing.T) {
+	c := newCLI(t)
+	out, _, err := c.run("", "bench", "-c", "2", "-d", "50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"grants/s", "p50", "p99", "by status", "chains alive 2 of 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBenchVerify(t *testing.T) {
+	c := newCLI(t)
+	var rep verifyReport
+	oneJSON(t, c.ok("", "bench", "--mode", "verify", "-c", "2", "-d", "50ms", "--json"), &rep)
+	if rep.Alg != "ES256" || rep.MiddlewareErrors != 0 || rep.RawErrors != 0 {
+		t.Errorf("report %+v; want ES256 and no errors", rep)
+	}
+	if rep.MiddlewarePerS <= 0 || rep.RawPerS <= 0 || rep.MiddlewareToRawPc <= 0 {
+		t.Errorf("report %+v; want positive rates", rep)
+	}
+}
+
+// TestBenchEmitThenTarget seeds grants into a database, serves it, and
+// drives it with --target; the tokens file then holds each chain's newest
+// token, which still works.
+func TestBenchEmitThenTarget(t *testing.T) {
+	c := newCLI(t)
+	toks := filepath.Join(t.TempDir(), "toks.txt")
+	var em emitReport
+	oneJSON(t, c.ok("", "bench", "--emit-tokens", toks, "--grants", "4", "--json"), &em)
+	before, err := readTokens(toks)
+	if err != nil || len(before) != 4 || em.ClientID == "" || !strings.HasPrefix(em.ClientSecret, "oauthd_cs_") {
+		t.Fatalf("emit: %+v, %d tokens, %v", em, len(before), err)
+	}
+	if fi, err := os.Stat(toks); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("tokens file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+
+	ctx := t.Context()
+	logger := slog.New(slog.DiscardHandler)
+	srv, err := startBenchServer(ctx, logger, c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop(context.WithoutCancel(ctx), logger)
+	target := srv.w.listenURL + benchTokenPath
+
+	var rep refreshReport
+	// -c 3: the fourth token is unused and kept.
+	oneJSON(t, c.ok("", "bench", "--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+		"--tokens", toks, "-c", "3", "-d", "100ms", "--json"), &rep)
+	if rep.ChainsAlive != 3 || rep.Errors != 0 || rep.OK < 3 {
+		t.Fatalf("target run: %+v", rep)
+	}
+	after, err := readTokens(toks)
+	if err != nil || len(after) != 4 {
+		t.Fatalf("tokens after: %d, %v; want 4", len(after), err)
+	}
+	for i := range 3 {
+		if after[i] == before[i] {
+			t.Errorf("token %d was not replaced by the chain's newest", i)
+		}
+	}
+	if after[3] != before[3] {
+		t.Error("the unused token was not kept")
+	}
+	// The newest token is live: one more run continues every chain.
+	oneJSON(t, c.ok("", "bench", "--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+		"--tokens", toks, "-c", "4", "-d", "50ms", "--json"), &rep)
+	if rep.ChainsAlive != 4 || rep.Errors != 0 {
+		t.Errorf("second target run: %+v", rep)
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	c := newCLI(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "0"}, "--concurrency 0"},
+		{[]string{"-c", "5000"}, "--concurrency 5000"},
+		{[]string{"-d", "11m"}, "--duration 11m0s"},
+		{[]string{"-d", "0s"}, "--duration 0s"},
+		{[]string{"--mode", "sign"}, `--mode "sign"`},
+		{[]string{"--target", "http://127.0.0.1:1/token"}, "--client-id"},
+		{[]string{"--target", "http://127.0.0.1:1/token", "--mode", "verify"}, "refresh grants only"},
+		{[]string{"--target", "http://10.1.2.3/token", "--client-id", "a", "--client-secret", "b", "--tokens", "x"}, "loopback"},
+		{[]string{"--target", "http://127.0.0.1:1/token", "--client-id", "a", "--client-secret", "b", "--tokens", "/nonexistent/toks"}, "tokens file"},
+		{[]string{"--target", "http://127.0.0.1:1/token", "--emit-tokens", "x"}, "--emit-tokens"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			c.fails(tc.want, "", append([]string{"bench"}, tc.args...)...)
+		})
+	}
+}
+
+func TestCheckLoopback(t *testing.T) {
+	for target, ok := range map[string]bool{
+		"http://127.0.0.1:8080/v2/auth/oauth2/token": true,
+		"http://[::1]:8080/token":                    true,
+		"http://localhost:8080/token":                true,
+		"http://192.168.1.1/token":                   false,
+		"ftp://127.0.0.1/token":                      false,
+		"127.0.0.1:8080":                             false,
+	} {
+		if err := checkLoopback(t.Context(), target); (err == nil) != ok {
+			t.Errorf("checkLoopback(%q) = %v; want ok=%v", target, err, ok)
+		}
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var h histogram
+	for us := 1; us <= 10000; us++ {
+		h.add(time.Duration(us) * time.Microsecond)
+	}
+	for _, tc := range []struct{ q, want float64 }{{0.5, 5}, {0.9, 9}, {0.99, 9.9}} {
+		got := h.quantile(tc.q)
+		if got < tc.want*0.99 || got > tc.want*1.04 {
+			t.Errorf("quantile(%v) = %v ms; want %v within 4%%", tc.q, got, tc.want)
+		}
+	}
+	if h.max() != 10 {
+		t.Errorf("max = %v; want 10", h.max())
+	}
+	for us := uint64(0); us < 1<<20; us += 7 {
+		if i := bucketOf(us); upper(i) < us || (i > 0 && upper(i-1) >= us) {
+			t.Fatalf("value %d in bucket %d [.., %d], previous ends at %d", us, i, upper(i), upper(i-1))
+		}
+	}
+	var empty histogram
+	if empty.quantile(0.5) != 0 {
+		t.Error("empty quantile not 0")
+	}
+}
