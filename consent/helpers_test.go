@@ -112,7 +112,7 @@ func newFake(client data.Client) *fakeAuthorizer {
 
 // env is one handler on a fresh memory store with two users.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	store *memory.Store
 	authz *fakeAuthorizer
 	h     *Handler
@@ -134,7 +134,7 @@ var (
 	aliceHash, bobHashed string
 )
 
-func newEnv(t *testing.T, appURL string) *env {
+func newEnv(t testing.TB, appURL string) *env {
 	t.Helper()
 	hashOnce.Do(func() {
 		aliceHash, _ = password.Hash(alicePassword)
@@ -216,7 +216,7 @@ func cookie(rec *httptest.ResponseRecorder, name string) *http.Cookie {
 var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]*)"`)
 
 // formCSRF returns the CSRF token of the page's form.
-func formCSRF(t *testing.T, body string) string {
+func formCSRF(t testing.TB, body string) string {
 	t.Helper()
 	m := csrfRE.FindStringSubmatch(body)
 	if m == nil {
@@ -278,7 +278,7 @@ func (en *env) consentForm(sess *http.Cookie) url.Values {
 var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`)
 
 // decisionFields parses the hidden fields of the decision form.
-func decisionFields(t *testing.T, body string) url.Values {
+func decisionFields(t testing.TB, body string) url.Values {
 	t.Helper()
 	i := strings.Index(body, `class="decision"`)
 	if i < 0 {
