@@ -154,7 +154,9 @@ func (h *Handler) authenticate(c echo.Context, login, pw string) (data.User, boo
 	}
 	ok, err := password.Verify(user.PasswordHash, pw)
 	if err != nil {
-		// A user without a usable hash cannot log in; say so in the log only.
+		// A user without a usable hash cannot log in; say so in the log
+		// only, and spend the usual time so the response looks the same.
+		password.DummyVerify(pw)
 		h.log.WarnContext(c.Request().Context(), "unusable password hash",
 			slog.Int64("user_id", user.ID), slog.Any("err", err))
 		return user, false, nil
