@@ -174,9 +174,10 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", dbPath, err)
 	}
+	db := w.bolt // not w.bolt in the defer: an error return sets w to nil
 	defer func() {
 		if err != nil {
-			w.bolt.Close()
+			db.Close()
 		}
 	}()
 	// One cached store for the issuer, the consent pages and the admin
