@@ -50,6 +50,9 @@ type Config struct {
 	// origin are refused. "" turns both off (tests, plain-http development).
 	AppURL     string
 	SessionTTL time.Duration // default 12 h
+	// Clients, when set, mounts the developers' client settings pages
+	// under /settings/clients (an *admin.Local). nil: not mounted.
+	Clients ClientAdmin
 }
 
 // Handler serves the login, consent and error pages. Create it with [New].
@@ -65,6 +68,7 @@ type Handler struct {
 	css        []byte
 	cssURL     string
 	limiter    *limiter
+	clients    ClientAdmin
 }
 
 //go:embed templates/*.html
@@ -96,6 +100,7 @@ func New(cfg Config) (*Handler, error) {
 		sessionTTL: cfg.SessionTTL,
 		css:        cssFile,
 		pages:      map[string]*template.Template{},
+		clients:    cfg.Clients,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

@@ -222,11 +222,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app})
+	w.local = admin.NewLocal(store, km, logger, time.Now)
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
-	w.local = admin.NewLocal(store, km, logger, time.Now)
 
 	e := newEcho(logger, reg)
 	iss.Register(e)
