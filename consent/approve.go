@@ -102,16 +102,21 @@ func (h *Handler) showConsent(c echo.Context) error {
 	r := c.Request()
 	ctx := r.Context()
 	q := r.URL.Query()
-	ar, err := h.authz.ParseAuthorize(ctx, q)
-	if err != nil {
-		return h.authorizeError(c, err)
-	}
 	s, user, err := h.session(ctx, r)
 	if errors.Is(err, errNoSession) {
+		// Validate first so client and redirect errors show before login,
+		// but count the request only once, when the consent page is shown.
+		if _, err := h.authz.CheckAuthorize(ctx, q); err != nil {
+			return h.authorizeError(c, err)
+		}
 		return seeOther(c, loginURL(safeReturnTo(authorizePath+"?"+r.URL.RawQuery)))
 	}
 	if err != nil {
 		return h.internalError(c, "consent page", err)
+	}
+	ar, err := h.authz.ParseAuthorize(ctx, q)
+	if err != nil {
+		return h.authorizeError(c, err)
 	}
 	orig := ar.Query
 	if orig == nil {

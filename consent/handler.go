@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -26,6 +27,9 @@ import (
 // as a 400 page, never redirected) or *issuer.RedirectError (303 to its URL).
 type Authorizer interface {
 	ParseAuthorize(ctx context.Context, q url.Values) (*issuer.AuthorizeRequest, error)
+	// CheckAuthorize validates like ParseAuthorize without counting the
+	// request (used before login, so each authorization counts once).
+	CheckAuthorize(ctx context.Context, q url.Values) (*issuer.AuthorizeRequest, error)
 	Approve(ctx context.Context, q url.Values, userID int64) (string, error)
 	Deny(ctx context.Context, q url.Values, userID int64) (string, error)
 }
@@ -126,12 +130,16 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consent: parse layout: %w", err)
 	}
-	for _, name := range []string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn} {
+	for _, name := range append([]string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn}, settingsPages...) {
 		t, err := base.Clone()
 		if err != nil {
 			return nil, fmt.Errorf("consent: clone layout: %w", err)
 		}
-		if _, err := t.ParseFS(templateFS, "templates/"+name+".html"); err != nil {
+		files := []string{"templates/" + name + ".html"}
+		if slices.Contains(settingsPages, name) {
+			files = append(files, "templates/settings_common.html")
+		}
+		if _, err := t.ParseFS(templateFS, files...); err != nil {
 			return nil, fmt.Errorf("consent: parse %s: %w", name, err)
 		}
 		h.pages[name] = t
@@ -149,7 +157,8 @@ const (
 )
 
 // Register mounts the pages: GET/POST /auth/login, POST /auth/logout,
-// GET/POST /auth/oauth2/authorize and the stylesheet.
+// GET/POST /auth/oauth2/authorize and the stylesheet; with Config.Clients
+// also the client settings under /settings/clients.
 func (h *Handler) Register(e *echo.Echo) {
 	e.GET(loginPath, h.showLogin)
 	e.POST(loginPath, h.checkLogin)
@@ -157,6 +166,9 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET(authorizePath, h.showConsent)
 	e.POST(authorizePath, h.decide)
 	e.GET(staticCSSPath, h.serveCSS)
+	if h.clients != nil {
+		h.registerSettings(e)
+	}
 }
 
 // view is what every template gets.
@@ -183,6 +195,10 @@ type view struct {
 
 	// error
 	ErrorTitle string
+
+	// client settings
+	Wide bool          // the wider page of the settings
+	S    *settingsView // the settings pages' data
 }
 
 type hiddenField struct{ Name, Value string }

@@ -43,6 +43,10 @@ func (f *fakeAuthorizer) ParseAuthorize(_ context.Context, q url.Values) (*issue
 	return f.parse(q)
 }
 
+func (f *fakeAuthorizer) CheckAuthorize(_ context.Context, q url.Values) (*issuer.AuthorizeRequest, error) {
+	return f.parse(q)
+}
+
 func (f *fakeAuthorizer) Approve(_ context.Context, q url.Values, userID int64) (string, error) {
 	f.mu.Lock()
 	f.approvals = append(f.approvals, decision{q, userID})

@@ -54,6 +54,14 @@ func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*AuthorizeRe
 	return s.authzValidate(ctx, q, true)
 }
 
+// CheckAuthorize validates q exactly like [Server.ParseAuthorize] but does
+// not count it in a legacy client's usage. The consent pages call it before
+// the user has logged in, so that one authorization is counted once, when
+// the consent page is shown.
+func (s *Server) CheckAuthorize(ctx context.Context, q url.Values) (*AuthorizeRequest, error) {
+	return s.authzValidate(ctx, q, false)
+}
+
 // Approve records the user's consent to the request q (the query posted
 // back by the consent form, validated again from scratch exactly like
 // [Server.ParseAuthorize], without counting usage), issues a single-use
