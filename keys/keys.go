@@ -42,7 +42,7 @@ const (
 	DefaultAlg        = verify.ES256
 	DefaultTokenTTL   = 1800 * time.Second
 	DefaultLeeway     = 60 * time.Second
-	DefaultJWKSMaxAge = 300 * time.Second
+	DefaultJWKSMaxAge = 60 * time.Second
 	// RunInterval is how often [Manager.Run] prunes and reloads.
 	RunInterval = time.Minute
 )
@@ -73,7 +73,8 @@ type Config struct {
 	TokenTTL time.Duration
 	// Leeway is the verifiers' clock skew allowance. Default 60s.
 	Leeway time.Duration
-	// JWKSMaxAge is the JWKS Cache-Control max-age. Default 300s.
+	// JWKSMaxAge is the JWKS Cache-Control max-age. Default 60s: short, so
+	// that a revoked key leaves resource servers' caches within a minute.
 	JWKSMaxAge time.Duration
 }
 

@@ -233,7 +233,8 @@ func TestGatewayEndToEnd(t *testing.T) {
 	// once. The gateway verifies offline against its cached JWKS: the
 	// revoked kid is a kid it knows, so it does not refetch, and keeps
 	// accepting the token until its cache expires (the JWKS says
-	// max-age=300). That window is reported, not hidden.
+	// max-age=60, keys.DefaultJWKSMaxAge). That window is documented in
+	// the README and reported here, not hidden.
 	t.Run("revoked signing key", func(t *testing.T) {
 		active := kidIn(keyStates(t, e.db), "active")
 		e.cli(t, "keys", "revoke", active)
@@ -247,8 +248,8 @@ func TestGatewayEndToEnd(t *testing.T) {
 		case http.StatusOK:
 			t.Log("KNOWN LIMITATION: the gateway still accepts a token of the revoked key " + active +
 				": its RemoteKeySet answers known kids from the cached JWKS until the cache expires " +
-				"(Cache-Control max-age=300 from the issuer, at least verify.MinCacheAge), so a revocation " +
-				"reaches the gateway only after up to 5 minutes")
+				"(Cache-Control max-age=60 from the issuer, at least verify.MinCacheAge), so a revocation " +
+				"reaches the gateway within a minute")
 		default:
 			t.Errorf("gateway with a token of the revoked key = %d %s; want 401 (or 200 while its JWKS cache is fresh)", status, body)
 		}
