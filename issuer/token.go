@@ -277,6 +277,13 @@ func (s *Server) newTokenResponse(access, refresh string, scopes []string, unres
 	return r
 }
 
+// Header values of every token response.
+var (
+	hdrJSON    = []string{"application/json"}
+	hdrNoStore = []string{"no-store"}
+	hdrNoCache = []string{"no-cache"}
+)
+
 // writeTokenResponse writes r as JSON without reflection (the token
 // endpoint is a hot path), with Cache-Control: no-store (RFC 6749 §5.1).
 func writeTokenResponse(c echo.Context, r tokenResponse) error {
@@ -292,10 +299,12 @@ func writeTokenResponse(c echo.Context, r tokenResponse) error {
 		b = appendJSONString(b, r.Scope)
 	}
 	b = append(b, '}')
+	// Direct assignment of shared, canonical-key values: no allocation per
+	// response (net/http only reads them).
 	h := c.Response().Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
+	h["Content-Type"] = hdrJSON
+	h["Cache-Control"] = hdrNoStore
+	h["Pragma"] = hdrNoCache
 	c.Response().WriteHeader(http.StatusOK)
 	_, err := c.Response().Write(b)
 	return err

@@ -38,11 +38,23 @@ type signer struct {
 	header string // base64url of the JOSE header
 }
 
+// jsonAppender is a claims type that encodes itself as a JSON object
+// without reflection (the issuer's access-token claims do: signing is on
+// the token endpoint's hot path). Other claims go through encoding/json.
+type jsonAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
 // sign returns header.payload.signature (RFC 7515 §7.1).
 func (s *signer) sign(claims jwt.Claims) (string, error) {
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", fmt.Errorf("sign: encode claims: %w", err)
+	var payload []byte
+	if a, ok := claims.(jsonAppender); ok {
+		payload = a.AppendJSON(make([]byte, 0, 384))
+	} else {
+		var err error
+		if payload, err = json.Marshal(claims); err != nil {
+			return "", fmt.Errorf("sign: encode claims: %w", err)
+		}
 	}
 	enc := base64.RawURLEncoding
 	buf := make([]byte, 0, len(s.header)+2+enc.EncodedLen(len(payload))+enc.EncodedLen(512))

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type benchOptions struct {
 	tokens       string
 	emitTokens   string
 	grants       int
+
+	cpuProfile string
 
 	progress time.Duration // 1s; tests shorten it
 }
@@ -102,6 +105,7 @@ second on stderr.
 	fs.StringVar(&o.tokens, "tokens", "", "with --target: file of refresh tokens, one per line")
 	fs.StringVar(&o.emitTokens, "emit-tokens", "", "seed grants into --db, write their refresh tokens to this file and exit")
 	fs.IntVar(&o.grants, "grants", 0, "with --emit-tokens: how many grants (default --concurrency)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase (server and load, in-process runs) to this file")
 	return cmd
 }
 
@@ -162,6 +166,17 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	seeded, err := seedBench(ctx, srv, o.concurrency)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if o.mode == "verify" {
 		rep, err := o.runVerify(ctx, srv, seeded.accessToken, stderr)

@@ -1,0 +1,26 @@
+package issuer
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestAccessClaimsAppendJSON checks the reflection-free encoding against
+// encoding/json, byte for byte.
+func TestAccessClaimsAppendJSON(t *testing.T) {
+	cases := []accessClaims{
+		{Issuer: "https://api.example.com", Subject: "42", Audience: "https://api.example.com", ExpiresAt: 1700001800, IssuedAt: 1700000000, ID: "abc_-", ClientID: "c1", Scope: "PROFILE_READ BOOKING_READ"},
+		{Issuer: "https://api.example.com", Subject: "1", Audience: "aud", ExpiresAt: 1, IssuedAt: 0, ID: "j", ClientID: "legacy", Unrestricted: true},
+		{Issuer: "i\"<>&\\\n\u2028\x01", Subject: "-7", Audience: "é", ExpiresAt: -1, ID: "\xff", ClientID: ""},
+		{},
+	}
+	for _, c := range cases {
+		want, err := json.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.AppendJSON([]byte("x")); string(got) != "x"+string(want) {
+			t.Errorf("AppendJSON = %s\nwant         x%s", got, want)
+		}
+	}
+}

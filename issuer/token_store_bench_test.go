@@ -1,0 +1,179 @@
+package issuer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"oauthd/data"
+	"oauthd/data/bolt"
+	"oauthd/data/cache"
+	"oauthd/data/memory"
+	"oauthd/keys"
+	"oauthd/keys/verify"
+)
+
+// prodEnv is the token endpoint as serve wires it: bbolt (group commit,
+// fsync) behind data/cache, and *keys.Manager signing ES256.
+type prodEnv struct {
+	e      *echo.Echo
+	store  data.Store
+	secret string
+}
+
+func newProdEnv(b *testing.B) *prodEnv {
+	b.Helper()
+	bs, err := bolt.Open(filepath.Join(b.TempDir(), "bench.db"), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return newProdEnvOn(b, bs)
+}
+
+func newProdEnvOn(b *testing.B, under data.Store) *prodEnv {
+	b.Helper()
+	ctx := context.Background()
+	store := cache.New(under)
+	b.Cleanup(func() { store.Close() })
+	logger := slog.New(slog.DiscardHandler)
+	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := verify.New(verify.Config{Issuer: tkIssuer, Keys: km})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{
+		Store: store, Signer: km, Verifier: v, Logger: logger, Registerer: prometheus.NewRegistry(),
+		MeAuth: func(next echo.HandlerFunc) echo.HandlerFunc { return next },
+		Issuer: tkIssuer, AppURL: "https://app.example.com",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &prodEnv{e: echo.New(), store: store, secret: data.NewSecret(data.PrefixClientSecret)}
+	env.e.HTTPErrorHandler = HTTPErrorHandler(logger)
+	s.Register(env.e)
+	now := time.Now().UTC()
+	err = store.CreateClient(ctx, data.Client{
+		ID: "conf", Name: "App", Owner: "dev@example.com", Type: data.Confidential,
+		RedirectURIs: []string{tkRedirect}, Scopes: []string{"PROFILE_READ", "BOOKING_READ"},
+		Status: data.StatusApproved, CreatedAt: now, UpdatedAt: now,
+		Secrets: []data.ClientSecret{{ID: "cs_a", Hash: data.Hash(env.secret), CreatedAt: now, LastUsedAt: now.Add(time.Hour)}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return env
+}
+
+const benchVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+
+// code stores a fresh PKCE code for client conf and returns it.
+func (env *prodEnv) code(b *testing.B) string {
+	code := data.NewSecret(data.PrefixAuthCode)
+	now := time.Now().UTC()
+	err := env.store.CreateAuthCode(context.Background(), data.AuthCode{
+		Hash: data.Hash(code), ClientID: "conf", UserID: 1, RedirectURI: tkRedirect,
+		Scopes: []string{"PROFILE_READ", "BOOKING_READ"}, CodeChallenge: tkChallenge(benchVerifier),
+		CreatedAt: now, ExpiresAt: now.Add(time.Minute),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return code
+}
+
+// post runs one token request and returns the new refresh token.
+func (env *prodEnv) post(b *testing.B, body string) string {
+	req := httptest.NewRequest(http.MethodPost, "/v2/auth/oauth2/token", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	env.e.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	out := rec.Body.String()
+	i := strings.Index(out, data.PrefixRefreshToken)
+	j := strings.IndexByte(out[i:], '"')
+	return out[i : i+j]
+}
+
+func (env *prodEnv) codeBody(code string) string {
+	return "grant_type=authorization_code&client_id=conf&client_secret=" + env.secret +
+		"&code=" + code + "&redirect_uri=" + tkRedirect + "&code_verifier=" + benchVerifier
+}
+
+func (env *prodEnv) refreshBody(rt string) string {
+	return "grant_type=refresh_token&client_id=conf&client_secret=" + env.secret + "&refresh_token=" + rt
+}
+
+// BenchmarkTokenRefreshProd is BenchmarkTokenRefresh as serve runs it:
+// bbolt with fsync behind data/cache and *keys.Manager. serial is one
+// chain (every grant waits for its own fsync); parallel16/parallel64 run
+// that many chains, whose rotations share fsyncs (group commit).
+func BenchmarkTokenRefreshProd(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		env := newProdEnv(b)
+		rt := env.post(b, env.codeBody(env.code(b)))
+		b.ReportAllocs()
+		for b.Loop() {
+			rt = env.post(b, env.refreshBody(rt))
+		}
+	})
+	for _, chains := range []int{16, 64} {
+		b.Run(fmt.Sprint("parallel", chains), func(b *testing.B) {
+			env := newProdEnv(b)
+			tokens := make(chan string, chains)
+			for range chains {
+				tokens <- env.post(b, env.codeBody(env.code(b)))
+			}
+			b.SetParallelism((chains + 1) / 2) // × GOMAXPROCS (2 here)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				rt := <-tokens
+				for pb.Next() {
+					rt = env.post(b, env.refreshBody(rt))
+				}
+				tokens <- rt
+			})
+		})
+	}
+}
+
+// BenchmarkTokenCodeProd is the authorization_code exchange (PKCE S256) as
+// serve runs it; each code is stored outside the timer. Compare with
+// BenchmarkTokenRefreshProd/serial.
+func BenchmarkTokenCodeProd(b *testing.B) {
+	env := newProdEnv(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		body := env.codeBody(env.code(b))
+		b.StartTimer()
+		env.post(b, body)
+	}
+}
+
+// BenchmarkTokenRefreshMem is BenchmarkTokenRefreshProd/serial on
+// data/memory behind data/cache (no disk): the CPU cost of one grant with
+// the real signer.
+func BenchmarkTokenRefreshMem(b *testing.B) {
+	env := newProdEnvOn(b, memory.New())
+	rt := env.post(b, env.codeBody(env.code(b)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rt = env.post(b, env.refreshBody(rt))
+	}
+}
