@@ -28,8 +28,14 @@ func NewSecret(prefix string) string {
 
 // NewID returns prefix followed by n random bytes, base64url-encoded. It is
 // for public identifiers (client IDs, secret IDs, family IDs), not secrets.
+// An ID never starts with '-': operators pass IDs as command-line
+// arguments, where a leading '-' reads as a flag.
 func NewID(prefix string, n int) string {
-	return prefix + randomString(n)
+	for {
+		if id := prefix + randomString(n); id != "" && id[0] != '-' {
+			return id
+		}
+	}
 }
 
 func randomString(n int) string {

@@ -32,6 +32,13 @@ func TestNewID(t *testing.T) {
 	if a == b || !strings.HasPrefix(a, "cl_") || len(a) != len("cl_")+16 {
 		t.Fatalf("NewID = %q, %q; want two different cl_ IDs of 16 characters", a, b)
 	}
+	// Without a prefix, 1 in 64 random IDs would start with '-' and be
+	// read as a flag by the CLI (`oauthd clients approve -Tb...`).
+	for range 2000 {
+		if id := NewID("", 16); strings.HasPrefix(id, "-") || len(id) != 22 {
+			t.Fatalf("NewID(\"\", 16) = %q; want 22 characters, no leading '-'", id)
+		}
+	}
 }
 
 func TestRefreshTokenRoundTrip(t *testing.T) {
