@@ -58,6 +58,7 @@ func FuzzSafeReturnTo(f *testing.F) {
 		authorizePath + "?client_id=a&state=b",
 		"//evil.example", `/\evil`, "https://evil.example/auth/oauth2/authorize?x",
 		authorizePath + "?x=%0d%0a", authorizePath + "?@evil.example",
+		"/settings/clients/abc", "/settings//evil.example", "/settings/../x",
 	} {
 		f.Add(s)
 	}
@@ -66,7 +67,11 @@ func FuzzSafeReturnTo(f *testing.F) {
 		if got == "" {
 			return
 		}
-		if got != in || !strings.HasPrefix(got, authorizePath+"?") {
+		wantPath := authorizePath
+		if strings.HasPrefix(got, settingsPrefix) {
+			wantPath = ""
+		}
+		if got != in || !strings.HasPrefix(got, authorizePath+"?") && !strings.HasPrefix(got, settingsPrefix) {
 			t.Fatalf("safeReturnTo(%q) = %q", in, got)
 		}
 		// The browser resolves it against the app's own origin.
@@ -75,7 +80,8 @@ func FuzzSafeReturnTo(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted unparsable %q", got)
 		}
-		if u := base.ResolveReference(ref); u.Host != "app.example" || u.Path != authorizePath {
+		if u := base.ResolveReference(ref); u.Host != "app.example" || wantPath != "" && u.Path != wantPath ||
+			wantPath == "" && (u.Path != got || !strings.HasPrefix(u.Path, settingsPrefix)) {
 			t.Fatalf("safeReturnTo(%q) leads to %s", in, u)
 		}
 		if strings.ContainsAny(got, "\\\r\n\t ") {

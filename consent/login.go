@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -24,11 +25,22 @@ const maxLoginLen = 254
 const msgWrongLogin = "Wrong login or password."
 
 // safeReturnTo returns v when it is a local path to the authorization
-// endpoint ("/auth/oauth2/authorize?…"), and "" otherwise. Nothing else is
-// ever a redirect target after login: no absolute URL, no "//host", no
-// backslash tricks, no control characters (no open redirect).
+// endpoint ("/auth/oauth2/authorize?…") or to the client settings pages
+// ("/settings/…", a plain path without query), and "" otherwise. Nothing
+// else is ever a redirect target after login: no absolute URL, no "//host",
+// no backslash tricks, no dot segments, no control characters (no open
+// redirect).
 func safeReturnTo(v string) string {
-	if len(v) > 8192 || !strings.HasPrefix(v, authorizePath+"?") || !utf8.ValidString(v) {
+	if len(v) > 8192 || !utf8.ValidString(v) {
+		return ""
+	}
+	if strings.HasPrefix(v, settingsPrefix) {
+		if !settingsReturnRE.MatchString(v) || strings.Contains(v, "//") || strings.Contains(v, "..") {
+			return ""
+		}
+		return v
+	}
+	if !strings.HasPrefix(v, authorizePath+"?") {
 		return ""
 	}
 	for _, r := range v {
@@ -42,6 +54,9 @@ func safeReturnTo(v string) string {
 	}
 	return v
 }
+
+// settingsReturnRE is the shape of a settings path that may be returned to.
+var settingsReturnRE = regexp.MustCompile(`^/settings/[A-Za-z0-9_./-]{0,300}$`)
 
 // loginURL is the login page that returns to returnTo.
 func loginURL(returnTo string) string {
