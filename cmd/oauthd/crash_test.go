@@ -213,6 +213,7 @@ type chain struct {
 	failure   string   // an answer that must not happen under load
 	lateOK    int      // answers read after the signal was sent
 	atSignal  bool     // a written request was unanswered when the signal was sent
+	err       error    // why the last request failed
 }
 
 // loadResult is the state of every chain after the signal.
@@ -255,6 +256,7 @@ func runRefreshLoad(t *testing.T, s *server, cl testClient, firsts []tokenResult
 				if err != nil {
 					// The server went away: the outcome is unknown, and
 					// inFlight stays true. Nothing more from this chain.
+					c.err = err
 					c.mu.Unlock()
 					return
 				}
@@ -494,17 +496,22 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 	if err := waitExit(t, s); err != nil {
 		t.Errorf("serve after SIGTERM under load: %v; want exit 0", err)
 	}
-	late, lost := 0, 0
+	late, cut := 0, 0
 	for i, c := range res.chains {
 		late += c.lateOK
 		if c.inFlight && c.atSignal {
-			// A request written before the signal whose answer never
-			// came: an accepted request was cut off.
-			lost++
-			t.Errorf("chain %d: a request sent before SIGTERM got no answer", i)
+			// Written before the signal, never answered. With HTTP/1.1
+			// keep-alive this is legal only for a request the server never
+			// read: Shutdown closes idle connections at once, and a request
+			// can sit unread in an idle connection's socket buffer (RFC 9112
+			// §9.3.1: the client may retry it). checkFamilies proves below
+			// that none of these committed, and checkAfterRestart that the
+			// chain's last token still works: nothing accepted was cut off.
+			cut++
+			t.Logf("chain %d: a request sent just before SIGTERM was not read by the server: %v", i, c.err)
 		}
 	}
-	t.Logf("%d requests sent; %d in flight at SIGTERM, %d answered 200 after it, %d cut off", res.sent, res.inFlightAt, late, lost)
+	t.Logf("%d requests sent; %d in flight at SIGTERM, %d answered 200 after it, %d never read", res.sent, res.inFlightAt, late, cut)
 	if res.inFlightAt > 0 && late == 0 {
 		t.Errorf("%d requests were in flight at SIGTERM and none was answered", res.inFlightAt)
 	}
@@ -512,7 +519,7 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 	committed := checkFamilies(t, db, res)
 	for i, c := range committed {
 		if c {
-			t.Errorf("chain %d: a rotation committed after a graceful stop without its answer reaching the client", i)
+			t.Errorf("chain %d: a request was processed (its rotation committed) but its answer was cut off by the graceful stop", i)
 		}
 	}
 	s2 := startServe(t, db, "--addr", strings.TrimPrefix(s.base, "http://"))
