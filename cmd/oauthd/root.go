@@ -26,6 +26,7 @@ type rootOptions struct {
 	db            string
 	masterKeyFile string
 	logLevel      string
+	logFormat     string
 }
 
 // AddFlags registers the persistent flags; defaults come from the
@@ -38,6 +39,11 @@ func (o *rootOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.db, "db", db, "the database file (env OAUTHD_DB)")
 	fs.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key that encrypts signing keys (64 hex digits or base64); env OAUTHD_MASTER_KEY holds the key itself")
 	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info for serve, warn otherwise)")
+	logFormat := os.Getenv("OAUTHD_LOG_FORMAT")
+	if logFormat == "" {
+		logFormat = "text"
+	}
+	fs.StringVar(&o.logFormat, "log-format", logFormat, "text (logfmt) or json (env OAUTHD_LOG_FORMAT)")
 }
 
 // NewRootCommand returns the oauthd command with every subcommand.
@@ -67,7 +73,14 @@ func (o *rootOptions) logger(cmd *cobra.Command, def slog.Level) (*slog.Logger, 
 			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", o.logLevel)
 		}
 	}
-	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", o.logFormat)
 }
 
 // masterKey reads the master key from --master-key-file or OAUTHD_MASTER_KEY;

@@ -187,7 +187,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 
 	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
 	if err != nil {
-		return nil, fmt.Errorf("load signing keys: %w", err)
+		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
 	w.km = km
 
