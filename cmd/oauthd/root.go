@@ -131,7 +131,8 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 		}
 		return keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
 	}}
-	return admin.NewLocal(store, lk, logger, time.Now), store.Close, nil
+	local := admin.NewLocal(store, lk, logger, time.Now).WithActor(admin.Actor{Via: "cli", UID: os.Getuid(), PID: os.Getpid()})
+	return local, store.Close, nil
 }
 
 // lazyKeys builds the key manager on first use, so that commands that do not

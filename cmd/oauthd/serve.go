@@ -126,7 +126,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		shutdown(ctx, logger, srv)
 		return err
 	}
-	adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second}
+	adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
 	go adminSrv.Serve(adminLn)
 	defer os.Remove(sockPath)
 	logger.Info("admin socket ready", "path", sockPath)

@@ -81,7 +81,7 @@ func serveSocket(t *testing.T, h http.Handler) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
+	srv := &http.Server{Handler: h, ConnContext: ConnContext}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	c, err := Dial(path)

@@ -46,7 +46,7 @@ func (l *Local) RotateKeys(ctx context.Context, alg string) (keys.RotateResult, 
 	if err != nil {
 		return keys.RotateResult{}, fmt.Errorf("rotate keys: %w", err)
 	}
-	l.log.InfoContext(ctx, "audit", "event", "key_rotated", "alg", alg)
+	l.audit(ctx, "key_rotated", "alg", alg)
 	return res, nil
 }
 
@@ -62,6 +62,6 @@ func (l *Local) RevokeKey(ctx context.Context, kid string) error {
 	if err != nil {
 		return fmt.Errorf("revoke key %q: %w", kid, err)
 	}
-	l.log.InfoContext(ctx, "audit", "event", "key_revoked", "kid", kid)
+	l.audit(ctx, "key_revoked", "kid", kid)
 	return nil
 }

@@ -22,6 +22,7 @@ type Local struct {
 	keys  KeyManager
 	log   *slog.Logger
 	now   func() time.Time
+	actor Actor // who acts when the request's context names no one
 }
 
 var _ Service = (*Local)(nil)
@@ -77,7 +78,7 @@ func (l *Local) AddUser(ctx context.Context, in NewUser) (UserView, error) {
 	if err != nil {
 		return UserView{}, fmt.Errorf("add user: %w", err)
 	}
-	l.log.InfoContext(ctx, "audit", "event", "user_added", "user_id", u.ID)
+	l.audit(ctx, "user_added", "user_id", u.ID)
 	return userView(u), nil
 }
 
@@ -155,7 +156,7 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	if err := l.store.CreateClient(ctx, c); err != nil {
 		return CreatedClient{}, fmt.Errorf("create client: %w", ruleError(err))
 	}
-	l.log.InfoContext(ctx, "audit", "event", "client_created", "client_id", c.ID, "owner", c.Owner)
+	l.audit(ctx, "client_created", "client_id", c.ID, "owner", c.Owner)
 	out := CreatedClient{
 		ClientID: c.ID, ClientSecret: secret, Status: string(c.Status), ClientType: string(c.Type),
 		Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
@@ -221,7 +222,7 @@ func (l *Local) ImportClients(ctx context.Context, in []LegacyClient) ([]string,
 			return ids, fmt.Errorf("import clients: %s stored, then %q failed: %w", strings.Join(ids, ", "), c.ID, ruleError(err))
 		}
 		ids = append(ids, c.ID)
-		l.log.InfoContext(ctx, "audit", "event", "client_imported", "client_id", c.ID)
+		l.audit(ctx, "client_imported", "client_id", c.ID)
 	}
 	return ids, nil
 }
@@ -345,7 +346,7 @@ func (l *Local) ApproveClient(ctx context.Context, id string) (ClientView, error
 	if err != nil {
 		return ClientView{}, err
 	}
-	l.log.InfoContext(ctx, "audit", "event", "client_approved", "client_id", id)
+	l.audit(ctx, "client_approved", "client_id", id)
 	return l.clientView(c), nil
 }
 
@@ -362,7 +363,7 @@ func (l *Local) RejectClient(ctx context.Context, id, reason string) (ClientView
 	if err != nil {
 		return ClientView{}, err
 	}
-	l.log.InfoContext(ctx, "audit", "event", "client_rejected", "client_id", id, "reason", reason)
+	l.audit(ctx, "client_rejected", "client_id", id, "reason", reason)
 	return l.clientView(c), nil
 }
 
@@ -384,7 +385,7 @@ func (l *Local) GenerateSecret(ctx context.Context, id string) (CreatedSecret, e
 	if err != nil {
 		return CreatedSecret{}, err
 	}
-	l.log.InfoContext(ctx, "audit", "event", "secret_generated", "client_id", id, "secret_id", s.ID)
+	l.audit(ctx, "secret_generated", "client_id", id, "secret_id", s.ID)
 	return CreatedSecret{SecretID: s.ID, ClientSecret: secret}, nil
 }
 
@@ -414,7 +415,7 @@ func (l *Local) RevokeSecret(ctx context.Context, id, secretID string) error {
 	if err != nil {
 		return err
 	}
-	l.log.InfoContext(ctx, "audit", "event", "secret_revoked", "client_id", id, "secret_id", secretID)
+	l.audit(ctx, "secret_revoked", "client_id", id, "secret_id", secretID)
 	return nil
 }
 
@@ -438,7 +439,7 @@ func (l *Local) SetScopes(ctx context.Context, id string, scopes []string) (Clie
 	if migrated {
 		ev = "client_migrated"
 	}
-	l.log.InfoContext(ctx, "audit", "event", ev, "client_id", id, "scopes", scope.Join(parsed))
+	l.audit(ctx, ev, "client_id", id, "scopes", scope.Join(parsed))
 	return l.clientView(c), nil
 }
 
@@ -451,6 +452,6 @@ func (l *Local) SetRedirectURIs(ctx context.Context, id string, uris []string) (
 	if err != nil {
 		return ClientView{}, err
 	}
-	l.log.InfoContext(ctx, "audit", "event", "client_redirect_uris_set", "client_id", id)
+	l.audit(ctx, "client_redirect_uris_set", "client_id", id)
 	return l.clientView(c), nil
 }

@@ -1,0 +1,62 @@
+package admin
+
+import (
+	"context"
+	"log/slog"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// Actor says who asked for an admin operation, for the audit trail.
+type Actor struct {
+	Via string // "admin_socket" or "cli" (the CLI opened the database itself)
+	UID int    // the operator's user ID (SO_PEERCRED on the socket); -1 when unknown
+	PID int    // the operator's process ID on the socket; 0 when unknown
+}
+
+type actorKey struct{}
+
+// WithActor returns a copy of ctx that names the operator.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ConnContext is an http.Server ConnContext for the admin socket: it reads
+// the peer's credentials (SO_PEERCRED) from the Unix connection so that
+// every audit record says which local user ran the command.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	a := Actor{Via: "admin_socket", UID: -1}
+	if uc, ok := c.(*net.UnixConn); ok {
+		if raw, err := uc.SyscallConn(); err == nil {
+			raw.Control(func(fd uintptr) {
+				if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+					a.UID, a.PID = int(cred.Uid), int(cred.Pid)
+				}
+			})
+		}
+	}
+	return WithActor(ctx, a)
+}
+
+// WithActor returns a copy of l whose audit records name a when the
+// request's context names no operator (the CLI working on the file).
+func (l *Local) WithActor(a Actor) *Local {
+	c := *l
+	c.actor = a
+	return &c
+}
+
+// audit writes one audit record with the operator named by ctx.
+func (l *Local) audit(ctx context.Context, event string, args ...any) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	if !ok {
+		a = l.actor
+	}
+	if a.Via == "" {
+		a = Actor{Via: "unknown", UID: -1}
+	}
+	args = append([]any{"event", event}, args...)
+	args = append(args, slog.Group("actor", "via", a.Via, "uid", a.UID, "pid", a.PID))
+	l.log.InfoContext(ctx, "audit", args...)
+}
