@@ -1,0 +1,211 @@
+package consent
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/labstack/echo/v4"
+
+	"oauthd/data"
+	"oauthd/issuer/admin"
+)
+
+// TestSettingsBrowser drives a real Chromium through the client settings:
+// log in (returned to the settings), open a client, generate a secret (shown
+// once), and register a new client. With OAUTHD_SCREENSHOT=1 it saves
+// testdata/settings.png (the detail page) and, in $OAUTHD_SCREENSHOT_DIR
+// (default the temp dir), the list, form and phone-sized views.
+func TestSettingsBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	en := newEnv(t, "")
+	ctx := context.Background()
+	now := en.clock()
+
+	e := echo.New()
+	appSrv := httptest.NewServer(e)
+	defer appSrv.Close()
+	adm := admin.NewLocal(en.store, nil, nil, en.clock)
+	h, err := New(Config{Store: en.store, Authorizer: en.authz, AppURL: appSrv.URL, Now: en.clock, Clients: adm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Register(e)
+	used := now.Add(-3 * time.Hour)
+	for _, c := range []data.Client{
+		{ID: "c0ffee0000000001", Name: "Acme <Calendar> Sync", Owner: en.alice.Email, Type: data.Confidential,
+			RedirectURIs: []string{"https://app.acme.example/callback", "http://localhost:8080/callback"},
+			Scopes:       []string{"BOOKING_READ", "PROFILE_READ", "TEAM_BOOKING_READ"}, Status: data.StatusApproved,
+			Secrets: []data.ClientSecret{{ID: "cs_7Hq2xLm9a", Hash: data.Hash("a"), CreatedAt: now.AddDate(0, -2, 0), LastUsedAt: used}}},
+		{ID: "c0ffee0000000002", Name: "Team Planner (mobile)", Owner: en.alice.Email, Type: data.Public,
+			RedirectURIs: []string{"https://planner.example/cb"}, Scopes: []string{"SCHEDULE_READ"}, Status: data.StatusPending},
+		{ID: "c0ffee0000000003", Name: "Booking Exporter", Owner: en.alice.Email, Type: data.Confidential,
+			RedirectURIs: []string{"https://export.example/cb"}, Scopes: []string{"ORG_BOOKING_READ"}, Status: data.StatusRejected,
+			RejectReason: "Organization-wide booking access needs a signed data processing agreement.",
+			Secrets:      []data.ClientSecret{{ID: "cs_000000003", Hash: data.Hash("c"), CreatedAt: now}}},
+		{ID: "legacy-importer", Name: "Old Importer", Owner: en.alice.Email, Type: data.Confidential,
+			RedirectURIs: []string{"https://old.example/cb"}, Legacy: true, Status: data.StatusApproved,
+			Secrets: []data.ClientSecret{{ID: "cs_000000004", Hash: data.Hash("d"), CreatedAt: now.AddDate(-1, 0, 0), LastUsedAt: used}},
+			Usage:   []data.UsageDay{{Day: now.AddDate(0, 0, -2).Format("2006-01-02"), WithScope: 41, WithoutScope: 7}}},
+		{ID: "b0b0000000000001", Name: "Bob's", Owner: en.bob.Email, Type: data.Public,
+			RedirectURIs: []string{"https://bob.example/cb"}, Scopes: []string{"PROFILE_READ"}, Status: data.StatusPending},
+	} {
+		c.CreatedAt, c.UpdatedAt = now, now
+		if err := en.store.CreateClient(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir, err := os.MkdirTemp("", "oauthd-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	tctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	actx, cancel := chromedp.NewExecAllocator(tctx,
+		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 1100),
+	)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	step := func(name string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
+			loc, _ := chromedp.Run(bctx, chromedp.Location())
+			body, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("body"), chromedp.AtLeast(0)))
+			t.Fatalf("%s: %v\nbrowser at %s\n%s", name, err, loc, body)
+		}
+	}
+	text := func() string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("section.card")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	shots := os.Getenv("OAUTHD_SCREENSHOT") == "1"
+	shotDir := os.Getenv("OAUTHD_SCREENSHOT_DIR")
+	if shotDir == "" {
+		shotDir = os.TempDir()
+	}
+	shot := func(path string, w, h int64, mobile bool) {
+		t.Helper()
+		if !shots {
+			return
+		}
+		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+		if mobile {
+			opts = []chromedp.EmulateViewportOption{chromedp.EmulateScale(2), chromedp.EmulatePortrait, chromedp.EmulateMobile}
+		}
+		if err := chromedp.Do(bctx, chromedp.EmulateViewport(w, h, opts...)); err != nil {
+			t.Fatal(err)
+		}
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", path)
+		if mobile { // the first screen, readable at full size
+			top, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(strings.TrimSuffix(path, ".png")+"-top.png", top, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if sec, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.ID("secrets"), chromedp.AtLeast(0))); err == nil && len(sec) > 0 {
+				_ = os.WriteFile(strings.TrimSuffix(path, ".png")+"-secrets.png", sec, 0o644)
+			}
+		}
+		if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 1100, chromedp.EmulateScale(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// 1. Not signed in: the settings send the browser to the login page,
+	// which returns it to the settings.
+	step("open settings", chromedp.Navigate(appSrv.URL+clientsPath), chromedp.WaitVisible(chromedp.ID("login")))
+	step("log in",
+		chromedp.SendKeys(chromedp.ID("login"), "alice@example.com"),
+		chromedp.SendKeys(chromedp.ID("password"), alicePassword),
+		chromedp.Click(chromedp.CSS(`form.form button[type="submit"]`)),
+	)
+	step("see list", chromedp.WaitVisible(chromedp.CSS(`ul.client-list`)))
+	list := text()
+	for _, want := range []string{"Acme <Calendar> Sync", "Team Planner (mobile)", "Pending review", "Rejected", "Legacy", "Old Importer"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("list lacks %q", want)
+		}
+	}
+	if strings.Contains(list, "Bob's") {
+		t.Error("list shows bob's client")
+	}
+	shot(filepath.Join(shotDir, "settings-list.png"), 1280, 1100, false)
+	shot(filepath.Join(shotDir, "settings-list-390.png"), 390, 844, true)
+
+	// 2. The detail page; generate a second secret: shown once.
+	step("open client", chromedp.Click(chromedp.CSS(`a[href="/settings/clients/c0ffee0000000001"]`)),
+		chromedp.WaitVisible(chromedp.ID("secrets")))
+	step("generate", chromedp.Click(chromedp.CSS(`form.generate button`)), chromedp.WaitVisible(chromedp.CSS(`code.secret`)))
+	secret, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS(`code.secret`)))
+	if err != nil || !strings.HasPrefix(secret, data.PrefixClientSecret) {
+		t.Fatalf("new secret %q, %v", secret, err)
+	}
+	if c, _ := en.store.GetClient(ctx, "c0ffee0000000001"); len(c.Secrets) != 2 || !data.Equal(c.Secrets[1].Hash, data.Hash(secret)) {
+		t.Errorf("stored secrets %+v", c.Secrets)
+	}
+	if os.Getenv("OAUTHD_SCREENSHOT") == "1" {
+		shot(filepath.Join("testdata", "settings.png"), 1280, 1100, false)
+		shot(filepath.Join(shotDir, "settings-client-390.png"), 390, 844, true)
+	}
+	// The generate button is now disabled, with the explanation.
+	if !strings.Contains(text(), "revoke one first") {
+		t.Error("no explanation for the disabled button")
+	}
+
+	// 3. The legacy client's migration panel.
+	step("open legacy", chromedp.Navigate(appSrv.URL+clientsPath+"/legacy-importer"), chromedp.WaitVisible(chromedp.ID("migration")))
+	shot(filepath.Join(shotDir, "settings-legacy.png"), 1280, 1100, false)
+
+	// 4. Register a new client.
+	step("open form", chromedp.Navigate(appSrv.URL+newClientPath), chromedp.WaitVisible(chromedp.ID("name")))
+	shot(filepath.Join(shotDir, "settings-new.png"), 1280, 1100, false)
+	step("fill form",
+		chromedp.SendKeys(chromedp.ID("name"), "Browser Made"),
+		chromedp.SendKeys(chromedp.ID("redirect_uris"), "https://made.example/cb"),
+		chromedp.Click(chromedp.CSS(`input[value="PROFILE_READ"]`)),
+		chromedp.Click(chromedp.CSS(`form.form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`code.secret`)),
+	)
+	if page := text(); !strings.Contains(page, "Copy it now; it cannot be shown again.") || !strings.Contains(page, "pending review by a platform administrator") {
+		t.Errorf("created page text:\n%s", page)
+	}
+	shot(filepath.Join(shotDir, "settings-created.png"), 1280, 1100, false)
+}
