@@ -5,6 +5,12 @@
 // oauthd_session, stored only as its SHA-256), CSRF protection of every
 // POST, login rate limiting and the pages' security headers.
 //
+// With [Config.Clients] set it also serves the developers' client settings
+// under /settings/clients (settings.go): the signed-in user's own clients,
+// registration, secrets, redirect URIs, scopes and the migration of legacy
+// clients. Every change goes through the [ClientAdmin] (issuer/admin), which
+// owns the rules; the pages check ownership, CSRF and render.
+//
 // Package consent does not validate authorization requests nor mint codes:
 // it hands the query to an [Authorizer] (the issuer) and renders or follows
 // what it answers. Password hashing is in package consent/password.
