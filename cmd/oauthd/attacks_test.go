@@ -665,7 +665,7 @@ func TestAuditLog(t *testing.T) {
 	mustOauthd(t, db, "", "clients", "reject", other.ClientID, "--reason", "audit test")
 	oldActive := kidIn(keyStates(t, db), "active")
 	mustOauthd(t, db, "", "keys", "rotate")
-	mustOauthd(t, db, "", "keys", "revoke", oldActive)
+	mustOauthd(t, db, "", "keys", "revoke", "--", oldActive)
 	// Let the last records reach the pipe.
 	stopServe(t, s)
 

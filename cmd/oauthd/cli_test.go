@@ -29,7 +29,7 @@ func newCLI(t *testing.T) *cli {
 func (c *cli) run(stdin string, args ...string) (string, string, error) {
 	c.t.Helper()
 	var out, errb bytes.Buffer
-	err := run(c.t.Context(), append(args, "--db", c.db), strings.NewReader(stdin), &out, &errb)
+	err := run(c.t.Context(), append([]string{"--db", c.db}, args...), strings.NewReader(stdin), &out, &errb)
 	return out.String(), errb.String(), err
 }
 
@@ -281,10 +281,10 @@ func TestCLIKeys(t *testing.T) {
 			retired = kid
 		}
 	}
-	if out := c.ok("", "keys", "revoke", retired); !strings.Contains(out, retired) {
+	if out := c.ok("", "keys", "revoke", "--", retired); !strings.Contains(out, retired) {
 		t.Errorf("keys revoke = %q", out)
 	}
-	c.fails("no signing key with kid", "", "keys", "revoke", retired)
+	c.fails("no signing key with kid", "", "keys", "revoke", "--", retired)
 	if out := c.ok("", "keys", "list"); !strings.Contains(out, "STATE") || strings.Contains(out, retired) {
 		t.Errorf("keys list = %q", out)
 	}

@@ -237,7 +237,7 @@ func TestGatewayEndToEnd(t *testing.T) {
 	// the README and reported here, not hidden.
 	t.Run("revoked signing key", func(t *testing.T) {
 		active := kidIn(keyStates(t, e.db), "active")
-		e.cli(t, "keys", "revoke", active)
+		e.cli(t, "keys", "revoke", "--", active)
 		if status, body := e.me(t, tokA.AccessToken); status != http.StatusUnauthorized {
 			t.Errorf("issuer /v2/me with a token of the revoked key = %d %s; want 401 at once", status, body)
 		}

@@ -24,3 +24,11 @@ func TestCLILogFormat(t *testing.T) {
 	}
 	c.fails(`--log-format "yaml": use text or json`, "", "users", "list", "--log-format", "yaml")
 }
+
+// TestCLIDashID: a key ID may start with '-' (base64url); the error says to
+// put it after `--`, and `--` works.
+func TestCLIDashID(t *testing.T) {
+	c := newCLI(t)
+	c.fails("goes after `--`", "", "keys", "revoke", "-AbCdEf")
+	c.fails("no signing key with kid", "", "keys", "revoke", "--", "-AbCdEf")
+}

@@ -58,6 +58,10 @@ func NewRootCommand() *cobra.Command {
 	}
 	o.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "unknown shorthand flag") {
+			// Key IDs are base64url thumbprints: one in 64 starts with '-'.
+			return fmt.Errorf("%w; an ID that starts with '-' goes after `--` (e.g. `%s -- -AbC…`); see `%s --help`", err, cmd.CommandPath(), cmd.CommandPath())
+		}
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
 	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o))

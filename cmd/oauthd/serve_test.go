@@ -116,7 +116,7 @@ func startServe(t *testing.T, db string, args ...string) *server {
 // oauthd runs one CLI invocation as a separate process against db.
 func oauthd(t *testing.T, db, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := exec.Command(oauthdBin, append(args, "--db", db)...)
+	cmd := exec.Command(oauthdBin, append([]string{"--db", db}, args...)...)
 	cmd.Env = cleanEnv()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
@@ -253,7 +253,7 @@ func TestServeWithCLI(t *testing.T) {
 	}
 
 	// Revocation: the kid leaves the JWKS at once.
-	mustOauthd(t, db, "", "keys", "revoke", oldActive)
+	mustOauthd(t, db, "", "keys", "revoke", "--", oldActive)
 	if kids := jwksKIDs(t, s.base); slices.Contains(kids, oldActive) || len(kids) != 2 {
 		t.Errorf("JWKS after revoke = %v; want %s gone", kids, oldActive)
 	}
