@@ -686,7 +686,7 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 type verifyReport struct {
 	Mode              string  `json:"mode"`
 	Concurrency       int     `json:"concurrency"`
-	DurationS         float64 `json:"duration_s"` // per phase
+	DurationS         float64 `json:"duration_s"` // per phase, in 4 alternating slices
 	Alg               string  `json:"alg"`
 	MiddlewarePerS    float64 `json:"middleware_verifies_per_s"`
 	MiddlewareErrors  int64   `json:"middleware_errors"`
@@ -746,10 +746,22 @@ func (o *benchOptions) runVerify(ctx context.Context, s *benchServer, token stri
 	if !newMiddlewareOp()() {
 		return verifyReport{}, errors.New("the guard refused the seeded access token")
 	}
-	mwRate, mwErr := o.spin(ctx, "middleware", progress, newMiddlewareOp)
-	rawRate, rawErr := o.spin(ctx, "raw "+alg, progress, func() func() bool {
+	newRawOp := func() func() bool {
 		return func() bool { return method.Verify(signed, sig, pub) == nil }
-	})
+	}
+	// The phases alternate in slices of the duration, so that a change in
+	// the machine's load hits both alike.
+	const slices = 4
+	slice := o.duration / slices
+	var mwOps, mwErr, rawOps, rawErr int64
+	var mwTime, rawTime time.Duration
+	for i := range slices {
+		n, f, d := o.spin(ctx, slice, fmt.Sprintf("middleware %d/%d", i+1, slices), progress, newMiddlewareOp)
+		mwOps, mwErr, mwTime = mwOps+n, mwErr+f, mwTime+d
+		n, f, d = o.spin(ctx, slice, fmt.Sprintf("raw %s %d/%d", alg, i+1, slices), progress, newRawOp)
+		rawOps, rawErr, rawTime = rawOps+n, rawErr+f, rawTime+d
+	}
+	mwRate, rawRate := float64(mwOps)/mwTime.Seconds(), float64(rawOps)/rawTime.Seconds()
 	rep := verifyReport{
 		Mode: "verify", Concurrency: o.concurrency, DurationS: o.duration.Seconds(), Alg: alg,
 		MiddlewarePerS: mwRate, MiddlewareErrors: mwErr, RawPerS: rawRate, RawErrors: rawErr,
@@ -761,11 +773,12 @@ func (o *benchOptions) runVerify(ctx context.Context, s *benchServer, token stri
 }
 
 // spin runs o.concurrency goroutines, each calling the function newOp
-// gives it, for o.duration, and returns ops/s and failures.
-func (o *benchOptions) spin(ctx context.Context, name string, progress io.Writer, newOp func() func() bool) (float64, int64) {
+// gives it, for d, and returns the successes, the failures and the time
+// taken.
+func (o *benchOptions) spin(ctx context.Context, d time.Duration, name string, progress io.Writer, newOp func() func() bool) (int64, int64, time.Duration) {
 	var done, fails atomic.Int64
 	start := time.Now()
-	deadline := start.Add(o.duration)
+	deadline := start.Add(d)
 	stop := make(chan struct{})
 	var pwg sync.WaitGroup
 	if progress != nil && o.progress > 0 {
@@ -805,7 +818,7 @@ func (o *benchOptions) spin(ctx context.Context, name string, progress io.Writer
 	elapsed := time.Since(start)
 	close(stop)
 	pwg.Wait()
-	return float64(done.Load()) / elapsed.Seconds(), fails.Load()
+	return done.Load(), fails.Load(), elapsed
 }
 
 // statusWriter is a ResponseWriter that keeps only the status.
