@@ -194,6 +194,11 @@ func (h *Handler) settingsSession(c echo.Context, returnTo string) (data.Session
 	if err != nil {
 		return s, u, false, h.internalError(c, "settings session", err)
 	}
+	// The admin operations' audit records name the developer who acted.
+	r := c.Request()
+	c.SetRequest(r.WithContext(admin.WithActor(r.Context(), admin.Actor{
+		Via: "settings_page", UID: -1, User: u.ID, RemoteAddr: c.RealIP(),
+	})))
 	return s, u, true, nil
 }
 
@@ -337,7 +342,7 @@ func (h *Handler) createClient(c echo.Context) error {
 		v.Message = "Choose at least one scope."
 		return h.settingsRender(c, http.StatusBadRequest, pageClientNew, v)
 	}
-	created, err := h.clients.CreateClient(ctx, admin.NewClient{
+	created, err := h.clients.CreateClient(c.Request().Context(), admin.NewClient{
 		Owner: u.Email, Name: form.Name, RedirectURIs: splitLines(form.RedirectURIs),
 		Scopes: scopes, Public: form.Public,
 	})

@@ -10,9 +10,13 @@ import (
 
 // Actor says who asked for an admin operation, for the audit trail.
 type Actor struct {
-	Via string // "admin_socket" or "cli" (the CLI opened the database itself)
-	UID int    // the operator's user ID (SO_PEERCRED on the socket); -1 when unknown
+	Via string // "admin_socket", "cli" (the CLI opened the database itself) or "settings_page"
+	UID int    // the operator's Unix user ID (SO_PEERCRED on the socket); -1 when unknown
 	PID int    // the operator's process ID on the socket; 0 when unknown
+	// User and RemoteAddr name the platform user and their address when a
+	// developer acts through the client settings pages.
+	User       int64
+	RemoteAddr string
 }
 
 type actorKey struct{}
@@ -57,6 +61,10 @@ func (l *Local) audit(ctx context.Context, event string, args ...any) {
 		a = Actor{Via: "unknown", UID: -1}
 	}
 	args = append([]any{"event", event}, args...)
-	args = append(args, slog.Group("actor", "via", a.Via, "uid", a.UID, "pid", a.PID))
+	actor := []any{"via", a.Via, "uid", a.UID, "pid", a.PID}
+	if a.User != 0 {
+		actor = append(actor, "user_id", a.User, "remote_addr", a.RemoteAddr)
+	}
+	args = append(args, slog.Group("actor", actor...))
 	l.log.InfoContext(ctx, "audit", args...)
 }
