@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -56,10 +57,11 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		if code.Used {
 			return fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
 		}
-		var arg data.AuthCode
-		if err := jsonUnmarshal(raw, &arg); err != nil { // a copy exchange may change
-			return err
-		}
+		// A deep copy exchange may change (one JSON decode, not two: this
+		// runs in the group committer, serially for the whole batch).
+		arg := code
+		arg.Hash = bytes.Clone(code.Hash)
+		arg.Scopes = slices.Clone(code.Scopes)
 		f, err := exchange(arg)
 		if err != nil {
 			return err
