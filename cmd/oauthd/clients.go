@@ -135,21 +135,14 @@ func newClientsListCommand(o *rootOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					if cs == nil {
-						cs = []admin.ClientView{}
-					}
-					return printJSON(cmd.OutOrStdout(), cs)
-				}
-				rows := make([][]string, 0, len(cs))
-				for _, c := range cs {
-					scopes := strings.Join(c.Scopes, ",")
-					if c.Legacy {
-						scopes = "(legacy: unrestricted)"
-					}
-					rows = append(rows, []string{c.ClientID, c.Name, c.Owner, c.ClientType, c.Status, scopes})
-				}
-				return table(cmd.OutOrStdout(), []string{"CLIENT ID", "NAME", "OWNER", "TYPE", "STATUS", "SCOPES"}, rows)
+				return printList(cmd.OutOrStdout(), cs, asJSON, []string{"CLIENT ID", "NAME", "OWNER", "TYPE", "STATUS", "SCOPES"},
+					func(c admin.ClientView) []string {
+						scopes := strings.Join(c.Scopes, ",")
+						if c.Legacy {
+							scopes = "(legacy: unrestricted)"
+						}
+						return []string{c.ClientID, c.Name, c.Owner, c.ClientType, c.Status, scopes}
+					})
 			})
 		},
 	}
@@ -200,15 +193,18 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	return nil
 }
 
-func newClientsShowCommand(o *rootOptions) *cobra.Command {
+// clientCommand returns a command that runs op on the Service and prints the
+// client it returns (see printClient); --json prints it as JSON.
+func clientCommand(o *rootOptions, use, short string, args cobra.PositionalArgs,
+	op func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show CLIENT_ID",
-		Short: "Show a client (secret IDs, never secrets; legacy usage counts)",
-		Args:  exactArgs("CLIENT_ID"),
+		Use:   use,
+		Short: short,
+		Args:  args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				c, err := svc.ShowClient(ctx, args[0])
+				c, err := op(ctx, svc, args)
 				if err != nil {
 					return err
 				}
@@ -218,93 +214,48 @@ func newClientsShowCommand(o *rootOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+func newClientsShowCommand(o *rootOptions) *cobra.Command {
+	return clientCommand(o, "show CLIENT_ID", "Show a client (secret IDs, never secrets; legacy usage counts)", exactArgs("CLIENT_ID"),
+		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			return svc.ShowClient(ctx, args[0])
+		})
 }
 
 func newClientsApproveCommand(o *rootOptions) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "approve CLIENT_ID",
-		Short: "Approve a pending client so it can be used",
-		Args:  exactArgs("CLIENT_ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				c, err := svc.ApproveClient(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				return printClient(cmd.OutOrStdout(), c, asJSON)
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+	return clientCommand(o, "approve CLIENT_ID", "Approve a pending client so it can be used", exactArgs("CLIENT_ID"),
+		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			return svc.ApproveClient(ctx, args[0])
+		})
 }
 
 func newClientsRejectCommand(o *rootOptions) *cobra.Command {
-	var (
-		reason string
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:   "reject CLIENT_ID --reason TEXT",
-		Short: "Reject a client, with a reason",
-		Args:  exactArgs("CLIENT_ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				c, err := svc.RejectClient(ctx, args[0], reason)
-				if err != nil {
-					return err
-				}
-				return printClient(cmd.OutOrStdout(), c, asJSON)
-			})
-		},
-	}
+	var reason string
+	cmd := clientCommand(o, "reject CLIENT_ID --reason TEXT", "Reject a client, with a reason", exactArgs("CLIENT_ID"),
+		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			return svc.RejectClient(ctx, args[0], reason)
+		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the client is rejected (required)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }
 
 func newClientsScopesCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
-	var asJSON bool
-	set := &cobra.Command{
-		Use:   "set CLIENT_ID SCOPE...",
-		Short: "Set the scopes; on a legacy client this is the migration to a scoped client",
-		Args:  minArgs("CLIENT_ID", "SCOPE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				c, err := svc.SetScopes(ctx, args[0], args[1:])
-				if err != nil {
-					return err
-				}
-				return printClient(cmd.OutOrStdout(), c, asJSON)
-			})
-		},
-	}
-	set.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(set)
+	cmd.AddCommand(clientCommand(o, "set CLIENT_ID SCOPE...",
+		"Set the scopes; on a legacy client this is the migration to a scoped client", minArgs("CLIENT_ID", "SCOPE"),
+		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			return svc.SetScopes(ctx, args[0], args[1:])
+		}))
 	return cmd
 }
 
 func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "redirect-uris", Short: "Set a client's redirect URIs"}
-	var asJSON bool
-	set := &cobra.Command{
-		Use:   "set CLIENT_ID URI...",
-		Short: "Replace the redirect URIs (up to 10)",
-		Args:  minArgs("CLIENT_ID", "URI"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				c, err := svc.SetRedirectURIs(ctx, args[0], args[1:])
-				if err != nil {
-					return err
-				}
-				return printClient(cmd.OutOrStdout(), c, asJSON)
-			})
-		},
-	}
-	set.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(set)
+	cmd.AddCommand(clientCommand(o, "set CLIENT_ID URI...", "Replace the redirect URIs (up to 10)", minArgs("CLIENT_ID", "URI"),
+		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			return svc.SetRedirectURIs(ctx, args[0], args[1:])
+		}))
 	return cmd
 }

@@ -28,17 +28,10 @@ func newKeysListCommand(o *rootOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					if ks == nil {
-						ks = []keys.Info{}
-					}
-					return printJSON(cmd.OutOrStdout(), ks)
-				}
-				rows := make([][]string, 0, len(ks))
-				for _, k := range ks {
-					rows = append(rows, []string{k.KID, k.Alg, string(k.State), fmtTime(k.CreatedAt), fmtTime(k.ActivatedAt), fmtTime(k.RetiredAt)})
-				}
-				return table(cmd.OutOrStdout(), []string{"KID", "ALG", "STATE", "CREATED", "ACTIVATED", "RETIRED"}, rows)
+				return printList(cmd.OutOrStdout(), ks, asJSON, []string{"KID", "ALG", "STATE", "CREATED", "ACTIVATED", "RETIRED"},
+					func(k keys.Info) []string {
+						return []string{k.KID, k.Alg, string(k.State), fmtTime(k.CreatedAt), fmtTime(k.ActivatedAt), fmtTime(k.RetiredAt)}
+					})
 			})
 		},
 	}

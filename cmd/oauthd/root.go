@@ -199,6 +199,22 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// printList writes items as a JSON array ([] when there are none) or as a
+// table with header and one row(item) per item.
+func printList[T any](w io.Writer, items []T, asJSON bool, header []string, row func(T) []string) error {
+	if asJSON {
+		if items == nil {
+			items = []T{}
+		}
+		return printJSON(w, items)
+	}
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, row(it))
+	}
+	return table(w, header, rows)
+}
+
 // table writes aligned columns.
 func table(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -54,17 +54,10 @@ func newSecretsListCommand(o *rootOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					if ss == nil {
-						ss = []admin.SecretView{}
-					}
-					return printJSON(cmd.OutOrStdout(), ss)
-				}
-				rows := make([][]string, 0, len(ss))
-				for _, s := range ss {
-					rows = append(rows, []string{s.SecretID, fmtTime(s.CreatedAt), fmtTimePtr(s.LastUsedAt)})
-				}
-				return table(cmd.OutOrStdout(), []string{"SECRET ID", "CREATED", "LAST USED"}, rows)
+				return printList(cmd.OutOrStdout(), ss, asJSON, []string{"SECRET ID", "CREATED", "LAST USED"},
+					func(s admin.SecretView) []string {
+						return []string{s.SecretID, fmtTime(s.CreatedAt), fmtTimePtr(s.LastUsedAt)}
+					})
 			})
 		},
 	}

@@ -94,17 +94,10 @@ func newUsersListCommand(o *rootOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					if us == nil {
-						us = []admin.UserView{}
-					}
-					return printJSON(cmd.OutOrStdout(), us)
-				}
-				rows := make([][]string, 0, len(us))
-				for _, u := range us {
-					rows = append(rows, []string{strconv.FormatInt(u.ID, 10), u.Email, u.Username, u.Name, u.TimeZone})
-				}
-				return table(cmd.OutOrStdout(), []string{"ID", "EMAIL", "USERNAME", "NAME", "TIME ZONE"}, rows)
+				return printList(cmd.OutOrStdout(), us, asJSON, []string{"ID", "EMAIL", "USERNAME", "NAME", "TIME ZONE"},
+					func(u admin.UserView) []string {
+						return []string{strconv.FormatInt(u.ID, 10), u.Email, u.Username, u.Name, u.TimeZone}
+					})
 			})
 		},
 	}
