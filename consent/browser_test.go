@@ -1,43 +1,21 @@
 package consent
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/labstack/echo/v4"
-)
 
-// findChromium returns the browser to drive: $OAUTHD_CHROMIUM, or Debian's
-// chromium. Without one the test skips, except in CI (CI=true) where it
-// fails: the browser test must run there.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	cands := []string{os.Getenv("OAUTHD_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
-	for _, c := range cands {
-		if c == "" {
-			continue
-		}
-		if p, err := exec.LookPath(c); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found (install Debian's chromium or set OAUTHD_CHROMIUM); the browser test must run in CI")
-	}
-	t.Skip("chromium not found: skipping the browser test (install Debian's chromium or set OAUTHD_CHROMIUM)")
-	return ""
-}
+	"oauthd/consent/consenttest"
+)
 
 // callbackRecorder is the client's redirect endpoint: it records the
 // queries it receives.
@@ -71,8 +49,6 @@ func (cr *callbackRecorder) last() url.Values {
 // decisions. The client's callback is on another origin, so it also checks
 // that the CSP's form-action lets the browser follow the 303 after the POST.
 func TestBrowserFlow(t *testing.T) {
-	chromium := findChromium(t)
-
 	cb := &callbackRecorder{}
 	clientSrv := httptest.NewServer(cb)
 	defer clientSrv.Close()
@@ -97,61 +73,18 @@ func TestBrowserFlow(t *testing.T) {
 	}
 	h.Register(e)
 
-	dir, err := os.MkdirTemp("", "oauthd-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		// Chromium's children may still write for a moment after it exits.
-		for range 50 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	actx, cancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(1280, 900),
-	)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	bctx := consenttest.Chrome(t, 1280, 900)
 
 	q := authorizeQuery()
 	q.Set("redirect_uri", redirectURI)
 	q.Set("state", "allow-state")
 	authorizeURL := appSrv.URL + authorizePath + "?" + q.Encode()
 
-	// Start the browser with the long-lived context; each step then gets its
-	// own timeout, and a failing step reports where the browser is.
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	step := func(name string, steps ...chromedp.Action[chromedp.Void]) {
+	// Each step gets its own timeout, and a failing step reports where the
+	// browser is.
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			loc, _ := chromedp.Run(bctx, chromedp.Location())
-			body, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("body"), chromedp.AtLeast(0)))
-			t.Fatalf("%s: %v\nbrowser at %s\n%s", name, err, loc, body)
-		}
+		consenttest.Step(t, bctx, name, actions...)
 	}
 
 	// 1. Not logged in: the authorize URL lands on the login form.
@@ -180,9 +113,9 @@ func TestBrowserFlow(t *testing.T) {
 		}
 	}
 	if os.Getenv("OAUTHD_SCREENSHOT") == "1" {
-		screenshot(t, bctx, "consent.png", 1280, 900, false)
-		screenshot(t, bctx, "consent-390.png", 390, 844, true)
-		screenshot(t, bctx, "", 1280, 900, false) // restore
+		consenttest.Screenshot(t, bctx, filepath.Join("testdata", "consent.png"), 1280, 900, false)
+		consenttest.Screenshot(t, bctx, filepath.Join("testdata", "consent-390.png"), 390, 844, true)
+		consenttest.Screenshot(t, bctx, "", 1280, 900, false) // restore
 	}
 
 	// 2. Allow: the browser ends on the client's callback with a code.
@@ -209,28 +142,4 @@ func TestBrowserFlow(t *testing.T) {
 	if a, d := en.authz.counts(); a != 1 || d != 1 {
 		t.Errorf("approvals, denials = %d, %d; want 1, 1", a, d)
 	}
-}
-
-// screenshot saves a full-page PNG of the current page at the given width to
-// testdata/name (or only resizes when name is "").
-func screenshot(t *testing.T, ctx context.Context, name string, w, h int64, mobile bool) {
-	t.Helper()
-	opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
-	if mobile {
-		opts = []chromedp.EmulateViewportOption{chromedp.EmulateScale(2), chromedp.EmulatePortrait, chromedp.EmulateMobile}
-	}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(w, h, opts...)); err != nil {
-		t.Fatal(err)
-	}
-	if name == "" {
-		return
-	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("testdata", name), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote testdata/%s", name)
 }

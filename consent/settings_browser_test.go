@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/labstack/echo/v4"
 
+	"oauthd/consent/consenttest"
 	"oauthd/data"
 	"oauthd/issuer/admin"
 )
@@ -22,7 +23,6 @@ import (
 // testdata/settings.png (the detail page) and, in $OAUTHD_SCREENSHOT_DIR
 // (default the temp dir), the list, form and phone-sized views.
 func TestSettingsBrowser(t *testing.T) {
-	chromium := findChromium(t)
 	en := newEnv(t, "")
 	ctx := context.Background()
 	now := en.clock()
@@ -61,43 +61,10 @@ func TestSettingsBrowser(t *testing.T) {
 		}
 	}
 
-	dir, err := os.MkdirTemp("", "oauthd-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for range 50 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-	tctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	actx, cancel := chromedp.NewExecAllocator(tctx,
-		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 1100),
-	)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	step := func(name string, steps ...chromedp.Action[chromedp.Void]) {
+	bctx := consenttest.Chrome(t, 1280, 1100)
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			loc, _ := chromedp.Run(bctx, chromedp.Location())
-			body, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("body"), chromedp.AtLeast(0)))
-			t.Fatalf("%s: %v\nbrowser at %s\n%s", name, err, loc, body)
-		}
+		consenttest.Step(t, bctx, name, actions...)
 	}
 	text := func() string {
 		t.Helper()
@@ -117,21 +84,7 @@ func TestSettingsBrowser(t *testing.T) {
 		if !shots {
 			return
 		}
-		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
-		if mobile {
-			opts = []chromedp.EmulateViewportOption{chromedp.EmulateScale(2), chromedp.EmulatePortrait, chromedp.EmulateMobile}
-		}
-		if err := chromedp.Do(bctx, chromedp.EmulateViewport(w, h, opts...)); err != nil {
-			t.Fatal(err)
-		}
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", path)
+		consenttest.Screenshot(t, bctx, path, w, h, mobile)
 		if mobile { // the first screen, readable at full size
 			top, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 			if err != nil {
@@ -144,9 +97,7 @@ func TestSettingsBrowser(t *testing.T) {
 				_ = os.WriteFile(strings.TrimSuffix(path, ".png")+"-secrets.png", sec, 0o644)
 			}
 		}
-		if err := chromedp.Do(bctx, chromedp.EmulateViewport(1280, 1100, chromedp.EmulateScale(1))); err != nil {
-			t.Fatal(err)
-		}
+		consenttest.Screenshot(t, bctx, "", 1280, 1100, false) // restore
 	}
 
 	// 1. Not signed in: the settings send the browser to the login page,

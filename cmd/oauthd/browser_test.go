@@ -1,40 +1,20 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
-)
 
-// e2eChromium returns Debian's Chromium (or $OAUTHD_CHROMIUM). Without it
-// the test skips, except in CI (CI=true), where the browser test must run.
-func e2eChromium(t *testing.T) string {
-	t.Helper()
-	for _, c := range []string{os.Getenv("OAUTHD_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser"} {
-		if c == "" {
-			continue
-		}
-		if p, err := exec.LookPath(c); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found (apt-get install chromium, or set OAUTHD_CHROMIUM): the browser test must run in CI")
-	}
-	t.Skip("chromium not found: skipping the real-browser test (apt-get install chromium, or set OAUTHD_CHROMIUM)")
-	return ""
-}
+	"oauthd/consent/consenttest"
+)
 
 // e2eCallback is the client's redirect endpoint: it records every query it
 // receives on /callback.
@@ -69,7 +49,7 @@ func (cb *e2eCallback) all() []url.Values {
 //
 // OAUTHD_SCREENSHOT=1 saves /tmp/oauthd-login.png and /tmp/oauthd-consent.png.
 func TestBrowser(t *testing.T) {
-	chromium := e2eChromium(t)
+	bctx := consenttest.Chrome(t, 1280, 900)
 	cb := &e2eCallback{}
 	clientSrv := httptest.NewServer(cb)
 	t.Cleanup(clientSrv.Close)
@@ -80,55 +60,15 @@ func TestBrowser(t *testing.T) {
 	id, secret := e.client(t, redirectURI, scopes)
 	conf := e.config(id, secret, redirectURI, oauth2.AuthStyleInHeader, scopes...)
 
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	actx, cancelA := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(1280, 900),
-	)
-	bctx, cancelB := chromedp.NewContext(actx)
-	// Stop the browser before t.TempDir's cleanup removes its profile.
-	t.Cleanup(func() { cancelB(); cancelA() })
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-
-	step := func(name string, steps ...chromedp.Action[chromedp.Void]) {
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(bctx, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			loc, _ := chromedp.Run(bctx, chromedp.Location())
-			body, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("body"), chromedp.AtLeast(0)))
-			t.Fatalf("%s: %v\nbrowser at %s\n%s", name, err, loc, body)
-		}
+		consenttest.Step(t, bctx, name, actions...)
 	}
 	shot := func(file string) {
 		t.Helper()
-		if os.Getenv("OAUTHD_SCREENSHOT") != "1" {
-			return
+		if os.Getenv("OAUTHD_SCREENSHOT") == "1" {
+			consenttest.Screenshot(t, bctx, file, 1280, 900, false)
 		}
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		if err := os.WriteFile(file, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", file)
 	}
 
 	// 1. No session: the authorization URL leads to the login page.
@@ -174,7 +114,7 @@ func TestBrowser(t *testing.T) {
 	if len(got) != 1 || got[0].Get("code") == "" || got[0].Get("state") != "allow-state" || got[0].Get("iss") != e.base {
 		t.Fatalf("the client received %v; want one redirect with code, state and iss", got)
 	}
-	tok, err := conf.Exchange(ctx, got[0].Get("code"), oauth2.VerifierOption(verifier))
+	tok, err := conf.Exchange(bctx, got[0].Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
 		t.Fatalf("exchange of the browser's code: %v", err)
 	}

@@ -10,4 +10,9 @@
 // to the templates that a browser would survive does not break it.
 //
 // [PKCE] makes an RFC 7636 verifier and its S256 challenge.
+//
+// For the tests that need a real browser, [Chrome] starts a headless
+// Chromium driven by chromedp (skipping the test when there is none, except
+// in CI), [Step] runs browser actions with a timeout and reports the page
+// on failure, and [Screenshot] saves the page at a given viewport.
 package consenttest
