@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/oauth2"
 
@@ -55,43 +53,8 @@ var gatewayListenRE = regexp.MustCompile(`msg="gateway listening".* addr=([0-9.]
 func startGatewayProcess(t *testing.T, upstream, issuer string) string {
 	t.Helper()
 	cmd := exec.Command(oauthdBin, "gateway", "--listen", "127.0.0.1:0", "--upstream", upstream, "--issuer", issuer)
-	cmd.Env = cleanEnv()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			t.Log("gateway: " + sc.Text())
-			if m := gatewayListenRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- "http://" + m[1]:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
-	var base string
-	select {
-	case base = <-found:
-	case <-done:
-		t.Fatal("gateway exited before listening")
-	case <-time.After(20 * time.Second):
-		t.Fatal("gateway did not print its address within 20s")
-	}
+	addr, _ := startProcess(t, cmd, "gateway", gatewayListenRE, nil)
+	base := "http://" + addr
 	if status, body := e2eGet(t, base+"/healthz", "", nil); status != http.StatusOK {
 		t.Fatalf("gateway /healthz = %d %s", status, body)
 	}

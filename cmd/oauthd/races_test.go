@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"oauthd/consent/consenttest"
 )
@@ -54,71 +50,6 @@ next:
 		out = append(out, line)
 	}
 	return out
-}
-
-// startServeLogged is startServe that also keeps serve's stderr.
-func startServeLogged(t *testing.T, db string, args ...string) (*server, *logSink) {
-	t.Helper()
-	sink := &logSink{}
-	cmd := exec.Command(oauthdBin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, args...)...)
-	cmd.Env = cleanEnv()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, db: db, done: make(chan error, 1)}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			sink.add(sc.Text())
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		s.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	select {
-	case s.base = <-found:
-	case err := <-s.done:
-		t.Fatalf("serve exited before listening: %v\n%s", err, sink.text())
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not print its address within 20s")
-	}
-	waitReady(t, s.base)
-	return s, sink
-}
-
-func waitReady(t *testing.T, base string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz did not answer 200 within 10s (last: %v)", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // raceN is how many requests or processes each race sends at once.

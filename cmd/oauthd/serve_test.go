@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -43,74 +41,6 @@ func TestMain(m *testing.M) {
 // cleanEnv is the environment without OAUTHD_* variables.
 func cleanEnv() []string {
 	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OAUTHD_") })
-}
-
-type server struct {
-	cmd  *exec.Cmd
-	base string
-	db   string
-	done chan error
-}
-
-var listenRE = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
-
-// startServe runs `oauthd serve` on a free port and waits until /readyz
-// answers 200.
-func startServe(t *testing.T, db string, args ...string) *server {
-	t.Helper()
-	cmd := exec.Command(oauthdBin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, args...)...)
-	cmd.Env = cleanEnv()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, db: db, done: make(chan error, 1)}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			t.Log("serve: " + sc.Text())
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		s.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	select {
-	case s.base = <-found:
-	case err := <-s.done:
-		t.Fatalf("serve exited before listening: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not print its address within 20s")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(s.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz did not answer 200 within 10s (last: %v)", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return s
 }
 
 // oauthd runs one CLI invocation as a separate process against db.
