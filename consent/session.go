@@ -30,16 +30,7 @@ var tokenLen = len(data.NewSecret(""))
 // base64url characters. It keeps junk out of the store lookups.
 func wellFormed(v, prefix string) bool {
 	rest, ok := strings.CutPrefix(v, prefix)
-	if !ok || len(rest) != tokenLen {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		ch := rest[i]
-		if !(ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_') {
-			return false
-		}
-	}
-	return true
+	return ok && len(rest) == tokenLen && data.IsBase64URL(rest)
 }
 
 // equalToken compares two tokens in constant time; empty never matches.

@@ -87,6 +87,10 @@ func ParseRefreshToken(token string) (familyID string, ok bool) {
 	return id, true
 }
 
+// IsBase64URL reports whether s uses only the base64url alphabet (RFC 4648
+// §5, no padding); the empty string does.
+func IsBase64URL(s string) bool { return isBase64URL(s) }
+
 // isBase64URL reports whether s uses only the base64url alphabet (RFC 4648 §5).
 func isBase64URL(s string) bool {
 	for i := range len(s) {

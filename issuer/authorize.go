@@ -378,16 +378,7 @@ func authzCleanValue(v string) bool {
 // authzValidChallenge reports whether c has the form of an S256
 // code_challenge: 43 characters of the base64url alphabet.
 func authzValidChallenge(c string) bool {
-	if len(c) != authzChallengeLen {
-		return false
-	}
-	for i := 0; i < len(c); i++ {
-		b := c[i]
-		if !(b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_') {
-			return false
-		}
-	}
-	return true
+	return len(c) == authzChallengeLen && data.IsBase64URL(c)
 }
 
 // authzQuote quotes a value for a human-readable message: Go-quoted (so
