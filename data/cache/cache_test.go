@@ -2,11 +2,13 @@ package cache_test
 
 import (
 	"context"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"oauthd/data"
+	"oauthd/data/bolt"
 	"oauthd/data/cache"
 	"oauthd/data/datatest"
 	"oauthd/data/memory"
@@ -14,6 +16,17 @@ import (
 
 func TestConformance(t *testing.T) {
 	datatest.RunStoreTests(t, func(*testing.T) data.Store { return cache.New(memory.New()) })
+}
+
+// TestConformanceBolt runs the suite over the backend serve wraps.
+func TestConformanceBolt(t *testing.T) {
+	datatest.RunStoreTests(t, func(t *testing.T) data.Store {
+		s, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cache.New(s)
+	})
 }
 
 // counting counts the wrapped store's GetClient calls and can hold one of
