@@ -7,6 +7,8 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,8 +67,8 @@ type Config struct {
 // Verifier checks access tokens (RFC 9068 JWTs). It is safe for concurrent
 // use.
 type Verifier struct {
-	keys   KeySource
-	parser *jwt.Parser
+	keys      KeySource
+	validator *jwt.Validator
 }
 
 // New returns a Verifier for cfg.
@@ -89,19 +91,18 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := jwt.NewParser(
-		jwt.WithValidMethods(Algs()),
+	// Verify splits and decodes the token itself (see there) and leaves
+	// the claim checks to jwt's Validator, so that they stay exactly the
+	// library's: exp required, iat checked, iss and aud matched, leeway.
+	val := jwt.NewValidator(
 		jwt.WithIssuer(cfg.Issuer),
 		jwt.WithAudience(cfg.Audience),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
-		// Refuse base64url with non-zero trailing bits: otherwise the last
-		// character of the signature has four spellings that all verify.
-		jwt.WithStrictDecoding(),
 	)
-	return &Verifier{keys: cfg.Keys, parser: p}, nil
+	return &Verifier{keys: cfg.Keys, validator: val}, nil
 }
 
 // tokenClaims is the JSON form of the claims, decoded once per token.
@@ -122,15 +123,19 @@ func (b *literalTrue) UnmarshalJSON(p []byte) error {
 	return nil
 }
 
-// keyfuncError carries the reason a key lookup failed out of the jwt
-// parser, which wraps it.
-type keyfuncError struct{ err error }
-
-func (e *keyfuncError) Error() string { return e.err.Error() }
-func (e *keyfuncError) Unwrap() error { return e.err }
+// b64 decodes the segments of a token: base64url without padding, and
+// strict, so that non-zero trailing bits are refused (otherwise the last
+// character of the signature has four spellings that all verify).
+var b64 = base64.RawURLEncoding.Strict()
 
 // Verify checks token and returns its claims. Every error wraps
 // [ErrInvalidToken] and says briefly why; it never contains the token.
+//
+// The order of the checks: size, alphabet, exactly three segments, header
+// (strict base64url, JSON object, alg one of [Algs], typ at+jwt, kid),
+// key lookup, alg equal to the key's alg and key of the right type,
+// signature, and only then the claims (JSON, exp, nbf, iat, iss, aud).
+// A forged token therefore costs no claim decoding.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if len(token) > MaxTokenSize {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidToken, MaxTokenSize)
@@ -138,11 +143,47 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if !compactJWS(token) {
 		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
 	}
-	var tc tokenClaims
-	_, err := v.parser.ParseWithClaims(token, &tc, func(t *jwt.Token) (any, error) {
-		return v.key(ctx, t)
-	})
+	// Exactly three segments: header.payload.signature.
+	d1 := strings.IndexByte(token, '.')
+	if d1 < 0 {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	d2 := d1 + 1 + strings.IndexByte(token[d1+1:], '.')
+	if d2 <= d1 || strings.IndexByte(token[d2+1:], '.') >= 0 {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	hdrBytes, err := b64.DecodeString(token[:d1])
 	if err != nil {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	h, ok := parseHeader(hdrBytes)
+	if !ok {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	method, err := h.method()
+	if err != nil {
+		return nil, err
+	}
+	pub, err := v.key(ctx, h, method)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := b64.DecodeString(token[d2+1:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	if err := method.Verify(token[:d2], sig, pub); err != nil {
+		return nil, fmt.Errorf("%w: bad signature or unaccepted alg", ErrInvalidToken)
+	}
+	payload, err := b64.DecodeString(token[d1+1 : d2])
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	var tc tokenClaims
+	if err := json.Unmarshal(payload, &tc); err != nil {
+		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
+	}
+	if err := v.validator.Validate(&tc); err != nil {
 		return nil, reason(err)
 	}
 	c := &Claims{
@@ -181,30 +222,45 @@ func compactJWS(token string) bool {
 	return true
 }
 
-// key is the jwt.Keyfunc: RFC 9068 §4 typ check, kid lookup, and the
-// rule that the token's alg must be the key's alg (no algorithm
-// confusion).
-func (v *Verifier) key(ctx context.Context, t *jwt.Token) (any, error) {
-	typ, _ := t.Header["typ"].(string)
-	if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") {
-		return nil, &keyfuncError{fmt.Errorf("%w: typ is not at+jwt", ErrInvalidToken)}
+// method returns the signing method of the header's alg, which must be
+// one of [Algs]: never "none", never HMAC.
+func (h *header) method() (jwt.SigningMethod, error) {
+	if !h.hasAlg {
+		return nil, fmt.Errorf("%w: unverifiable", ErrInvalidToken)
 	}
-	kid, _ := t.Header["kid"].(string)
-	if kid == "" {
-		return nil, &keyfuncError{fmt.Errorf("%w: no kid", ErrInvalidToken)}
+	switch h.alg {
+	case ES256:
+		return jwt.SigningMethodES256, nil
+	case EdDSA:
+		return jwt.SigningMethodEdDSA, nil
+	case RS256:
+		return jwt.SigningMethodRS256, nil
 	}
-	pub, alg, err := v.keys.Key(ctx, kid)
+	return nil, fmt.Errorf("%w: bad signature or unaccepted alg", ErrInvalidToken)
+}
+
+// key applies the RFC 9068 §4 typ check, looks up the kid, and enforces
+// the rule that the token's alg must be the key's alg (no algorithm
+// confusion) and the key of the kind that alg needs.
+func (v *Verifier) key(ctx context.Context, h header, method jwt.SigningMethod) (crypto.PublicKey, error) {
+	if !strings.EqualFold(h.typ, "at+jwt") && !strings.EqualFold(h.typ, "application/at+jwt") {
+		return nil, fmt.Errorf("%w: typ is not at+jwt", ErrInvalidToken)
+	}
+	if h.kid == "" {
+		return nil, fmt.Errorf("%w: no kid", ErrInvalidToken)
+	}
+	pub, alg, err := v.keys.Key(ctx, h.kid)
 	if err != nil {
 		if errors.Is(err, ErrUnknownKey) {
-			return nil, &keyfuncError{fmt.Errorf("%w: unknown kid: %w", ErrInvalidToken, ErrUnknownKey)}
+			return nil, fmt.Errorf("%w: unknown kid: %w", ErrInvalidToken, ErrUnknownKey)
 		}
-		return nil, &keyfuncError{fmt.Errorf("%w: key lookup: %w", ErrInvalidToken, err)}
+		return nil, fmt.Errorf("%w: key lookup: %w", ErrInvalidToken, err)
 	}
-	if t.Method.Alg() != alg {
-		return nil, &keyfuncError{fmt.Errorf("%w: alg %s does not match the key's alg", ErrInvalidToken, t.Method.Alg())}
+	if method.Alg() != alg {
+		return nil, fmt.Errorf("%w: alg %s does not match the key's alg", ErrInvalidToken, method.Alg())
 	}
 	if err := checkKeyType(pub, alg); err != nil {
-		return nil, &keyfuncError{fmt.Errorf("%w: %w", ErrInvalidToken, err)}
+		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
 	return pub, nil
 }
@@ -230,12 +286,8 @@ func checkKeyType(pub crypto.PublicKey, alg string) error {
 	return fmt.Errorf("key is not a valid %s key", alg)
 }
 
-// reason turns a jwt parser error into a short ErrInvalidToken error.
+// reason turns a jwt validator error into a short ErrInvalidToken error.
 func reason(err error) error {
-	var kf *keyfuncError
-	if errors.As(err, &kf) {
-		return kf.err
-	}
 	var why string
 	switch {
 	case errors.Is(err, jwt.ErrTokenMalformed):
