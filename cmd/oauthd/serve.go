@@ -115,21 +115,23 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		printDemo(cmd.OutOrStdout(), d)
 	}
 
-	srv := w.httpServer(logger)
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
-	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", root.db)
-
+	// The admin socket first: once /readyz answers, the CLI can reach the
+	// server too (a CLI call in between would find the file locked and no
+	// socket).
 	sockPath := root.socketPath()
 	adminLn, err := listenAdmin(sockPath)
 	if err != nil {
-		shutdown(ctx, logger, srv)
 		return err
 	}
 	adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
 	go adminSrv.Serve(adminLn)
 	defer os.Remove(sockPath)
 	logger.Info("admin socket ready", "path", sockPath)
+
+	srv := w.httpServer(logger)
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", root.db)
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
