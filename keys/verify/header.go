@@ -46,7 +46,7 @@ func parseHeader(b []byte) (header, bool) {
 			var val string
 			isStr := b[i] == '"'
 			if isStr {
-				if val, ok = jsonString(b[i:vEnd]); !ok {
+				if val, ok = commonString(b[i:vEnd]); !ok {
 					return h, false
 				}
 			}
@@ -162,6 +162,22 @@ func hasEscapeOrNonASCII(s []byte) bool {
 		}
 	}
 	return false
+}
+
+// commonString is jsonString without the copy for the usual alg and typ
+// values.
+func commonString(s []byte) (string, bool) {
+	switch string(s) { // no allocation: compared in place
+	case `"ES256"`:
+		return ES256, true
+	case `"EdDSA"`:
+		return EdDSA, true
+	case `"RS256"`:
+		return RS256, true
+	case `"at+jwt"`:
+		return "at+jwt", true
+	}
+	return jsonString(s)
 }
 
 // jsonString returns the value of the JSON string literal s (quotes
