@@ -3,7 +3,9 @@ package issuer
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,4 +102,41 @@ func (s *Server) mintAccessToken(now time.Time, userID int64, clientID string, s
 		return "", fmt.Errorf("sign access token: %w", err)
 	}
 	return tok, nil
+}
+
+// pendingToken is an access token being signed on another goroutine.
+type pendingToken struct {
+	done chan struct{}
+	tok  string
+	err  error
+}
+
+// startAccessToken starts signing an access token (see mintAccessToken)
+// and returns at once. The grant callbacks call it from inside the store's
+// transaction, so that the signature is computed while the store commits
+// (a group commit waits for an fsync) instead of after it. The caller
+// calls wait only once the store has reported the grant durable; when the
+// store fails the token is simply dropped, never sent. A callback the
+// store runs again (a retried transaction) starts a new token and the
+// earlier one is dropped. scopes are copied: the store keeps using the
+// family's slice.
+func (s *Server) startAccessToken(now time.Time, userID int64, clientID string, scopes []string, unrestricted bool) *pendingToken {
+	p := &pendingToken{done: make(chan struct{})}
+	scopes = slices.Clone(scopes)
+	go func() {
+		p.tok, p.err = s.mintAccessToken(now, userID, clientID, scopes, unrestricted)
+		close(p.done)
+	}()
+	return p
+}
+
+// wait returns the signed token. A nil p (a store that reported success
+// without calling the grant callback, which none does) is an error, never
+// an unsigned token.
+func (p *pendingToken) wait() (string, error) {
+	if p == nil {
+		return "", errors.New("sign access token: the store did not run the grant callback")
+	}
+	<-p.done
+	return p.tok, p.err
 }

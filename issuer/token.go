@@ -96,12 +96,14 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	}
 	now := s.now()
 	var refreshToken string
+	var access *pendingToken
 	code, fam, err := s.store.ExchangeAuthCode(ctx, data.Hash(req.Code), func(code data.AuthCode) (data.Family, error) {
 		if e := checkCode(code, client, req, now); e != nil {
 			return data.Family{}, e
 		}
 		id := data.NewFamilyID()
 		refreshToken = data.NewRefreshToken(id)
+		access = s.startAccessToken(now, code.UserID, code.ClientID, code.Scopes, code.Unrestricted)
 		abs := now.Add(s.cfg.RefreshMax)
 		return data.Family{
 			ID:           id,
@@ -137,11 +139,11 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	default:
 		return tokenResponse{}, fmt.Errorf("exchange code: %w", err)
 	}
-	access, err := s.mintAccessToken(now, fam.UserID, fam.ClientID, fam.Scopes, fam.Unrestricted)
+	tok, err := access.wait()
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	return s.newTokenResponse(access, refreshToken, fam.Scopes, fam.Unrestricted), nil
+	return s.newTokenResponse(tok, refreshToken, fam.Scopes, fam.Unrestricted), nil
 }
 
 // checkCode checks a stored code against the request (RFC 6749 §4.1.3,
@@ -224,6 +226,7 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 	}
 	now := s.now()
 	var refreshToken string
+	var access *pendingToken
 	fam, err := s.store.RotateRefreshToken(ctx, familyID, data.Hash(req.RefreshToken), func(f data.Family) (data.Family, error) {
 		if f.ClientID != client.ID {
 			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token was issued to another client")
@@ -237,6 +240,12 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 			}
 		}
 		refreshToken = data.NewRefreshToken(f.ID)
+		if len(narrowed) > 0 {
+			// A narrowed token: the family keeps its scopes (RFC 6749 §6).
+			access = s.startAccessToken(now, f.UserID, f.ClientID, narrowed, false)
+		} else {
+			access = s.startAccessToken(now, f.UserID, f.ClientID, f.Scopes, f.Unrestricted)
+		}
 		f.TokenHash = data.Hash(refreshToken)
 		f.Generation++
 		f.RotatedAt = now
@@ -262,11 +271,11 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 		// A narrowed token: the family keeps its scopes (RFC 6749 §6).
 		scopes, unrestricted = narrowed, false
 	}
-	access, err := s.mintAccessToken(now, fam.UserID, fam.ClientID, scopes, unrestricted)
+	tok, err := access.wait()
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	return s.newTokenResponse(access, refreshToken, scopes, unrestricted), nil
+	return s.newTokenResponse(tok, refreshToken, scopes, unrestricted), nil
 }
 
 func (s *Server) newTokenResponse(access, refresh string, scopes []string, unrestricted bool) tokenResponse {
