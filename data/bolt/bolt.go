@@ -185,8 +185,8 @@ func get(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 	if raw == nil {
 		return false, nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return false, fmt.Errorf("decode record: %w", err)
+	if err := jsonUnmarshal(raw, v); err != nil {
+		return false, err
 	}
 	return true, nil
 }
@@ -194,6 +194,12 @@ func get(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 // put encodes v under key. A failure here is an I/O-class error: callers in a
 // group commit wrap it with [abort] so that the whole batch is retried.
 func put(b *bbolt.Bucket, key []byte, v any) error {
+	switch f := v.(type) {
+	case data.Family:
+		return b.Put(key, appendFamily(make([]byte, 0, 256), &f))
+	case *data.Family:
+		return b.Put(key, appendFamily(make([]byte, 0, 256), f))
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode record: %w", err)
@@ -201,7 +207,15 @@ func put(b *bbolt.Bucket, key []byte, v any) error {
 	return b.Put(key, raw)
 }
 
+// jsonUnmarshal decodes a record: JSON, or for a family either form (see
+// decodeFamily).
 func jsonUnmarshal(raw []byte, v any) error {
+	if f, ok := v.(*data.Family); ok {
+		if err := decodeFamily(raw, f); err != nil {
+			return fmt.Errorf("decode record: %w", err)
+		}
+		return nil
+	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("decode record: %w", err)
 	}

@@ -1,0 +1,204 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"oauthd/data"
+)
+
+// Family records are stored in a compact binary form: every refresh
+// rotation decodes and re-encodes one inside the group commit, and JSON
+// was the bulk of that serial work. The first byte is the format version
+// (familyV1); a record that starts with '{' is the JSON form written by
+// earlier versions, which still reads. Every other first byte is refused.
+//
+// familyV1 layout, in field order of data.Family (uvarint/varint are
+// encoding/binary's):
+//
+//	ID, ClientID       uvarint length, bytes
+//	UserID             varint
+//	Scopes             uvarint count+1 (0 = nil), then each as a string
+//	Unrestricted       one byte, 0 or 1
+//	TokenHash          uvarint length+1 (0 = nil), bytes
+//	Generation         uvarint
+//	CreatedAt, RotatedAt, ExpiresAt, AbsoluteExp
+//	                   varint Unix seconds, uvarint nanoseconds (read as UTC)
+//	CodeHash           uvarint length (0 = nil, as JSON's omitempty), bytes
+//
+// A record with bytes left over, cut short, or with a varint longer than
+// its shortest encoding is refused: a family has exactly one encoding.
+const familyV1 = 1
+
+var errFamilyRecord = errors.New("malformed family record")
+
+// appendFamily appends the familyV1 form of f to b.
+func appendFamily(b []byte, f *data.Family) []byte {
+	b = append(b, familyV1)
+	b = appendString(b, f.ID)
+	b = appendString(b, f.ClientID)
+	b = binary.AppendVarint(b, f.UserID)
+	if f.Scopes == nil {
+		b = binary.AppendUvarint(b, 0)
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(f.Scopes))+1)
+		for _, s := range f.Scopes {
+			b = appendString(b, s)
+		}
+	}
+	if f.Unrestricted {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	if f.TokenHash == nil {
+		b = binary.AppendUvarint(b, 0)
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(f.TokenHash))+1)
+		b = append(b, f.TokenHash...)
+	}
+	b = binary.AppendUvarint(b, f.Generation)
+	for _, t := range [...]time.Time{f.CreatedAt, f.RotatedAt, f.ExpiresAt, f.AbsoluteExp} {
+		b = binary.AppendVarint(b, t.Unix())
+		b = binary.AppendUvarint(b, uint64(t.Nanosecond()))
+	}
+	b = binary.AppendUvarint(b, uint64(len(f.CodeHash)))
+	return append(b, f.CodeHash...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeFamily decodes a stored family record, binary or JSON.
+func decodeFamily(raw []byte, f *data.Family) error {
+	if len(raw) > 0 && raw[0] == '{' {
+		*f = data.Family{}
+		return json.Unmarshal(raw, f)
+	}
+	if len(raw) == 0 || raw[0] != familyV1 {
+		return errFamilyRecord
+	}
+	r := reader{b: raw[1:]}
+	var out data.Family
+	out.ID = r.string()
+	out.ClientID = r.string()
+	out.UserID = r.varint()
+	if n := r.uvarint(); n > 0 {
+		n--
+		if n > uint64(len(r.b)) { // each scope takes at least one byte
+			return errFamilyRecord
+		}
+		out.Scopes = make([]string, n)
+		for i := range out.Scopes {
+			out.Scopes[i] = r.string()
+		}
+	}
+	switch r.byte() {
+	case 0:
+	case 1:
+		out.Unrestricted = true
+	default:
+		r.bad = true
+	}
+	if n := r.uvarint(); n > 0 {
+		out.TokenHash = r.bytes(n - 1)
+	}
+	out.Generation = r.uvarint()
+	for _, t := range [...]*time.Time{&out.CreatedAt, &out.RotatedAt, &out.ExpiresAt, &out.AbsoluteExp} {
+		sec, nsec := r.varint(), r.uvarint()
+		if nsec >= 1e9 {
+			r.bad = true
+		}
+		*t = time.Unix(sec, int64(nsec)).UTC()
+	}
+	if n := r.uvarint(); n > 0 {
+		out.CodeHash = r.bytes(n)
+	}
+	if r.bad || len(r.b) != 0 {
+		return errFamilyRecord
+	}
+	*f = out
+	return nil
+}
+
+// reader reads a familyV1 record; bad is set by any read past the end or
+// any malformed varint, and every later read returns zero.
+type reader struct {
+	b       []byte
+	bad     bool
+	scratch [binary.MaxVarintLen64]byte
+}
+
+// uvarintLen is the length of the shortest uvarint encoding of v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.bad {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 || n != uvarintLen(v) { // only the shortest encoding
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.bad {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 || n != len(binary.AppendVarint(r.scratch[:0], v)) {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte() byte {
+	if r.bad || len(r.b) == 0 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// bytes returns a copy of the next n bytes: the record's memory belongs to
+// bbolt and is valid only inside the transaction.
+func (r *reader) bytes(n uint64) []byte {
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return nil
+	}
+	out := make([]byte, n)
+	copy(out, r.b)
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
