@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,7 +36,9 @@ func safeReturnTo(v string) string {
 		return ""
 	}
 	if strings.HasPrefix(v, settingsPrefix) {
-		if !settingsReturnRE.MatchString(v) || strings.Contains(v, "//") || strings.Contains(v, "..") {
+		// Already clean: no "//", "." or ".." segment, no trailing slash,
+		// so the browser lands exactly on this path.
+		if !settingsReturnRE.MatchString(v) || path.Clean(v) != v {
 			return ""
 		}
 		return v
