@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -96,17 +93,7 @@ func (env *prodEnv) code(b *testing.B) string {
 
 // post runs one token request and returns the new refresh token.
 func (env *prodEnv) post(b *testing.B, body string) string {
-	req := httptest.NewRequest(http.MethodPost, "/v2/auth/oauth2/token", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	rec := httptest.NewRecorder()
-	env.e.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		b.Fatalf("status %d: %s", rec.Code, rec.Body)
-	}
-	out := rec.Body.String()
-	i := strings.Index(out, data.PrefixRefreshToken)
-	j := strings.IndexByte(out[i:], '"')
-	return out[i : i+j]
+	return benchTokenPost(b, env.e, body)
 }
 
 func (env *prodEnv) codeBody(code string) string {
