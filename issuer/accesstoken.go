@@ -123,10 +123,10 @@ type pendingToken struct {
 func (s *Server) startAccessToken(now time.Time, userID int64, clientID string, scopes []string, unrestricted bool) *pendingToken {
 	p := &pendingToken{done: make(chan struct{})}
 	scopes = slices.Clone(scopes)
-	go func() {
+	s.signers.run(func() {
 		p.tok, p.err = s.mintAccessToken(now, userID, clientID, scopes, unrestricted)
 		close(p.done)
-	}()
+	})
 	return p
 }
 

@@ -58,6 +58,7 @@ type Server struct {
 	now     func() time.Time
 	metrics *metrics
 	tok     *tokenState // token side: limiter, metadata (token.go)
+	signers *workerPool // access tokens are signed on these (accesstoken.go)
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -98,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RefreshMax <= 0 {
 		cfg.RefreshMax = 365 * 24 * time.Hour
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool()}
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil
