@@ -201,6 +201,7 @@ type benchServer struct {
 
 func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (*benchServer, error) {
 	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour}
+	tuneGC() // as serve runs
 	w, err := so.wire(ctx, logger, dbPath, nil)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +44,7 @@ type serveOptions struct {
 	codeTTL     time.Duration
 	refreshIdle time.Duration
 	refreshMax  time.Duration
+	debugAddr   string
 }
 
 func envOr(name, def string) string {
@@ -61,6 +64,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
 	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
+	fs.StringVar(&o.debugAddr, "debug-addr", os.Getenv("OAUTHD_DEBUG_ADDR"), "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; env OAUTHD_DEBUG_ADDR; default off)")
 }
 
 func newServeCommand(root *rootOptions) *cobra.Command {
@@ -87,6 +91,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if o.codeTTL <= 0 || o.codeTTL > 10*time.Minute {
 		return fmt.Errorf("--code-ttl %s: use a duration between 1s and 10m", o.codeTTL)
 	}
+	tuneGC()
 	mk, err := root.masterKey()
 	if err != nil {
 		return err
@@ -128,6 +133,16 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	defer os.Remove(sockPath)
 	logger.Info("admin socket ready", "path", sockPath)
 
+	srvs := []*http.Server{adminSrv}
+	if o.debugAddr != "" {
+		dbg, dbgURL, err := listenDebug(o.debugAddr)
+		if err != nil {
+			return err
+		}
+		srvs = append(srvs, dbg)
+		logger.Info("pprof listening on " + dbgURL)
+	}
+
 	srv := w.httpServer(logger)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
@@ -144,7 +159,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	case err = <-srvErr:
 		err = fmt.Errorf("serve: %w", err)
 	}
-	shutdown(ctx, logger, srv, adminSrv)
+	shutdown(ctx, logger, append([]*http.Server{srv}, srvs...)...)
 	stopLoops()
 	wg.Wait()
 	return err
@@ -314,6 +329,50 @@ func listenAdmin(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("chmod admin socket: %w", err)
 	}
 	return ln, nil
+}
+
+// defaultGOGC is the garbage collector's target percentage when the GOGC
+// environment variable is not set. The server's live heap is small (a few
+// MiB: keys, cached clients, connections), so at Go's default of 100 the
+// heap goal stays near the 4 MiB minimum and a token grant's ~14 KiB of
+// short-lived garbage (most of it ECDSA signing and bbolt's per-commit
+// buffers) starts a collection every few hundred grants: ~55 collections/s
+// under load, about a fifth of the server's CPU. At 400 the heap may grow
+// to five times the live heap (RSS stays near 30 MiB) and the token
+// endpoint needs ~25% less CPU per grant (README, Performance).
+const defaultGOGC = 400
+
+// tuneGC sets the GC target to defaultGOGC unless the operator set GOGC (or
+// GOMEMLIMIT, which then governs).
+func tuneGC() {
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetGCPercent(defaultGOGC)
+	}
+}
+
+// listenDebug serves net/http/pprof on addr, which must be a loopback
+// address: profiles show the code's hot paths and must not be public.
+func listenDebug(addr string) (*http.Server, string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--debug-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, "", fmt.Errorf("--debug-addr %q: use a loopback address such as 127.0.0.1:6060 (profiles must not be public)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--debug-addr: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return srv, "http://" + ln.Addr().String() + "/debug/pprof/", nil
 }
 
 // notReady returns why the server cannot serve tokens, or "".
