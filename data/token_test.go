@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNewSecret(t *testing.T) {
@@ -113,5 +114,30 @@ func TestEqual(t *testing.T) {
 		if got := Equal(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: Equal = %v; want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestFamilyIDsSortByTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	prev := newFamilyID(t0)
+	for i := 1; i < 2000; i++ {
+		// 1 ms apart, then jumps of hours and years: every later ID sorts
+		// after every earlier one.
+		now := t0.Add(time.Duration(i) * time.Millisecond).Add(time.Duration(i*i/100) * time.Hour)
+		id := newFamilyID(now)
+		if id <= prev {
+			t.Fatalf("ID at %v (%s) does not sort after the one before (%s)", now, id, prev)
+		}
+		if _, ok := ParseRefreshToken(NewRefreshToken(id)); !ok {
+			t.Fatalf("refresh token of family %q does not parse", id)
+		}
+		if id[0] == '-' {
+			t.Fatalf("ID %q starts with '-'", id)
+		}
+		prev = id
+	}
+	a, b := newFamilyID(t0), newFamilyID(t0)
+	if a == b || a[:familyIDTimeChars] != b[:familyIDTimeChars] {
+		t.Fatalf("two IDs of the same millisecond: %q and %q; want the same time prefix and different random parts", a, b)
 	}
 }
