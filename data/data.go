@@ -105,7 +105,9 @@ type Client struct {
 	UpdatedAt time.Time      `json:"updated_at"`
 }
 
-// AuthCode is an issued authorization code, keyed by the SHA-256 of the code.
+// AuthCode is an issued authorization code, keyed by [AuthCodeKey] of the
+// code (its time characters and its SHA-256); stores treat Hash as an
+// opaque key.
 // After the exchange it stays as a tombstone (Used, FamilyID) until it
 // expires, so that a replay can revoke what it issued.
 type AuthCode struct {

@@ -27,6 +27,29 @@ func NewSecret(prefix string) string {
 	return prefix + randomString(secretBytes)
 }
 
+// NewAuthCode returns a new authorization code: the prefix, 7 characters
+// of the current time in milliseconds (in an order-preserving alphabet, as
+// in [NewFamilyID]), then 256 random bits (43 characters). Store it under
+// [AuthCodeKey].
+func NewAuthCode() string {
+	var t [familyIDTimeChars]byte
+	putTimeChars(t[:], time.Now())
+	return PrefixAuthCode + string(t[:]) + randomString(secretBytes)
+}
+
+// AuthCodeKey returns the key a code is stored and looked up under: its 7
+// time characters, then the SHA-256 of the whole code. Codes made later get
+// greater keys, so a store appends new codes at the end of its index and
+// the codes being exchanged (the recent ones) sit together; the time part
+// is not secret, and the code itself is kept only as a hash. A string that
+// is not a code gets a key too, which matches nothing.
+func AuthCodeKey(code string) []byte {
+	t, _ := strings.CutPrefix(code, PrefixAuthCode)
+	t = t[:min(len(t), familyIDTimeChars)]
+	h := sha256.Sum256([]byte(code))
+	return append([]byte(t), h[:]...)
+}
+
 // NewID returns prefix followed by n random bytes, base64url-encoded. It is
 // for public identifiers (client IDs, secret IDs, family IDs), not secrets.
 // An ID never starts with '-': operators pass IDs as command-line
@@ -80,13 +103,19 @@ const sortedAlphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqr
 // 42 bits of milliseconds, enough until the year 2109.
 const familyIDTimeChars = 7
 
-func newFamilyID(now time.Time) string {
-	var id [22]byte // base64.RawURLEncoding.EncodedLen(familyIDBytes)
+// putTimeChars writes now in milliseconds (42 bits) to dst's 7 characters,
+// most significant first, in sortedAlphabet: later times sort after.
+func putTimeChars(dst []byte, now time.Time) {
 	ms := uint64(now.UnixMilli()) & (1<<(6*familyIDTimeChars) - 1)
 	for i := familyIDTimeChars - 1; i >= 0; i-- {
-		id[i] = sortedAlphabet[ms&63]
+		dst[i] = sortedAlphabet[ms&63]
 		ms >>= 6
 	}
+}
+
+func newFamilyID(now time.Time) string {
+	var id [22]byte // base64.RawURLEncoding.EncodedLen(familyIDBytes)
+	putTimeChars(id[:familyIDTimeChars], now)
 	var r [11]byte // 15 characters of base64url
 	rand.Read(r[:])
 	base64.RawURLEncoding.Encode(id[familyIDTimeChars:], r[:])

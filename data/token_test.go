@@ -141,3 +141,31 @@ func TestFamilyIDsSortByTime(t *testing.T) {
 		t.Fatalf("two IDs of the same millisecond: %q and %q; want the same time prefix and different random parts", a, b)
 	}
 }
+
+func TestAuthCodeKeysSortByTime(t *testing.T) {
+	var prev []byte
+	for range 50 {
+		code := NewAuthCode()
+		if !strings.HasPrefix(code, PrefixAuthCode) || len(code) != len(PrefixAuthCode)+familyIDTimeChars+43 || !IsBase64URL(code[len(PrefixAuthCode):]) {
+			t.Fatalf("NewAuthCode() = %q; want the prefix, 7 time characters and 43 random ones", code)
+		}
+		key := AuthCodeKey(code)
+		if !bytes.Equal(key[familyIDTimeChars:], Hash(code)) {
+			t.Fatalf("AuthCodeKey(%q) does not end with the code's SHA-256", code)
+		}
+		if bytes.Contains(key, []byte(code[len(PrefixAuthCode)+familyIDTimeChars:])) {
+			t.Fatalf("AuthCodeKey(%q) holds the code's secret part", code)
+		}
+		if prev != nil && bytes.Compare(key[:familyIDTimeChars], prev[:familyIDTimeChars]) < 0 {
+			t.Fatalf("a later code's key %q sorts before an earlier one's %q", key[:familyIDTimeChars], prev[:familyIDTimeChars])
+		}
+		prev = key
+		time.Sleep(time.Millisecond / 4)
+	}
+	// Anything else gets a key that is a pure function of the string.
+	for _, s := range []string{"", "x", PrefixAuthCode, PrefixAuthCode + "abc"} {
+		if !bytes.Equal(AuthCodeKey(s), AuthCodeKey(s)) || bytes.Equal(AuthCodeKey(s), AuthCodeKey(s+"!")) {
+			t.Fatalf("AuthCodeKey(%q) is not a function of its input", s)
+		}
+	}
+}

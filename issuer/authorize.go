@@ -79,9 +79,9 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 	if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
 		return "", s.authzServerError(ctx, req, "record grant", err)
 	}
-	code := data.NewSecret(data.PrefixAuthCode)
+	code := data.NewAuthCode()
 	ac := data.AuthCode{
-		Hash:          data.Hash(code),
+		Hash:          data.AuthCodeKey(code),
 		ClientID:      req.Client.ID,
 		UserID:        userID,
 		RedirectURI:   req.RedirectURI,

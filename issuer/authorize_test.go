@@ -468,8 +468,8 @@ func TestApprove(t *testing.T) {
 			}
 			got := u.Query()
 			code := got.Get("code")
-			if !strings.HasPrefix(code, data.PrefixAuthCode) || len(code) != len(data.PrefixAuthCode)+43 {
-				t.Fatalf("code = %q; want %s + 43 characters", code, data.PrefixAuthCode)
+			if !strings.HasPrefix(code, data.PrefixAuthCode) || len(code) != len(data.PrefixAuthCode)+7+43 {
+				t.Fatalf("code = %q; want %s + 50 characters", code, data.PrefixAuthCode)
 			}
 			if st, has := got["state"]; tc.wantState == "" && has {
 				t.Errorf("state = %q; want none", st)
@@ -486,7 +486,7 @@ func TestApprove(t *testing.T) {
 			// The stored code: read it through ExchangeAuthCode and abort.
 			var ac data.AuthCode
 			errStop := errors.New("stop")
-			_, _, err = env.store.ExchangeAuthCode(ctx, data.Hash(code), func(c data.AuthCode) (data.Family, error) {
+			_, _, err = env.store.ExchangeAuthCode(ctx, data.AuthCodeKey(code), func(c data.AuthCode) (data.Family, error) {
 				ac = c
 				return data.Family{}, errStop
 			})
@@ -494,7 +494,7 @@ func TestApprove(t *testing.T) {
 				t.Fatalf("ExchangeAuthCode: %v; want the code stored", err)
 			}
 			want := data.AuthCode{
-				Hash: data.Hash(code), ClientID: tc.q.Get("client_id"), UserID: 42,
+				Hash: data.AuthCodeKey(code), ClientID: tc.q.Get("client_id"), UserID: 42,
 				RedirectURI: tc.q.Get("redirect_uri"), Scopes: tc.wantScopes, Unrestricted: tc.wantUnrestricted,
 				CodeChallenge: tc.wantChallenge, CreatedAt: authzT0, ExpiresAt: authzT0.Add(time.Minute),
 			}

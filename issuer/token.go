@@ -97,7 +97,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	now := s.now()
 	var refreshToken string
 	var access *pendingToken
-	code, fam, err := s.store.ExchangeAuthCode(ctx, data.Hash(req.Code), func(code data.AuthCode) (data.Family, error) {
+	code, fam, err := s.store.ExchangeAuthCode(ctx, data.AuthCodeKey(req.Code), func(code data.AuthCode) (data.Family, error) {
 		if e := checkCode(code, client, req, now); e != nil {
 			return data.Family{}, e
 		}

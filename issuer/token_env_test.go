@@ -188,7 +188,7 @@ type tkCodeOpts struct {
 // code seeds an authorization code and returns it.
 func (env *tkEnv) code(o tkCodeOpts) string {
 	env.t.Helper()
-	code := data.NewSecret(data.PrefixAuthCode)
+	code := data.NewAuthCode()
 	if o.scopes == nil && !o.unrestricted {
 		o.scopes = []string{"PROFILE_READ", "BOOKING_READ"}
 	}
@@ -196,7 +196,7 @@ func (env *tkEnv) code(o tkCodeOpts) string {
 		o.ttl = time.Minute
 	}
 	err := env.store.CreateAuthCode(context.Background(), data.AuthCode{
-		Hash: data.Hash(code), ClientID: o.client, UserID: tkUser, RedirectURI: tkRedirect,
+		Hash: data.AuthCodeKey(code), ClientID: o.client, UserID: tkUser, RedirectURI: tkRedirect,
 		Scopes: o.scopes, Unrestricted: o.unrestricted, CodeChallenge: o.challenge,
 		CreatedAt: env.clock(), ExpiresAt: env.clock().Add(o.ttl),
 	})

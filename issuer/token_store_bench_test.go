@@ -79,10 +79,10 @@ const benchVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 
 // code stores a fresh PKCE code for client conf and returns it.
 func (env *prodEnv) code(b *testing.B) string {
-	code := data.NewSecret(data.PrefixAuthCode)
+	code := data.NewAuthCode()
 	now := time.Now().UTC()
 	err := env.store.CreateAuthCode(context.Background(), data.AuthCode{
-		Hash: data.Hash(code), ClientID: "conf", UserID: 1, RedirectURI: tkRedirect,
+		Hash: data.AuthCodeKey(code), ClientID: "conf", UserID: 1, RedirectURI: tkRedirect,
 		Scopes: []string{"PROFILE_READ", "BOOKING_READ"}, CodeChallenge: tkChallenge(benchVerifier),
 		CreatedAt: now, ExpiresAt: now.Add(time.Minute),
 	})

@@ -83,7 +83,7 @@ func newSecret(id string) data.ClientSecret {
 
 func newCode(code, clientID string) data.AuthCode {
 	return data.AuthCode{
-		Hash:          data.Hash(code),
+		Hash:          data.AuthCodeKey(code),
 		ClientID:      clientID,
 		UserID:        1,
 		RedirectURI:   "https://app.example.com/callback",
@@ -874,7 +874,7 @@ func testGC(t *testing.T, s data.Store) {
 	mustEqual(t, "GarbageCollect", got, data.GCResult{AuthCodes: 3, Families: 3, Sessions: 1})
 
 	for i, live := range []bool{false, false, true, true} {
-		_, _, err := s.ExchangeAuthCode(ctx, data.Hash(fmt.Sprintf("oauthd_ac_%d", i)), func(c data.AuthCode) (data.Family, error) {
+		_, _, err := s.ExchangeAuthCode(ctx, data.AuthCodeKey(fmt.Sprintf("oauthd_ac_%d", i)), func(c data.AuthCode) (data.Family, error) {
 			return data.Family{}, errors.New("probe")
 		})
 		if gone := errors.Is(err, data.ErrNotFound); gone == live {
