@@ -6,6 +6,7 @@
 #   scripts/bench.sh                       # c=16 and c=64, 3 reps of 20 s
 #   REPS=5 D=10s CS="16" scripts/bench.sh
 #   BASELINE=/tmp/oauthd-old scripts/bench.sh   # also an older build, same runs
+#   PEER=1 scripts/bench.sh                # also node's oidc-provider (npm ci first)
 #
 # Environment:
 #   CS        concurrencies (space-separated). Default "16 64".
@@ -18,6 +19,9 @@
 #   BASELINE  an older oauthd binary to run in the same rounds, for a
 #             before/after ratio.
 #   SERVE_ARGS extra arguments for `oauthd serve`.
+#   PEER      1: also run the peer in $BENCH/peers/oidc-provider (copied to
+#             the work folder and installed with npm ci; needs node and npm),
+#             each run on a fresh peer process with fresh tokens.
 #
 # Each round, for each concurrency: the ceiling, then oauthd (then the
 # baseline), each server alone on the machine while it is measured. Every
@@ -34,6 +38,7 @@ REPS="${REPS:-3}"
 BENCH="${BENCH:-../shared/bench}"
 BASELINE="${BASELINE:-}"
 SERVE_ARGS="${SERVE_ARGS:-}"
+PEER="${PEER:-}"
 
 if [ ! -d "$BENCH/loadgen" ] || [ ! -d "$BENCH/ceiling" ]; then
 	echo "bench.sh: $BENCH/loadgen and $BENCH/ceiling are needed (set BENCH)" >&2
@@ -51,6 +56,11 @@ echo "bench.sh: building oauthd, loadgen and ceiling into $work" >&2
 go build -o "$work/oauthd" ./cmd/oauthd
 (cd "$BENCH/loadgen" && go build -o "$work/loadgen" .)
 (cd "$BENCH/ceiling" && go build -o "$work/ceiling" .)
+if [ -n "$PEER" ]; then
+	echo "bench.sh: installing oidc-provider into $work/oidcp" >&2
+	cp -r "$BENCH/peers/oidc-provider" "$work/oidcp"
+	(cd "$work/oidcp" && npm ci --silent --no-audit --no-fund >/dev/null)
+fi
 
 port=18080
 # wait_port waits until something listens on 127.0.0.1:$1.
@@ -116,6 +126,26 @@ run_oauthd() {
 	rm -f "$db"
 }
 
+# run_peer C prints "ok/s p99 errors chains_alive" for oidc-provider.
+run_peer() {
+	local c=$1
+	port=$((port + 1))
+	(cd "$work/oidcp" && PORT=$port LIFETIME_S=600 exec node server.js >"$work/peer-$port.log" 2>&1) &
+	local pid=$!
+	pids+=("$pid")
+	wait_port "$port"
+	(cd "$work/oidcp" && ISSUER="http://127.0.0.1:$port" node get_tokens.mjs "$c") >"$work/peer-tokens-$port.txt"
+	local out
+	out="$(loadgen_json -url "http://127.0.0.1:$port/token" -client-id bench-client \
+		-client-secret bench-secret-0123456789abcdef0123456789abcdef -auth post \
+		-tokens "$work/peer-tokens-$port.txt" -c "$c")"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	local errors
+	errors="$(python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["requests"]-r["ok"])' <<<"$out")"
+	echo "$(field ok_per_s <<<"$out") $(field p99_ms <<<"$out") $errors $(field live_chains <<<"$out")"
+}
+
 results="$work/results.txt"
 : >"$results"
 for rep in $(seq "$REPS"); do
@@ -131,8 +161,14 @@ for rep in $(seq "$REPS"); do
 			bratio="$(python3 -c "print(f'{$br/$cr:.3f}')")"
 			line="$line baseline=$br (p99 ${bp99}ms, errors $berr, chains $balive/$c) baseline_ratio=$bratio"
 		fi
+		pratio=""
+		if [ -n "$PEER" ]; then
+			read -r pr pp99 perr palive < <(run_peer "$c")
+			pratio="$(python3 -c "print(f'{$pr/$cr:.3f}')")"
+			line="$line oidc-provider=$pr (p99 ${pp99}ms, errors $perr, chains $palive/$c) peer_ratio=$pratio"
+		fi
 		echo "$line"
-		echo "$c $cr $or $ratio $op99 $oerr $oalive ${bratio:-nan}" >>"$results"
+		echo "$c $cr $or $ratio $op99 $oerr $oalive ${bratio:-nan} ${pratio:-nan}" >>"$results"
 	done
 done
 
@@ -147,5 +183,7 @@ for c in sorted({r[0] for r in rows}, key=int):
             f"errors {sum(int(r[5]) for r in rs)}, chains alive min {min(int(r[6]) for r in rs)}/{c}")
     if rs[0][7] != "nan":
         line += f", baseline ratio {med(7):.3f}"
+    if rs[0][8] != "nan":
+        line += f", oidc-provider ratio {med(8):.3f} (oauthd/oidc-provider {med(2)/statistics.median(float(r[1])*float(r[8]) for r in rs):.2f}x)"
     print(line)
 EOF
