@@ -32,7 +32,7 @@ func NewSecret(prefix string) string {
 // in [NewFamilyID]), then 256 random bits (43 characters). Store it under
 // [AuthCodeKey].
 func NewAuthCode() string {
-	var t [familyIDTimeChars]byte
+	var t [timeChars]byte
 	putTimeChars(t[:], time.Now())
 	return PrefixAuthCode + string(t[:]) + randomString(secretBytes)
 }
@@ -45,7 +45,7 @@ func NewAuthCode() string {
 // is not a code gets a key too, which matches nothing.
 func AuthCodeKey(code string) []byte {
 	t, _ := strings.CutPrefix(code, PrefixAuthCode)
-	t = t[:min(len(t), familyIDTimeChars)]
+	t = t[:min(len(t), timeChars)]
 	h := sha256.Sum256([]byte(code))
 	return append([]byte(t), h[:]...)
 }
@@ -99,15 +99,15 @@ func NewFamilyID() string { return newFamilyID(time.Now()) }
 // sortedAlphabet is the base64url alphabet in ASCII order.
 const sortedAlphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 
-// familyIDTimeChars is how many characters of a family ID carry the time:
+// timeChars is how many characters of a family ID or a code carry the time:
 // 42 bits of milliseconds, enough until the year 2109.
-const familyIDTimeChars = 7
+const timeChars = 7
 
 // putTimeChars writes now in milliseconds (42 bits) to dst's 7 characters,
 // most significant first, in sortedAlphabet: later times sort after.
 func putTimeChars(dst []byte, now time.Time) {
-	ms := uint64(now.UnixMilli()) & (1<<(6*familyIDTimeChars) - 1)
-	for i := familyIDTimeChars - 1; i >= 0; i-- {
+	ms := uint64(now.UnixMilli()) & (1<<(6*timeChars) - 1)
+	for i := timeChars - 1; i >= 0; i-- {
 		dst[i] = sortedAlphabet[ms&63]
 		ms >>= 6
 	}
@@ -115,10 +115,10 @@ func putTimeChars(dst []byte, now time.Time) {
 
 func newFamilyID(now time.Time) string {
 	var id [22]byte // base64.RawURLEncoding.EncodedLen(familyIDBytes)
-	putTimeChars(id[:familyIDTimeChars], now)
+	putTimeChars(id[:timeChars], now)
 	var r [11]byte // 15 characters of base64url
 	rand.Read(r[:])
-	base64.RawURLEncoding.Encode(id[familyIDTimeChars:], r[:])
+	base64.RawURLEncoding.Encode(id[timeChars:], r[:])
 	return string(id[:])
 }
 

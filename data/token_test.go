@@ -137,7 +137,7 @@ func TestFamilyIDsSortByTime(t *testing.T) {
 		prev = id
 	}
 	a, b := newFamilyID(t0), newFamilyID(t0)
-	if a == b || a[:familyIDTimeChars] != b[:familyIDTimeChars] {
+	if a == b || a[:timeChars] != b[:timeChars] {
 		t.Fatalf("two IDs of the same millisecond: %q and %q; want the same time prefix and different random parts", a, b)
 	}
 }
@@ -146,18 +146,18 @@ func TestAuthCodeKeysSortByTime(t *testing.T) {
 	var prev []byte
 	for range 50 {
 		code := NewAuthCode()
-		if !strings.HasPrefix(code, PrefixAuthCode) || len(code) != len(PrefixAuthCode)+familyIDTimeChars+43 || !IsBase64URL(code[len(PrefixAuthCode):]) {
+		if !strings.HasPrefix(code, PrefixAuthCode) || len(code) != len(PrefixAuthCode)+timeChars+43 || !IsBase64URL(code[len(PrefixAuthCode):]) {
 			t.Fatalf("NewAuthCode() = %q; want the prefix, 7 time characters and 43 random ones", code)
 		}
 		key := AuthCodeKey(code)
-		if !bytes.Equal(key[familyIDTimeChars:], Hash(code)) {
+		if !bytes.Equal(key[timeChars:], Hash(code)) {
 			t.Fatalf("AuthCodeKey(%q) does not end with the code's SHA-256", code)
 		}
-		if bytes.Contains(key, []byte(code[len(PrefixAuthCode)+familyIDTimeChars:])) {
+		if bytes.Contains(key, []byte(code[len(PrefixAuthCode)+timeChars:])) {
 			t.Fatalf("AuthCodeKey(%q) holds the code's secret part", code)
 		}
-		if prev != nil && bytes.Compare(key[:familyIDTimeChars], prev[:familyIDTimeChars]) < 0 {
-			t.Fatalf("a later code's key %q sorts before an earlier one's %q", key[:familyIDTimeChars], prev[:familyIDTimeChars])
+		if prev != nil && bytes.Compare(key[:timeChars], prev[:timeChars]) < 0 {
+			t.Fatalf("a later code's key %q sorts before an earlier one's %q", key[:timeChars], prev[:timeChars])
 		}
 		prev = key
 		time.Sleep(time.Millisecond / 4)
