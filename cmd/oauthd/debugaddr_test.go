@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,25 @@ func TestDebugAddrOnlyOnLoopback(t *testing.T) {
 			t.Fatalf("GET %scmdline: %d %q; want 200 with the command line", url, resp.StatusCode, body)
 		}
 		srv.Shutdown(context.Background())
+	}
+}
+
+func TestTuneGCLeavesTheOperatorsChoice(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	tuneGC()
+	if got := debug.SetGCPercent(100); got != defaultGOGC {
+		t.Fatalf("GC percent with neither GOGC nor GOMEMLIMIT set = %d; want %d", got, defaultGOGC)
+	}
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, "150")
+			debug.SetGCPercent(100)
+			tuneGC()
+			if got := debug.SetGCPercent(100); got != 100 {
+				t.Fatalf("GC percent with %s set = %d; want it left alone (100)", env, got)
+			}
+		})
 	}
 }
