@@ -231,6 +231,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.guard = g
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerStoreMetrics(reg, w.bolt)
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
@@ -454,4 +455,27 @@ func newEcho(logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit("64K"))
 	return e
+}
+
+// registerStoreMetrics exports the group committer's counters: the mean
+// batch is ops/commits, the mean commit latency seconds/commits.
+func registerStoreMetrics(reg prometheus.Registerer, db *bolt.Store) {
+	counter := func(name, help string, f func(bolt.CommitStats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return f(db.CommitStats()) })
+	}
+	reg.MustRegister(
+		counter("oauthd_store_commits_total", "Batches of writes run by the group committer.",
+			func(s bolt.CommitStats) float64 { return float64(s.Commits) }),
+		counter("oauthd_store_committed_writes_total", "Writes carried by those batches.",
+			func(s bolt.CommitStats) float64 { return float64(s.Ops) }),
+		counter("oauthd_store_commit_seconds_total", "Time from the start of those batches to their answers, fsyncs included.",
+			func(s bolt.CommitStats) float64 { return s.Time.Seconds() }),
+		counter("oauthd_store_wal_syncs_total", "fdatasyncs of the write-ahead log.",
+			func(s bolt.CommitStats) float64 { return float64(s.Syncs) }),
+		counter("oauthd_store_wal_sync_seconds_total", "Time spent in them.",
+			func(s bolt.CommitStats) float64 { return s.SyncTime.Seconds() }),
+		counter("oauthd_store_checkpoints_total", "Copies of the write-ahead log into the database file.",
+			func(s bolt.CommitStats) float64 { return float64(s.Checkpoints) }),
+	)
 }

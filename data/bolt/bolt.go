@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,9 @@ var (
 	ErrClosed = errors.New("bolt store is closed")
 	// ErrSchema: the file was written by an incompatible version of oauthd.
 	ErrSchema = errors.New("unsupported database schema version")
+	// ErrFailed: a write to the write-ahead log failed; the store refuses
+	// writes until it is reopened.
+	ErrFailed = errors.New("bolt store failed")
 )
 
 // schemaVersion is the layout of the buckets below; Open refuses any other.
@@ -48,6 +52,7 @@ var (
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys}
 
 	keySchema = []byte("schema_version")
+	keyWALGen = []byte("wal_checkpointed") // the last log generation in the file
 	keySetKey = []byte("set")
 )
 
@@ -72,6 +77,20 @@ type Store struct {
 	closed atomic.Bool
 	ops    chan *op
 	done   chan struct{} // closed when the committer has exited
+	stats  commitStats
+
+	// The write-ahead log (wal.go) and the group committer (commit.go).
+	wal    *os.File
+	ov     overlay
+	slots  chan struct{} // a token per batch whose sync is in flight
+	syncq  chan *batch
+	failed atomic.Pointer[error]
+	// Owned by the committer:
+	gen, seq uint64 // the log's live generation; the last record's sequence
+	walOff   int64  // where the next record goes
+	walSize  int64  // the log file's size
+	rec      []byte // the record being written
+	w        wtx
 }
 
 // Open opens (creating it if needed) the database at path, creates its
@@ -115,6 +134,17 @@ func Open(path string, opts Options) (*Store, error) {
 		logger: opts.Logger,
 		ops:    make(chan *op, maxBatch),
 		done:   make(chan struct{}),
+		slots:  make(chan struct{}, maxSyncs),
+		syncq:  make(chan *batch, maxSyncs),
+		ov:     overlay{m: make(map[string]entry)},
+	}
+	s.w.ov = &s.ov
+	if err := s.recover(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	for range maxSyncs {
+		go s.syncer()
 	}
 	go s.commitLoop()
 	opts.Logger.Debug("database opened", "path", path)
@@ -134,8 +164,12 @@ func (s *Store) Close() error {
 	close(s.ops)
 	s.mu.Unlock()
 	<-s.done
+	werr := s.wal.Close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close database: %w", err)
+	}
+	if werr != nil {
+		return fmt.Errorf("close write-ahead log: %w", werr)
 	}
 	return nil
 }
@@ -221,3 +255,58 @@ func jsonUnmarshal(raw []byte, v any) error {
 	}
 	return nil
 }
+
+// recover opens the write-ahead log of the database at path and copies into
+// the bbolt file the writes of the generation after the checkpointed one,
+// in one transaction that also marks that generation checkpointed, so that
+// this session's log starts at a generation never used before.
+func (s *Store) recover(path string) error {
+	var ckpt uint64
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyWALGen); len(v) == 8 {
+			ckpt = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	f, err := openWAL(walPath(path))
+	if err != nil {
+		return fmt.Errorf("write-ahead log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		var muts []mutation
+		muts, _, err = readWAL(f, fi.Size(), ckpt+1)
+		if err == nil {
+			err = s.db.Update(func(tx *bbolt.Tx) error {
+				for _, m := range muts {
+					b := tx.Bucket(hotNames[m.bucket])
+					var err error
+					if m.del {
+						err = b.Delete(m.key)
+					} else {
+						err = b.Put(m.key, m.val)
+					}
+					if err != nil {
+						return err
+					}
+				}
+				return tx.Bucket(bucketMeta).Put(keyWALGen, u64(ckpt+1))
+			})
+		}
+		if err == nil && len(muts) > 0 {
+			s.logger.Info("replayed the write-ahead log", "writes", len(muts))
+		}
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("replay write-ahead log %s: %w", walPath(path), err)
+	}
+	s.wal, s.walSize, s.gen = f, fi.Size(), ckpt+2
+	return nil
+}
+
+// u64 is v in 8 big-endian bytes.
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -1,28 +1,47 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// maxBatch bounds how many queued writes share one transaction.
-const maxBatch = 256
+const (
+	// maxBatch bounds how many queued writes share one log record.
+	maxBatch = 256
+	// maxSyncs bounds the batches whose fdatasync may be in flight at
+	// once. The disk serves overlapping flushes well, but each costs CPU:
+	// two let a new batch start while the last one syncs.
+	maxSyncs = 1
+	// overlayMax is the number of distinct keys written since the last
+	// checkpoint that triggers the next one, whatever the log's size.
+	overlayMax = 32768
+)
 
-// An op is one hot-path write submitted to the group committer. Its fn runs
-// inside a write transaction shared with other ops and obeys one rule: when
-// it returns an error it has written nothing, so the transaction can commit
-// for the others. Two kinds of error break that rule on purpose:
-//   - [keep]: the op wrote (e.g. deleted a reused family); commit, then
-//     report the wrapped error to the caller;
-//   - [abort]: a write failed half-way; the whole batch is rolled back and
-//     every op is retried alone.
+// An op is one write submitted to the group committer: a hot write (fn)
+// or an exclusive one (excl).
+//
+// A hot write's fn reads and writes the hot buckets through a [wtx] and
+// obeys one rule: when it returns an error its writes are discarded,
+// unless the error is wrapped with [keep] (e.g. the deletion of a reused
+// refresh-token family), in which case they are committed and the wrapped
+// error reported.
+//
+// An exclusive op runs alone after a checkpoint, on the bbolt file itself:
+// the path of the rare calls that scan or sweep the hot buckets.
 type op struct {
-	ctx  context.Context // the caller's; an op whose ctx is done is not run
-	fn   func(tx *bbolt.Tx) error
-	done chan error
+	ctx      context.Context // the caller's; an op whose ctx is done is not run
+	fn       func(w *wtx) error
+	excl     func(tx *bbolt.Tx) error
+	writable bool // excl runs in a write transaction
+	done     chan error
 }
 
 // kept is the error of an op whose writes must be committed.
@@ -34,39 +53,41 @@ func (k *kept) Unwrap() error { return k.err }
 // keep marks err as the result of an op whose writes must still commit.
 func keep(err error) error { return &kept{err} }
 
-// aborted is a write failure inside a shared transaction.
-type aborted struct{ err error }
-
-func (a *aborted) Error() string { return a.err.Error() }
-func (a *aborted) Unwrap() error { return a.err }
-
-// abort marks err (a failed Put or Delete) as fatal to the transaction.
-func abort(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &aborted{err}
-}
-
 // panicked carries a panic from a caller's callback back to the caller's
 // goroutine, so that it is not the committer that crashes.
 type panicked struct{ v any }
 
 func (p *panicked) Error() string { return fmt.Sprint("panic in store callback: ", p.v) }
 
-// submit queues fn for the group committer and waits for its result: the
-// error fn returned, once the transaction it ran in has committed.
-func (s *Store) submit(ctx context.Context, name string, fn func(tx *bbolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
+// submit queues the hot write fn and waits for its result: the error fn
+// returned, once the log record holding its writes is on disk.
+func (s *Store) submit(ctx context.Context, name string, fn func(w *wtx) error) error {
 	o := opPool.Get().(*op)
 	o.ctx, o.fn = ctx, fn
+	return s.send(ctx, name, o)
+}
+
+// exclusive queues fn to run alone on the bbolt file, after a checkpoint,
+// in a write transaction when writable (else a read one), and waits for it.
+func (s *Store) exclusive(ctx context.Context, name string, writable bool, fn func(tx *bbolt.Tx) error) error {
+	o := opPool.Get().(*op)
+	o.ctx, o.excl, o.writable = ctx, fn, writable
+	return s.send(ctx, name, o)
+}
+
+func (s *Store) send(ctx context.Context, name string, o *op) error {
+	release := func() {
+		o.ctx, o.fn, o.excl, o.writable = nil, nil, nil, false
+		opPool.Put(o) // done is empty again: the committer sends exactly once
+	}
+	if err := ctx.Err(); err != nil {
+		release()
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	s.mu.RLock()
 	if s.closed.Load() {
 		s.mu.RUnlock()
-		o.ctx, o.fn = nil, nil
-		opPool.Put(o)
+		release()
 		return fmt.Errorf("%s: %w", name, ErrClosed)
 	}
 	s.ops <- o
@@ -74,8 +95,7 @@ func (s *Store) submit(ctx context.Context, name string, fn func(tx *bbolt.Tx) e
 	// Wait even if ctx ends now: the op may already be committing, and the
 	// caller must learn whether it did.
 	err := <-o.done
-	o.ctx, o.fn = nil, nil
-	opPool.Put(o) // done is empty again: the committer sends exactly once
+	release()
 	if err == nil {
 		return nil
 	}
@@ -88,81 +108,168 @@ func (s *Store) submit(ctx context.Context, name string, fn func(tx *bbolt.Tx) e
 // opPool recycles ops and their reply channels across calls.
 var opPool = sync.Pool{New: func() any { return &op{done: make(chan error, 1)} }}
 
-// commitLoop is the group committer: it takes the first queued op (blocking),
-// drains whatever else is already queued, runs them all in one transaction
-// and answers each after the commit. Ops that arrive during the fsync form
-// the next batch. It exits when ops is closed and drained.
+// A batch is the ops of one log record, on their way to the disk.
+type batch struct {
+	ops   []*op
+	errs  []error
+	wrote []bool        // the op's writes are in the record
+	sync  bool          // the record is not empty: fdatasync before answering
+	prev  chan struct{} // closed when the previous batch is answered
+	done  chan struct{} // closed when this one is
+	start time.Time
+}
+
+var batchPool = sync.Pool{New: func() any {
+	return &batch{ops: make([]*op, 0, maxBatch), errs: make([]error, maxBatch), wrote: make([]bool, maxBatch)}
+}}
+
+// commitLoop is the group committer, the only writer of the log and the
+// overlay. It takes the first queued op (blocking), drains whatever else
+// is already queued, runs the hot writes, appends their record to the log
+// and hands the batch to a syncer, which answers the ops after the
+// fdatasync. Ops that arrive meanwhile form the next batch, which may be
+// written and synced while the last one's sync is still in flight (at
+// most maxSyncs). Batches are answered in order. It exits, after a last
+// checkpoint, when ops is closed and drained.
 func (s *Store) commitLoop() {
 	defer close(s.done)
-	batch := make([]*op, 0, maxBatch)
-	errs := make([]error, maxBatch)
+	prev := make(chan struct{})
+	close(prev)
+	var next *op // an exclusive op met while draining: it goes alone, next
 	for {
-		first, ok := <-s.ops
-		if !ok {
-			return
+		s.slots <- struct{}{} // a sync slot; the queue grows meanwhile
+		first := next
+		next = nil
+		if first == nil {
+			o, ok := <-s.ops
+			if !ok {
+				<-s.slots
+				break
+			}
+			first = o
 		}
-		batch = append(batch[:0], first)
+		if first.excl != nil {
+			<-s.slots
+			s.waitSyncs()
+			first.done <- result(s.runExclusive(first))
+			continue
+		}
+		b := batchPool.Get().(*batch)
+		b.ops = append(b.ops[:0], first)
 	drain:
-		for len(batch) < maxBatch {
+		for len(b.ops) < maxBatch {
 			select {
 			case o, ok := <-s.ops:
 				if !ok {
 					break drain
 				}
-				batch = append(batch, o)
+				if o.excl != nil {
+					next = o
+					break drain
+				}
+				b.ops = append(b.ops, o)
 			default:
 				break drain
 			}
 		}
-		s.runBatch(batch, errs[:len(batch)])
-		clear(batch) // drop references to the callers' closures
+		b.prev, b.done = prev, make(chan struct{})
+		prev = b.done
+		s.runBatch(b)
+		s.syncq <- b // the syncer releases the slot
+		if s.walOff >= walCheckpoint || len(s.ov.m) >= overlayMax {
+			s.waitSyncs()
+			if err := s.checkpoint(); err != nil {
+				s.logger.Error("checkpoint failed", "err", err)
+			}
+		}
+	}
+	s.waitSyncs()
+	close(s.syncq)
+	if err := s.checkpoint(); err != nil {
+		s.logger.Error("checkpoint at close failed; the next open replays the write-ahead log", "err", err)
 	}
 }
 
-// runBatch runs batch in one transaction and answers every op.
-func (s *Store) runBatch(batch []*op, errs []error) {
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		for i, o := range batch {
-			errs[i] = run(tx, o)
-			if a, ok := errs[i].(*aborted); ok {
-				return a
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		for i, o := range batch {
-			o.done <- result(errs[i])
+// waitSyncs waits until every batch handed to a syncer is answered.
+func (s *Store) waitSyncs() {
+	for range maxSyncs {
+		s.slots <- struct{}{}
+	}
+	for range maxSyncs {
+		<-s.slots
+	}
+}
+
+// runBatch runs b's hot writes and appends their record to the log.
+func (s *Store) runBatch(b *batch) {
+	b.start = time.Now()
+	b.sync = false
+	if err := s.failure(); err != nil {
+		for i := range b.ops {
+			b.errs[i], b.wrote[i] = err, false
 		}
 		return
 	}
-	// The transaction failed as a whole (I/O, or one op's write failed):
-	// nothing of it is on disk. Retry each op alone so that each gets its
-	// own result.
-	s.logger.Error("group commit failed; retrying its writes one by one", "ops", len(batch), "err", err)
-	for _, o := range batch {
-		o.done <- s.runAlone(o)
+	w := &s.w
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		for i := range b.ops {
+			b.errs[i], b.wrote[i] = fmt.Errorf("begin read transaction: %w", err), false
+		}
+		return
 	}
+	w.tx, w.muts = tx, w.muts[:0]
+	for i, o := range b.ops {
+		b.errs[i], b.wrote[i] = s.runOp(w, o)
+	}
+	tx.Rollback()
+	w.tx = nil
+	if len(w.muts) == 0 {
+		return
+	}
+	s.seq++
+	s.rec = appendRecord(s.rec[:0], s.gen, s.seq, w.muts)
+	clear(w.muts) // the overlay holds what it needs
+	if s.walSize, err = zeroFill(s.wal, s.walSize, s.walOff+int64(len(s.rec))); err != nil {
+		s.poison(fmt.Errorf("grow the write-ahead log: %w", err))
+	} else if _, err = s.wal.WriteAt(s.rec, s.walOff); err != nil {
+		s.poison(fmt.Errorf("write to the write-ahead log: %w", err))
+	}
+	if err != nil {
+		for i := range b.ops {
+			if b.wrote[i] {
+				b.errs[i] = s.failure()
+			}
+		}
+		return
+	}
+	s.walOff += int64(len(s.rec))
+	b.sync = true
 }
 
-// runAlone runs one op in its own transaction.
-func (s *Store) runAlone(o *op) error {
-	var res error
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		res = run(tx, o)
-		if _, ok := res.(*kept); res == nil || ok {
-			return nil
-		}
-		return res // roll back whatever a failed op may have written
-	})
-	if err != nil {
-		return result(err)
+// runOp runs one hot write and, unless it failed, applies its writes to
+// the overlay and keeps them for the record.
+func (s *Store) runOp(w *wtx, o *op) (error, bool) {
+	mark := len(w.muts)
+	w.mark = mark
+	err := run(w, o)
+	if _, ok := err.(*kept); err != nil && !ok {
+		w.muts = w.muts[:mark]
+		return err, false
 	}
-	return result(res)
+	if len(w.muts) == mark {
+		return err, false
+	}
+	s.ov.mu.Lock()
+	for _, m := range w.muts[mark:] {
+		s.ov.m[string(overlayKey(m.bucket, m.key))] = entry{val: m.val, del: m.del}
+	}
+	s.ov.mu.Unlock()
+	return err, true
 }
 
 // run runs one op's fn, turning a panic into an error for its caller.
-func run(tx *bbolt.Tx, o *op) (err error) {
+func run(w *wtx, o *op) (err error) {
 	if err := o.ctx.Err(); err != nil {
 		return err
 	}
@@ -171,16 +278,265 @@ func run(tx *bbolt.Tx, o *op) (err error) {
 			err = &panicked{v}
 		}
 	}()
-	return o.fn(tx)
+	return o.fn(w)
 }
 
-// result is the error the caller sees: kept and aborted wrappers removed.
+// syncer makes batches durable and answers their ops, in order.
+func (s *Store) syncer() {
+	for b := range s.syncq {
+		var err error
+		if b.sync {
+			t := time.Now()
+			err = fdatasync(s.wal)
+			s.stats.syncs.Add(1)
+			s.stats.syncNanos.Add(int64(time.Since(t)))
+			if err != nil {
+				s.poison(fmt.Errorf("fdatasync the write-ahead log: %w", err))
+			}
+		}
+		<-b.prev
+		if b.sync {
+			// A batch after a failed sync may rest on its writes: it
+			// fails too.
+			err = s.failure()
+		}
+		for i, o := range b.ops {
+			e := b.errs[i]
+			if err != nil && b.wrote[i] {
+				e = err
+			}
+			o.done <- result(e)
+		}
+		s.stats.commits.Add(1)
+		s.stats.ops.Add(uint64(len(b.ops)))
+		s.stats.nanos.Add(int64(time.Since(b.start)))
+		close(b.done)
+		clear(b.ops)
+		b.ops, b.prev, b.done = b.ops[:0], nil, nil
+		batchPool.Put(b)
+		<-s.slots
+	}
+}
+
+// result is the error the caller sees: the kept wrapper removed.
 func result(err error) error {
-	switch e := err.(type) {
-	case *kept:
-		return e.err
-	case *aborted:
+	if e, ok := err.(*kept); ok {
 		return e.err
 	}
 	return err
+}
+
+// poison records the first failure of the log: from then on every write
+// fails (the overlay may hold writes that are not on disk), until a
+// restart replays the log.
+func (s *Store) poison(err error) {
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.logger.Error("the store stopped accepting writes; restart oauthd to recover from the write-ahead log", "err", err)
+	}
+}
+
+// failure is the error that poisoned the store, or nil.
+func (s *Store) failure() error {
+	if p := s.failed.Load(); p != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, *p)
+	}
+	return nil
+}
+
+// checkpoint copies the overlay into the bbolt file in one transaction,
+// which also records the log's generation as checkpointed, then empties
+// the overlay and starts the log over with the next generation. Only the
+// committer calls it, when no sync is in flight.
+func (s *Store) checkpoint() error {
+	if err := s.failure(); err != nil {
+		return err
+	}
+	if s.walOff == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(s.ov.m))
+	for k := range s.ov.m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // bbolt writes sorted keys faster
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		var buckets [numHot]*bbolt.Bucket
+		for i, name := range hotNames {
+			buckets[i] = tx.Bucket(name)
+		}
+		buckets[hotFamilies].FillPercent = appendFill
+		buckets[hotFamByClient].FillPercent = appendFill
+		for _, k := range keys {
+			e, b := s.ov.m[k], buckets[k[0]]
+			var err error
+			if e.del {
+				err = b.Delete([]byte(k[1:]))
+			} else {
+				err = b.Put([]byte(k[1:]), e.val)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyWALGen, u64(s.gen))
+	})
+	if err != nil {
+		s.poison(fmt.Errorf("checkpoint: %w", err))
+		return s.failure()
+	}
+	s.ov.mu.Lock()
+	clear(s.ov.m)
+	s.ov.mu.Unlock()
+	s.gen++
+	s.seq, s.walOff = 0, 0
+	s.stats.checkpoints.Add(1)
+	return nil
+}
+
+// Checkpoint copies every write acknowledged so far from the write-ahead
+// log into the bbolt file (which then holds the whole database on its own)
+// and starts the log over. The store does it by itself as the log grows,
+// and on Close.
+func (s *Store) Checkpoint(ctx context.Context) error {
+	return s.exclusive(ctx, "checkpoint", false, func(*bbolt.Tx) error { return nil })
+}
+
+// runExclusive runs an exclusive op: a checkpoint, so that the bbolt file
+// holds every write, then the op's function on it.
+func (s *Store) runExclusive(o *op) (err error) {
+	if err := o.ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkpoint(); err != nil {
+		return err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicked{v}
+		}
+	}()
+	if o.writable {
+		return s.db.Update(o.excl)
+	}
+	return s.db.View(o.excl)
+}
+
+// The overlay holds the latest write of every hot key written since the
+// last checkpoint; a delete is kept as a tombstone. Its values are never
+// changed in place.
+type overlay struct {
+	mu sync.RWMutex // the committer writes under it; others read under it
+	m  map[string]entry
+}
+
+type entry struct {
+	val []byte
+	del bool
+}
+
+// overlayKey is the overlay's key of key in bucket b.
+func overlayKey(b hotBucket, key []byte) []byte {
+	k := make([]byte, 0, 1+len(key))
+	return append(append(k, byte(b)), key...)
+}
+
+// hotGet returns the current value of key in the hot bucket b (nil when
+// there is none), for a reader outside the committer. The value is the
+// caller's: a copy.
+func (s *Store) hotGet(b hotBucket, key []byte) ([]byte, error) {
+	var buf [80]byte
+	k := append(append(buf[:0], byte(b)), key...)
+	s.ov.mu.RLock()
+	e, ok := s.ov.m[string(k)]
+	s.ov.mu.RUnlock()
+	if ok {
+		if e.del {
+			return nil, nil
+		}
+		return e.val, nil // never changed in place
+	}
+	var out []byte
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(hotNames[b]).Get(key); v != nil {
+			out = bytes.Clone(v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// A wtx is what a hot write sees: the overlay over a read transaction of
+// the bbolt file, and the writes of the op so far.
+type wtx struct {
+	tx   *bbolt.Tx
+	ov   *overlay
+	muts []mutation // the batch's writes; the current op's from mark on
+	mark int
+}
+
+// get returns the value of key in b, or nil. It is valid until the op
+// returns.
+func (w *wtx) get(b hotBucket, key []byte) []byte {
+	for i := len(w.muts) - 1; i >= w.mark; i-- {
+		if m := &w.muts[i]; m.bucket == b && bytes.Equal(m.key, key) {
+			return m.val
+		}
+	}
+	var buf [80]byte
+	if e, ok := w.ov.m[string(append(append(buf[:0], byte(b)), key...))]; ok {
+		return e.val
+	}
+	return w.tx.Bucket(hotNames[b]).Get(key)
+}
+
+// put writes val under key in b. Neither may change afterwards. It fails,
+// writing nothing, where bbolt would refuse the key or value.
+func (w *wtx) put(b hotBucket, key, val []byte) error {
+	switch {
+	case len(key) == 0:
+		return bolterrors.ErrKeyRequired
+	case len(key) > bbolt.MaxKeySize:
+		return bolterrors.ErrKeyTooLarge
+	case len(val) > bbolt.MaxValueSize:
+		return bolterrors.ErrValueTooLarge
+	}
+	if val == nil {
+		val = []byte{}
+	}
+	w.muts = append(w.muts, mutation{bucket: b, key: key, val: val})
+	return nil
+}
+
+// del deletes key from b.
+func (w *wtx) del(b hotBucket, key []byte) {
+	w.muts = append(w.muts, mutation{bucket: b, key: key, del: true})
+}
+
+// commitStats counts the group committer's work, for metrics.
+type commitStats struct {
+	commits, ops, checkpoints, syncs atomic.Uint64
+	nanos, syncNanos                 atomic.Int64
+}
+
+// CommitStats is what the group committer has done since Open.
+type CommitStats struct {
+	Commits     uint64        // batches answered
+	Ops         uint64        // writes they carried
+	Time        time.Duration // from a batch's start to its answer, fsync included
+	Checkpoints uint64        // copies of the log into the bbolt file
+	Syncs       uint64        // fdatasyncs of the log
+	SyncTime    time.Duration // spent in them
+}
+
+// CommitStats reports the group committer's counters: Ops/Commits is the
+// mean batch size, Time/Commits the mean commit latency.
+func (s *Store) CommitStats() CommitStats {
+	return CommitStats{
+		Commits:     s.stats.commits.Load(),
+		Ops:         s.stats.ops.Load(),
+		Time:        time.Duration(s.stats.nanos.Load()),
+		Checkpoints: s.stats.checkpoints.Load(),
+		Syncs:       s.stats.syncs.Load(),
+		SyncTime:    time.Duration(s.stats.syncNanos.Load()),
+	}
 }

@@ -110,6 +110,9 @@ func TestFamilyJSONRecordsStillRead(t *testing.T) {
 	if err != nil || next.Generation != f.Generation+1 {
 		t.Fatalf("RotateRefreshToken = %+v, %v", next, err)
 	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.db.View(func(tx *bbolt.Tx) error {
 		if raw := tx.Bucket(bucketFamilies).Get([]byte(f.ID)); len(raw) == 0 || raw[0] != familyV1 {
 			t.Errorf("rotated family stored as % x...; want the binary form", raw[:1])

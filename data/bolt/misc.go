@@ -102,10 +102,11 @@ func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) (
 	return next, nil
 }
 
-// GarbageCollect implements [data.Store.GarbageCollect].
+// GarbageCollect implements [data.Store.GarbageCollect]. It runs after a
+// checkpoint, on the bbolt file, and writes to it directly.
 func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
 	var r data.GCResult
-	err := s.update(ctx, "garbage collect", func(tx *bbolt.Tx) error {
+	err := s.exclusive(ctx, "garbage collect", true, func(tx *bbolt.Tx) error {
 		r = data.GCResult{}
 		var err error
 		if r.AuthCodes, err = sweep(tx.Bucket(bucketCodes), func(c *data.AuthCode) bool {

@@ -12,9 +12,9 @@ import (
 	"oauthd/data"
 )
 
-// The writes in this file go through the group commit ([Store.submit]). Each
-// op decides first and writes last, so that an op that fails has written
-// nothing; a failed Put or Delete is wrapped with [abort].
+// The writes in this file go through the group commit and the write-ahead
+// log ([Store.submit]). Each op decides first and writes last; the writes
+// of an op that fails are discarded.
 
 // CreateAuthCode implements [data.Store.CreateAuthCode].
 func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
@@ -27,12 +27,11 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	if err != nil {
 		return fmt.Errorf("create auth code: encode: %w", err)
 	}
-	return s.submit(ctx, "create auth code", func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketCodes)
-		if b.Get(key) != nil {
+	return s.submit(ctx, "create auth code", func(w *wtx) error {
+		if w.get(hotCodes, key) != nil {
 			return fmt.Errorf("create auth code: %w", data.ErrExists)
 		}
-		return abort(b.Put(key, raw))
+		return w.put(hotCodes, key, raw)
 	})
 }
 
@@ -44,10 +43,9 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		code data.AuthCode
 		fam  data.Family
 	)
-	err := s.submit(ctx, "exchange auth code", func(tx *bbolt.Tx) error {
-		codes, fams := tx.Bucket(bucketCodes), tx.Bucket(bucketFamilies)
-		code, fam = data.AuthCode{}, data.Family{} // this fn may run twice
-		raw := codes.Get(key)
+	err := s.submit(ctx, "exchange auth code", func(w *wtx) error {
+		code, fam = data.AuthCode{}, data.Family{}
+		raw := w.get(hotCodes, key)
 		if raw == nil {
 			return fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
 		}
@@ -69,15 +67,19 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		if f.ID == "" {
 			return fmt.Errorf("exchange auth code: %w", &data.RuleError{Field: "family_id", Reason: "the new family needs an ID"})
 		}
-		if fams.Get([]byte(f.ID)) != nil {
+		if w.get(hotFamilies, []byte(f.ID)) != nil {
 			return fmt.Errorf("exchange auth code: family %q: %w", f.ID, data.ErrExists)
 		}
 		utcFamily(&f)
 		code.Used, code.FamilyID = true, f.ID
-		if err := abort(put(codes, key, code)); err != nil {
+		raw, err = json.Marshal(code)
+		if err != nil {
+			return fmt.Errorf("exchange auth code: encode: %w", err)
+		}
+		if err := w.put(hotCodes, key, raw); err != nil {
 			return err
 		}
-		if err := abort(putFamily(tx, f)); err != nil {
+		if err := putFamily(w, f); err != nil {
 			return err
 		}
 		fam = f
@@ -111,34 +113,36 @@ func familyIndexKey(clientID, familyID string) []byte {
 const appendFill = 0.9
 
 // putFamily stores f and its index entry.
-func putFamily(tx *bbolt.Tx, f data.Family) error {
-	fams, idx := tx.Bucket(bucketFamilies), tx.Bucket(bucketFamByClient)
-	fams.FillPercent, idx.FillPercent = appendFill, appendFill
-	if err := put(fams, []byte(f.ID), f); err != nil {
+func putFamily(w *wtx, f data.Family) error {
+	if err := w.put(hotFamilies, []byte(f.ID), appendFamily(make([]byte, 0, 256), &f)); err != nil {
 		return err
 	}
-	return idx.Put(familyIndexKey(f.ClientID, f.ID), nil)
+	return w.put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil)
 }
 
 // deleteFamily removes f and its index entry.
-func deleteFamily(tx *bbolt.Tx, f data.Family) error {
-	if err := tx.Bucket(bucketFamilies).Delete([]byte(f.ID)); err != nil {
-		return err
-	}
-	return tx.Bucket(bucketFamByClient).Delete(familyIndexKey(f.ClientID, f.ID))
+func deleteFamily(w *wtx, f data.Family) {
+	w.del(hotFamilies, []byte(f.ID))
+	w.del(hotFamByClient, familyIndexKey(f.ClientID, f.ID))
 }
 
 // GetFamily implements [data.Store.GetFamily].
 func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
+	if err := s.begin(ctx, "get family"); err != nil {
+		return data.Family{}, err
+	}
+	raw, err := s.hotGet(hotFamilies, []byte(id))
+	if err != nil {
+		return data.Family{}, fmt.Errorf("get family %q: %w", id, err)
+	}
+	if raw == nil {
+		return data.Family{}, fmt.Errorf("get family %q: %w", id, data.ErrNotFound)
+	}
 	var f data.Family
-	err := s.view(ctx, "get family", func(tx *bbolt.Tx) error {
-		ok, err := get(tx.Bucket(bucketFamilies), []byte(id), &f)
-		if err == nil && !ok {
-			err = fmt.Errorf("get family %q: %w", id, data.ErrNotFound)
-		}
-		return err
-	})
-	return f, err
+	if err := jsonUnmarshal(raw, &f); err != nil {
+		return data.Family{}, fmt.Errorf("get family %q: %w", id, err)
+	}
+	return f, nil
 }
 
 // RotateRefreshToken implements [data.Store.RotateRefreshToken]. An error
@@ -146,10 +150,10 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	presented = bytes.Clone(presented)
 	var out data.Family
-	err := s.submit(ctx, "rotate refresh token", func(tx *bbolt.Tx) error {
+	key := []byte(id)
+	err := s.submit(ctx, "rotate refresh token", func(w *wtx) error {
 		out = data.Family{}
-		b := tx.Bucket(bucketFamilies)
-		raw := b.Get([]byte(id))
+		raw := w.get(hotFamilies, key)
 		if raw == nil {
 			return fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrNotFound)
 		}
@@ -158,9 +162,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			return err
 		}
 		if !data.Equal(old.TokenHash, presented) {
-			if err := abort(deleteFamily(tx, old)); err != nil {
-				return err
-			}
+			deleteFamily(w, old)
 			out = old
 			return keep(fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrTokenReused))
 		}
@@ -172,7 +174,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			return fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 		}
 		utcFamily(&next)
-		if err := abort(put(b, []byte(id), next)); err != nil {
+		if err := w.put(hotFamilies, key, appendFamily(make([]byte, 0, 256), &next)); err != nil {
 			return err
 		}
 		out = next
@@ -186,23 +188,26 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 
 // DeleteFamily implements [data.Store.DeleteFamily].
 func (s *Store) DeleteFamily(ctx context.Context, id string) error {
-	return s.submit(ctx, "delete family", func(tx *bbolt.Tx) error {
-		var f data.Family
-		ok, err := get(tx.Bucket(bucketFamilies), []byte(id), &f)
-		if err != nil {
-			return err
-		}
-		if !ok {
+	key := []byte(id)
+	return s.submit(ctx, "delete family", func(w *wtx) error {
+		raw := w.get(hotFamilies, key)
+		if raw == nil {
 			return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
 		}
-		return abort(deleteFamily(tx, f))
+		var f data.Family
+		if err := jsonUnmarshal(raw, &f); err != nil {
+			return err
+		}
+		deleteFamily(w, f)
+		return nil
 	})
 }
 
-// ListFamilies implements [data.Store.ListFamilies], ordered by ID.
+// ListFamilies implements [data.Store.ListFamilies], ordered by ID. It
+// runs after a checkpoint, on the bbolt file.
 func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Family, error) {
 	var out []data.Family
-	err := s.view(ctx, "list families", func(tx *bbolt.Tx) error {
+	err := s.exclusive(ctx, "list families", false, func(tx *bbolt.Tx) error {
 		fams := tx.Bucket(bucketFamilies)
 		if clientID == "" {
 			var err error
@@ -240,35 +245,41 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session: encode: %w", err)
 	}
-	return s.submit(ctx, "create session", func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketSessions)
-		if b.Get(key) != nil {
+	return s.submit(ctx, "create session", func(w *wtx) error {
+		if w.get(hotSessions, key) != nil {
 			return fmt.Errorf("create session: %w", data.ErrExists)
 		}
-		return abort(b.Put(key, raw))
+		return w.put(hotSessions, key, raw)
 	})
 }
 
 // GetSession implements [data.Store.GetSession].
 func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
+	if err := s.begin(ctx, "get session"); err != nil {
+		return data.Session{}, err
+	}
+	raw, err := s.hotGet(hotSessions, hash)
+	if err != nil {
+		return data.Session{}, fmt.Errorf("get session: %w", err)
+	}
+	if raw == nil {
+		return data.Session{}, fmt.Errorf("get session: %w", data.ErrNotFound)
+	}
 	var sess data.Session
-	err := s.view(ctx, "get session", func(tx *bbolt.Tx) error {
-		ok, err := get(tx.Bucket(bucketSessions), hash, &sess)
-		if err == nil && !ok {
-			err = fmt.Errorf("get session: %w", data.ErrNotFound)
-		}
-		return err
-	})
-	return sess, err
+	if err := jsonUnmarshal(raw, &sess); err != nil {
+		return data.Session{}, fmt.Errorf("get session: %w", err)
+	}
+	return sess, nil
 }
 
 // DeleteSession implements [data.Store.DeleteSession].
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
-	return s.update(ctx, "delete session", func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketSessions)
-		if b.Get(hash) == nil {
+	key := bytes.Clone(hash)
+	return s.submit(ctx, "delete session", func(w *wtx) error {
+		if w.get(hotSessions, key) == nil {
 			return fmt.Errorf("delete session: %w", data.ErrNotFound)
 		}
-		return b.Delete(hash)
+		w.del(hotSessions, key)
+		return nil
 	})
 }

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package bolt
+
+import "os"
+
+// fdatasync flushes f (fsync where there is no fdatasync).
+func fdatasync(f *os.File) error { return f.Sync() }

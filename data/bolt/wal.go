@@ -1,0 +1,213 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// The write-ahead log of the hot buckets (docs/DESIGN.md "Write-ahead log").
+//
+// A bbolt commit costs two fsyncs in a row (data pages, then the meta page)
+// and holds the writer lock through both, so commits cannot overlap. The
+// hot-path writes (codes, refresh-token families, sessions) are instead
+// appended to this log, one record per group-commit batch, and are durable
+// after one fdatasync; the syncs of consecutive batches may overlap. A
+// checkpoint copies them into the bbolt file (fsynced as usual) and starts
+// the log over; Open replays what the last checkpoint did not cover.
+//
+// The log is one file beside the database, named as the database plus
+// "-wal". It grows by walGrow bytes of zeros at a time, fsynced, ahead of
+// the records, so that writing a record overwrites allocated blocks and
+// its fdatasync flushes data only, with no file metadata. A checkpoint
+// starts the log over at offset 0; the file keeps its size. A record:
+//
+//	u32 little-endian  payload length n (> 0)
+//	u32 little-endian  CRC-32C of the 16+n bytes that follow
+//	u64 little-endian  generation: one per log lifetime, never reused
+//	u64 little-endian  sequence number within the generation, from 1
+//	n bytes            the batch's writes, in order, each:
+//	                   kind (walPut or walDelete), hot bucket (hotBucket),
+//	                   uvarint key length, key,
+//	                   and for walPut: uvarint value length, value
+//
+// Replay reads records from offset 0 while each is whole, has the right
+// checksum, the expected generation (the checkpointed one plus one) and the
+// next sequence number; the first record that is not stops it. That is a
+// torn write of a batch that was never acknowledged, a zero-filled tail, or
+// an older generation's record: nothing after it was acknowledged either.
+// Every Open consumes a generation, so a stale record of the live
+// generation cannot be left in the file.
+const (
+	walGrow       = 1 << 20 // bytes of zeros the log file grows by
+	walCheckpoint = 8 << 20 // log offset that triggers a checkpoint
+	walHeader     = 24
+	walPut        = 1
+	walDelete     = 2
+)
+
+// A hotBucket is a bucket whose writes go through the log. Their order is
+// part of the log format.
+type hotBucket byte
+
+const (
+	hotCodes hotBucket = iota
+	hotFamilies
+	hotFamByClient
+	hotSessions
+	numHot
+)
+
+// hotNames are the bbolt buckets of the hot buckets, by hotBucket.
+var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// errWALRecord is a log record that does not parse although its checksum
+// matched: a bug, never a torn write.
+var errWALRecord = errors.New("malformed write-ahead log record")
+
+// walPath is the log file of the database at dbPath.
+func walPath(dbPath string) string { return dbPath + "-wal" }
+
+// openWAL opens the log file, creating it (empty) when it is missing.
+func openWAL(path string) (*os.File, error) {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil || statErr == nil {
+		return f, err
+	}
+	// A new file's name must survive a power loss too.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// zeroFill makes sure f holds allocated zeros (or older records) up to at
+// least end, growing it walGrow bytes at a time from its size, and returns
+// its new size. The growth is fsynced (data and size) before any record
+// relies on it.
+func zeroFill(f *os.File, size, end int64) (int64, error) {
+	if end <= size {
+		return size, nil
+	}
+	newSize := size + (end-size+walGrow-1)/walGrow*walGrow
+	zeros := make([]byte, walGrow)
+	for off := size; off < newSize; off += walGrow {
+		if _, err := f.WriteAt(zeros, off); err != nil {
+			return size, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return size, err
+	}
+	return newSize, nil
+}
+
+// A mutation is one write of a batch.
+type mutation struct {
+	bucket hotBucket
+	del    bool
+	key    []byte
+	val    []byte // nil for a delete; may be empty for a put
+}
+
+// appendRecord appends the record of muts to b.
+func appendRecord(b []byte, gen, seq uint64, muts []mutation) []byte {
+	start := len(b)
+	b = append(b, make([]byte, walHeader)...)
+	binary.LittleEndian.PutUint64(b[start+8:], gen)
+	binary.LittleEndian.PutUint64(b[start+16:], seq)
+	for _, m := range muts {
+		kind := byte(walPut)
+		if m.del {
+			kind = walDelete
+		}
+		b = append(b, kind, byte(m.bucket))
+		b = binary.AppendUvarint(b, uint64(len(m.key)))
+		b = append(b, m.key...)
+		if !m.del {
+			b = binary.AppendUvarint(b, uint64(len(m.val)))
+			b = append(b, m.val...)
+		}
+	}
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-walHeader))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+8:], crcTable))
+	return b
+}
+
+// readWAL returns the writes of the valid records of generation gen at the
+// start of r (see the file comment), in order, and the offset after them.
+func readWAL(r io.ReaderAt, size int64, gen uint64) (muts []mutation, end int64, err error) {
+	var hdr [walHeader]byte
+	for seq := uint64(1); ; seq++ {
+		if end+walHeader > size {
+			return muts, end, nil
+		}
+		if _, err := r.ReadAt(hdr[:], end); err != nil {
+			return nil, 0, err
+		}
+		n := int64(binary.LittleEndian.Uint32(hdr[0:]))
+		if n == 0 || n > size-end-walHeader ||
+			binary.LittleEndian.Uint64(hdr[8:]) != gen || binary.LittleEndian.Uint64(hdr[16:]) != seq {
+			return muts, end, nil
+		}
+		rec := make([]byte, walHeader+n)
+		if _, err := r.ReadAt(rec, end); err != nil {
+			return nil, 0, err
+		}
+		if crc32.Checksum(rec[8:], crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+			return muts, end, nil
+		}
+		if muts, err = decodeRecord(muts, rec[walHeader:]); err != nil {
+			return nil, 0, fmt.Errorf("record %d at offset %d: %w", seq, end, err)
+		}
+		end += walHeader + n
+	}
+}
+
+// decodeRecord appends the writes of one record's payload to muts.
+func decodeRecord(muts []mutation, p []byte) ([]mutation, error) {
+	field := func() ([]byte, bool) {
+		n, k := binary.Uvarint(p)
+		if k <= 0 || n > uint64(len(p)-k) {
+			return nil, false
+		}
+		v := p[k : k+int(n) : k+int(n)]
+		p = p[k+int(n):]
+		return v, true
+	}
+	for len(p) > 0 {
+		if len(p) < 2 || (p[0] != walPut && p[0] != walDelete) || hotBucket(p[1]) >= numHot {
+			return nil, errWALRecord
+		}
+		m := mutation{bucket: hotBucket(p[1]), del: p[0] == walDelete}
+		p = p[2:]
+		var ok bool
+		if m.key, ok = field(); !ok || len(m.key) == 0 {
+			return nil, errWALRecord
+		}
+		if !m.del {
+			if m.val, ok = field(); !ok {
+				return nil, errWALRecord
+			}
+		}
+		muts = append(muts, m)
+	}
+	return muts, nil
+}
