@@ -22,7 +22,7 @@ const (
 	maxSyncs = 1
 	// overlayMax is the number of distinct keys written since the last
 	// checkpoint that triggers the next one, whatever the log's size.
-	overlayMax = 32768
+	overlayMax = 4096
 )
 
 // An op is one write submitted to the group committer: a hot write (fn)
