@@ -1,7 +1,9 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -51,9 +53,10 @@ var (
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys}
 
-	keySchema = []byte("schema_version")
-	keyWALGen = []byte("wal_checkpointed") // the last log generation in the file
-	keySetKey = []byte("set")
+	keySchema  = []byte("schema_version")
+	keyWALGen  = []byte("wal_checkpointed") // the last log generation in the file
+	keyWALSalt = []byte("wal_salt")         // random, binds the log to this file
+	keySetKey  = []byte("set")
 )
 
 var _ data.Store = (*Store)(nil)
@@ -86,6 +89,7 @@ type Store struct {
 	syncq  chan *batch
 	failed atomic.Pointer[error]
 	// Owned by the committer:
+	seed     uint32 // checksum of the log's salt (wal.go)
 	gen, seq uint64 // the log's live generation; the last record's sequence
 	walOff   int64  // where the next record goes
 	walSize  int64  // the log file's size
@@ -262,10 +266,20 @@ func jsonUnmarshal(raw []byte, v any) error {
 // this session's log starts at a generation never used before.
 func (s *Store) recover(path string) error {
 	var ckpt uint64
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get(keyWALGen); len(v) == 8 {
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyWALGen); len(v) == 8 {
 			ckpt = binary.BigEndian.Uint64(v)
 		}
+		salt := bytes.Clone(meta.Get(keyWALSalt))
+		if salt == nil {
+			salt = make([]byte, 16)
+			rand.Read(salt)
+			if err := meta.Put(keyWALSalt, salt); err != nil {
+				return err
+			}
+		}
+		s.seed = walSeed(salt)
 		return nil
 	})
 	if err != nil {
@@ -278,7 +292,7 @@ func (s *Store) recover(path string) error {
 	fi, err := f.Stat()
 	if err == nil {
 		var muts []mutation
-		muts, _, err = readWAL(f, fi.Size(), ckpt+1)
+		muts, _, err = readWAL(f, fi.Size(), s.seed, ckpt+1)
 		if err == nil {
 			err = s.db.Update(func(tx *bbolt.Tx) error {
 				for _, m := range muts {

@@ -228,7 +228,7 @@ func (s *Store) runBatch(b *batch) {
 		return
 	}
 	s.seq++
-	s.rec = appendRecord(s.rec[:0], s.gen, s.seq, w.muts)
+	s.rec = appendRecord(s.rec[:0], s.seed, s.gen, s.seq, w.muts)
 	clear(w.muts) // the overlay holds what it needs
 	if s.walSize, err = zeroFill(s.wal, s.walSize, s.walOff+int64(len(s.rec))); err != nil {
 		s.poison(fmt.Errorf("grow the write-ahead log: %w", err))

@@ -27,7 +27,8 @@ import (
 // starts the log over at offset 0; the file keeps its size. A record:
 //
 //	u32 little-endian  payload length n (> 0)
-//	u32 little-endian  CRC-32C of the 16+n bytes that follow
+//	u32 little-endian  CRC-32C of the database's log salt, then of the
+//	                   16+n bytes that follow
 //	u64 little-endian  generation: one per log lifetime, never reused
 //	u64 little-endian  sequence number within the generation, from 1
 //	n bytes            the batch's writes, in order, each:
@@ -41,7 +42,9 @@ import (
 // torn write of a batch that was never acknowledged, a zero-filled tail, or
 // an older generation's record: nothing after it was acknowledged either.
 // Every Open consumes a generation, so a stale record of the live
-// generation cannot be left in the file.
+// generation cannot be left in the file. The salt (random, made with the
+// database, kept in its meta bucket) makes the records of another
+// database's log, left under this name, fail their checksum.
 const (
 	walGrow       = 1 << 20 // bytes of zeros the log file grows by
 	walCheckpoint = 8 << 20 // log offset that triggers a checkpoint
@@ -127,8 +130,12 @@ type mutation struct {
 	val    []byte // nil for a delete; may be empty for a put
 }
 
+// walSeed is the checksum of a database's log salt: every record's CRC
+// starts from it.
+func walSeed(salt []byte) uint32 { return crc32.Checksum(salt, crcTable) }
+
 // appendRecord appends the record of muts to b.
-func appendRecord(b []byte, gen, seq uint64, muts []mutation) []byte {
+func appendRecord(b []byte, seed uint32, gen, seq uint64, muts []mutation) []byte {
 	start := len(b)
 	b = append(b, make([]byte, walHeader)...)
 	binary.LittleEndian.PutUint64(b[start+8:], gen)
@@ -147,13 +154,13 @@ func appendRecord(b []byte, gen, seq uint64, muts []mutation) []byte {
 		}
 	}
 	binary.LittleEndian.PutUint32(b[start:], uint32(len(b)-start-walHeader))
-	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(b[start+8:], crcTable))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Update(seed, crcTable, b[start+8:]))
 	return b
 }
 
-// readWAL returns the writes of the valid records of generation gen at the
-// start of r (see the file comment), in order, and the offset after them.
-func readWAL(r io.ReaderAt, size int64, gen uint64) (muts []mutation, end int64, err error) {
+// readWAL returns the writes of the valid records (checksums from seed) of
+// generation gen at the start of r (see the file comment), in order, and the offset after them.
+func readWAL(r io.ReaderAt, size int64, seed uint32, gen uint64) (muts []mutation, end int64, err error) {
 	var hdr [walHeader]byte
 	for seq := uint64(1); ; seq++ {
 		if end+walHeader > size {
@@ -171,7 +178,7 @@ func readWAL(r io.ReaderAt, size int64, gen uint64) (muts []mutation, end int64,
 		if _, err := r.ReadAt(rec, end); err != nil {
 			return nil, 0, err
 		}
-		if crc32.Checksum(rec[8:], crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+		if crc32.Update(seed, crcTable, rec[8:]) != binary.LittleEndian.Uint32(hdr[4:]) {
 			return muts, end, nil
 		}
 		if muts, err = decodeRecord(muts, rec[walHeader:]); err != nil {

@@ -90,9 +90,9 @@ func wantGeneration(t *testing.T, s *Store, id string, gen uint64) {
 
 // records returns the offsets of the log's valid records of its first
 // generation, and the offset after the last.
-func records(t *testing.T, path string) (starts []int64, end int64) {
+func records(t *testing.T, s *Store) (starts []int64, end int64) {
 	t.Helper()
-	b, err := os.ReadFile(path + "-wal")
+	b, err := os.ReadFile(s.Path() + "-wal")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func records(t *testing.T, path string) (starts []int64, end int64) {
 		n := int64(binary.LittleEndian.Uint32(b[off:]))
 		if n == 0 || off+walHeader+n > int64(len(b)) ||
 			binary.LittleEndian.Uint64(b[off+8:]) != binary.LittleEndian.Uint64(b[8:]) ||
-			crc32.Checksum(b[off+8:off+walHeader+n], crcTable) != binary.LittleEndian.Uint32(b[off+4:]) {
+			crc32.Update(s.seed, crcTable, b[off+8:off+walHeader+n]) != binary.LittleEndian.Uint32(b[off+4:]) {
 			break
 		}
 		starts = append(starts, off)
@@ -148,7 +148,7 @@ func TestWALTornTail(t *testing.T) {
 	for g := range 3 {
 		rotate(t, s, "a", g)
 	}
-	starts, end := records(t, s.Path())
+	starts, end := records(t, s)
 	if len(starts) != 5 { // code, exchange, 3 rotations
 		t.Fatalf("%d records; want 5", len(starts))
 	}
@@ -208,7 +208,7 @@ func TestWALNoGenerationReuse(t *testing.T) {
 	// Crash with the first rotation's record torn: the second one, behind
 	// it, is lost with it.
 	path := crashCopy(t, s)
-	starts, _ := records(t, s.Path())
+	starts, _ := records(t, s)
 	b, err := os.ReadFile(path + "-wal")
 	if err != nil {
 		t.Fatal(err)
@@ -282,4 +282,30 @@ func TestWALCheckpointBySize(t *testing.T) {
 		t.Errorf("log file is %d bytes after two checkpoints; want at most %d", fi.Size(), walCheckpoint+2*walGrow)
 	}
 	wantGeneration(t, reopen(t, crashCopy(t, s)), "a", uint64(gen))
+}
+
+// TestWALOfAnotherDatabase: a log left under the database's name by
+// another database (its file deleted, the log not) is never replayed, even
+// where its generations match.
+func TestWALOfAnotherDatabase(t *testing.T) {
+	a := openTestStore(t)
+	newFamily(t, a, "a")
+	other := crashCopy(t, a) // a log of generation 2 with family "a"
+
+	path := filepath.Join(t.TempDir(), "oauthd.db")
+	b := reopen(t, path) // new database: generation 1 checkpointed
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(other + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+"-wal", log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b = reopen(t, path) // replays generation 2
+	if _, err := b.GetFamily(t.Context(), "a"); !errors.Is(err, data.ErrNotFound) {
+		t.Fatalf("family of another database's log: %v; want ErrNotFound", err)
+	}
 }
