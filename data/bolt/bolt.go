@@ -296,14 +296,7 @@ func (s *Store) recover(path string) error {
 		if err == nil {
 			err = s.db.Update(func(tx *bbolt.Tx) error {
 				for _, m := range muts {
-					b := tx.Bucket(hotNames[m.bucket])
-					var err error
-					if m.del {
-						err = b.Delete(m.key)
-					} else {
-						err = b.Put(m.key, m.val)
-					}
-					if err != nil {
+					if err := apply(tx.Bucket(hotNames[m.bucket]), m.key, m.val, m.del); err != nil {
 						return err
 					}
 				}

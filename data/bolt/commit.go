@@ -262,7 +262,7 @@ func (s *Store) runOp(w *wtx, o *op) (error, bool) {
 	}
 	s.ov.mu.Lock()
 	for _, m := range w.muts[mark:] {
-		s.ov.m[string(overlayKey(m.bucket, m.key))] = entry{val: m.val, del: m.del}
+		s.ov.m[string(overlayKey(nil, m.bucket, m.key))] = entry{val: m.val, del: m.del}
 	}
 	s.ov.mu.Unlock()
 	return err, true
@@ -367,14 +367,8 @@ func (s *Store) checkpoint() error {
 		buckets[hotFamilies].FillPercent = appendFill
 		buckets[hotFamByClient].FillPercent = appendFill
 		for _, k := range keys {
-			e, b := s.ov.m[k], buckets[k[0]]
-			var err error
-			if e.del {
-				err = b.Delete([]byte(k[1:]))
-			} else {
-				err = b.Put([]byte(k[1:]), e.val)
-			}
-			if err != nil {
+			e := s.ov.m[k]
+			if err := apply(buckets[k[0]], []byte(k[1:]), e.val, e.del); err != nil {
 				return err
 			}
 		}
@@ -434,10 +428,17 @@ type entry struct {
 	del bool
 }
 
-// overlayKey is the overlay's key of key in bucket b.
-func overlayKey(b hotBucket, key []byte) []byte {
-	k := make([]byte, 0, 1+len(key))
-	return append(append(k, byte(b)), key...)
+// overlayKey appends to dst the overlay's key of key in bucket b.
+func overlayKey(dst []byte, b hotBucket, key []byte) []byte {
+	return append(append(dst, byte(b)), key...)
+}
+
+// apply writes one put (or, when del, delete) to a bbolt bucket.
+func apply(b *bbolt.Bucket, key, val []byte, del bool) error {
+	if del {
+		return b.Delete(key)
+	}
+	return b.Put(key, val)
 }
 
 // hotGet returns the current value of key in the hot bucket b (nil when
@@ -445,7 +446,7 @@ func overlayKey(b hotBucket, key []byte) []byte {
 // caller's: a copy.
 func (s *Store) hotGet(b hotBucket, key []byte) ([]byte, error) {
 	var buf [80]byte
-	k := append(append(buf[:0], byte(b)), key...)
+	k := overlayKey(buf[:0], b, key)
 	s.ov.mu.RLock()
 	e, ok := s.ov.m[string(k)]
 	s.ov.mu.RUnlock()
@@ -483,7 +484,7 @@ func (w *wtx) get(b hotBucket, key []byte) []byte {
 		}
 	}
 	var buf [80]byte
-	if e, ok := w.ov.m[string(append(append(buf[:0], byte(b)), key...))]; ok {
+	if e, ok := w.ov.m[string(overlayKey(buf[:0], b, key))]; ok {
 		return e.val
 	}
 	return w.tx.Bucket(hotNames[b]).Get(key)
