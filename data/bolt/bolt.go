@@ -229,15 +229,9 @@ func get(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 	return true, nil
 }
 
-// put encodes v under key. A failure here is an I/O-class error: callers in a
-// group commit wrap it with [abort] so that the whole batch is retried.
+// put JSON-encodes v under key, in a transaction of the non-hot writes
+// (families go through the write-ahead log, in their binary form).
 func put(b *bbolt.Bucket, key []byte, v any) error {
-	switch f := v.(type) {
-	case data.Family:
-		return b.Put(key, appendFamily(make([]byte, 0, 256), &f))
-	case *data.Family:
-		return b.Put(key, appendFamily(make([]byte, 0, 256), f))
-	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode record: %w", err)
