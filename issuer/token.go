@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -296,7 +297,9 @@ var (
 // writeTokenResponse writes r as JSON without reflection (the token
 // endpoint is a hot path), with Cache-Control: no-store (RFC 6749 §5.1).
 func writeTokenResponse(c echo.Context, r tokenResponse) error {
-	b := make([]byte, 0, 160+len(r.AccessToken)+len(r.RefreshToken)+len(r.Scope))
+	bp := responseBufs.Get().(*[]byte)
+	defer responseBufs.Put(bp)
+	b := (*bp)[:0]
 	b = append(b, `{"access_token":`...)
 	b = appendJSONString(b, r.AccessToken)
 	b = append(b, `,"refresh_token":`...)
@@ -315,9 +318,16 @@ func writeTokenResponse(c echo.Context, r tokenResponse) error {
 	h["Cache-Control"] = hdrNoStore
 	h["Pragma"] = hdrNoCache
 	c.Response().WriteHeader(http.StatusOK)
-	_, err := c.Response().Write(b)
+	_, err := c.Response().Write(b) // a Writer never keeps b
+	if cap(b) <= 16<<10 {
+		*bp = b[:0]
+	}
 	return err
 }
+
+// responseBufs are the token responses' buffers: the response is copied
+// into net/http's own buffer by Write.
+var responseBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // audit logs a security event. Never a secret, code or token.
 func (s *Server) audit(ctx context.Context, c echo.Context, event, clientID string, userID int64) {

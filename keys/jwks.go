@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -50,36 +51,53 @@ type jsonAppender interface {
 	AppendJSON(b []byte) []byte
 }
 
+// scratch holds a token's claims JSON and signing input while it is
+// signed, so that the token string is the only allocation that stays.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 // sign returns header.payload.signature (RFC 7515 §7.1).
 func (s *signer) sign(claims jwt.Claims) (string, error) {
+	bp := scratch.Get().(*[]byte)
+	defer scratch.Put(bp)
+	b := (*bp)[:0]
 	var payload []byte
 	if a, ok := claims.(jsonAppender); ok {
-		payload = a.AppendJSON(make([]byte, 0, 384))
+		b = a.AppendJSON(b)
+		payload = b
 	} else {
 		var err error
 		if payload, err = json.Marshal(claims); err != nil {
 			return "", fmt.Errorf("sign: encode claims: %w", err)
 		}
 	}
+	// The signing input follows the payload in the same buffer.
+	n := len(b)
 	enc := base64.RawURLEncoding
-	buf := make([]byte, 0, len(s.header)+2+enc.EncodedLen(len(payload))+enc.EncodedLen(512))
-	buf = append(buf, s.header...)
-	buf = append(buf, '.')
-	buf = enc.AppendEncode(buf, payload)
+	b = append(b, s.header...)
+	b = append(b, '.')
+	b = enc.AppendEncode(b, payload)
+	if cap(b) <= 16<<10 {
+		*bp = b[:0]
+	}
+	input := b[n:]
 	var sig []byte
 	var err error
 	if s.es256 {
 		var raw [64]byte
-		sig, err = signES256(raw[:0], s.key.Signer.(*ecdsa.PrivateKey), buf)
+		sig, err = signES256(raw[:0], s.key.Signer.(*ecdsa.PrivateKey), input)
 	} else {
-		sig, err = s.method.Sign(string(buf), s.key.Signer)
+		sig, err = s.method.Sign(string(input), s.key.Signer)
 	}
 	if err != nil {
 		return "", fmt.Errorf("sign with key %s: %w", s.kid, err)
 	}
-	buf = append(buf, '.')
-	buf = enc.AppendEncode(buf, sig)
-	return string(buf), nil
+	var encSig [344]byte // a 2048-bit RSA signature; ES256 and EdDSA need 86
+	var tok strings.Builder
+	tok.Grow(len(input) + 1 + enc.EncodedLen(len(sig)))
+	tok.Write(input)
+	tok.WriteByte('.')
+	tok.Write(enc.AppendEncode(encSig[:0], sig))
+	return tok.String(), nil
 }
 
 // signES256 appends to dst the JWS ES256 signature of signingInput: the
