@@ -477,5 +477,7 @@ func registerStoreMetrics(reg prometheus.Registerer, db *bolt.Store) {
 			func(s bolt.CommitStats) float64 { return s.SyncTime.Seconds() }),
 		counter("oauthd_store_checkpoints_total", "Copies of the write-ahead log into the database file.",
 			func(s bolt.CommitStats) float64 { return float64(s.Checkpoints) }),
+		counter("oauthd_store_checkpoint_seconds_total", "Time spent in them; the group committer answers no write meanwhile.",
+			func(s bolt.CommitStats) float64 { return s.CheckpointTime.Seconds() }),
 	)
 }

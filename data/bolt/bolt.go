@@ -239,16 +239,19 @@ func put(b *bbolt.Bucket, key []byte, v any) error {
 	return b.Put(key, raw)
 }
 
-// jsonUnmarshal decodes a record: JSON, or for a family either form (see
-// decodeFamily).
+// jsonUnmarshal decodes a record: JSON, or for a family or a code either
+// form (see decodeFamily, decodeAuthCode).
 func jsonUnmarshal(raw []byte, v any) error {
-	if f, ok := v.(*data.Family); ok {
-		if err := decodeFamily(raw, f); err != nil {
-			return fmt.Errorf("decode record: %w", err)
-		}
-		return nil
+	var err error
+	switch v := v.(type) {
+	case *data.Family:
+		err = decodeFamily(raw, v)
+	case *data.AuthCode:
+		err = decodeAuthCode(raw, v)
+	default:
+		err = json.Unmarshal(raw, v)
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err != nil {
 		return fmt.Errorf("decode record: %w", err)
 	}
 	return nil

@@ -354,6 +354,7 @@ func (s *Store) checkpoint() error {
 	if s.walOff == 0 {
 		return nil
 	}
+	start := time.Now()
 	keys := make([]string, 0, len(s.ov.m))
 	for k := range s.ov.m {
 		keys = append(keys, k)
@@ -384,6 +385,7 @@ func (s *Store) checkpoint() error {
 	s.gen++
 	s.seq, s.walOff = 0, 0
 	s.stats.checkpoints.Add(1)
+	s.stats.checkpointNanos.Add(int64(time.Since(start)))
 	return nil
 }
 
@@ -515,29 +517,31 @@ func (w *wtx) del(b hotBucket, key []byte) {
 
 // commitStats counts the group committer's work, for metrics.
 type commitStats struct {
-	commits, ops, checkpoints, syncs atomic.Uint64
-	nanos, syncNanos                 atomic.Int64
+	commits, ops, checkpoints, syncs  atomic.Uint64
+	nanos, syncNanos, checkpointNanos atomic.Int64
 }
 
 // CommitStats is what the group committer has done since Open.
 type CommitStats struct {
-	Commits     uint64        // batches answered
-	Ops         uint64        // writes they carried
-	Time        time.Duration // from a batch's start to its answer, fsync included
-	Checkpoints uint64        // copies of the log into the bbolt file
-	Syncs       uint64        // fdatasyncs of the log
-	SyncTime    time.Duration // spent in them
+	Commits        uint64        // batches answered
+	Ops            uint64        // writes they carried
+	Time           time.Duration // from a batch's start to its answer, fsync included
+	Checkpoints    uint64        // copies of the log into the bbolt file
+	CheckpointTime time.Duration // spent in them (no write is answered meanwhile)
+	Syncs          uint64        // fdatasyncs of the log
+	SyncTime       time.Duration // spent in them
 }
 
 // CommitStats reports the group committer's counters: Ops/Commits is the
 // mean batch size, Time/Commits the mean commit latency.
 func (s *Store) CommitStats() CommitStats {
 	return CommitStats{
-		Commits:     s.stats.commits.Load(),
-		Ops:         s.stats.ops.Load(),
-		Time:        time.Duration(s.stats.nanos.Load()),
-		Checkpoints: s.stats.checkpoints.Load(),
-		Syncs:       s.stats.syncs.Load(),
-		SyncTime:    time.Duration(s.stats.syncNanos.Load()),
+		Commits:        s.stats.commits.Load(),
+		Ops:            s.stats.ops.Load(),
+		Time:           time.Duration(s.stats.nanos.Load()),
+		Checkpoints:    s.stats.checkpoints.Load(),
+		CheckpointTime: time.Duration(s.stats.checkpointNanos.Load()),
+		Syncs:          s.stats.syncs.Load(),
+		SyncTime:       time.Duration(s.stats.syncNanos.Load()),
 	}
 }

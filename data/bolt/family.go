@@ -40,29 +40,12 @@ func appendFamily(b []byte, f *data.Family) []byte {
 	b = appendString(b, f.ID)
 	b = appendString(b, f.ClientID)
 	b = binary.AppendVarint(b, f.UserID)
-	if f.Scopes == nil {
-		b = binary.AppendUvarint(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(f.Scopes))+1)
-		for _, s := range f.Scopes {
-			b = appendString(b, s)
-		}
-	}
-	if f.Unrestricted {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	if f.TokenHash == nil {
-		b = binary.AppendUvarint(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(f.TokenHash))+1)
-		b = append(b, f.TokenHash...)
-	}
+	b = appendStrings(b, f.Scopes)
+	b = appendBool(b, f.Unrestricted)
+	b = appendOptBytes(b, f.TokenHash)
 	b = binary.AppendUvarint(b, f.Generation)
 	for _, t := range [...]time.Time{f.CreatedAt, f.RotatedAt, f.ExpiresAt, f.AbsoluteExp} {
-		b = binary.AppendVarint(b, t.Unix())
-		b = binary.AppendUvarint(b, uint64(t.Nanosecond()))
+		b = appendTime(b, t)
 	}
 	b = binary.AppendUvarint(b, uint64(len(f.CodeHash)))
 	return append(b, f.CodeHash...)
@@ -87,33 +70,12 @@ func decodeFamily(raw []byte, f *data.Family) error {
 	out.ID = r.string()
 	out.ClientID = r.string()
 	out.UserID = r.varint()
-	if n := r.uvarint(); n > 0 {
-		n--
-		if n > uint64(len(r.b)) { // each scope takes at least one byte
-			return errFamilyRecord
-		}
-		out.Scopes = make([]string, n)
-		for i := range out.Scopes {
-			out.Scopes[i] = r.string()
-		}
-	}
-	switch r.byte() {
-	case 0:
-	case 1:
-		out.Unrestricted = true
-	default:
-		r.bad = true
-	}
-	if n := r.uvarint(); n > 0 {
-		out.TokenHash = r.bytes(n - 1)
-	}
+	out.Scopes = r.strings()
+	out.Unrestricted = r.bool()
+	out.TokenHash = r.optBytes()
 	out.Generation = r.uvarint()
 	for _, t := range [...]*time.Time{&out.CreatedAt, &out.RotatedAt, &out.ExpiresAt, &out.AbsoluteExp} {
-		sec, nsec := r.varint(), r.uvarint()
-		if nsec >= 1e9 {
-			r.bad = true
-		}
-		*t = time.Unix(sec, int64(nsec)).UTC()
+		*t = r.time()
 	}
 	if n := r.uvarint(); n > 0 {
 		out.CodeHash = r.bytes(n)
@@ -125,7 +87,7 @@ func decodeFamily(raw []byte, f *data.Family) error {
 	return nil
 }
 
-// reader reads a familyV1 record; bad is set by any read past the end or
+// reader reads a binary record (familyV1, codeV1); bad is set by any read past the end or
 // any malformed varint, and every later read returns zero.
 type reader struct {
 	b       []byte

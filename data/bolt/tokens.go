@@ -23,10 +23,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	}
 	utcCode(&c)
 	key := bytes.Clone(c.Hash)
-	raw, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("create auth code: encode: %w", err)
-	}
+	raw := appendAuthCode(make([]byte, 0, 256), &c)
 	return s.submit(ctx, "create auth code", func(w *wtx) error {
 		if w.get(hotCodes, key) != nil {
 			return fmt.Errorf("create auth code: %w", data.ErrExists)
@@ -49,14 +46,14 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		if raw == nil {
 			return fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
 		}
-		if err := jsonUnmarshal(raw, &code); err != nil {
-			return err
+		if err := decodeAuthCode(raw, &code); err != nil {
+			return fmt.Errorf("exchange auth code: decode: %w", err)
 		}
 		if code.Used {
 			return fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
 		}
-		// A deep copy exchange may change (one JSON decode, not two: this
-		// runs in the group committer, serially for the whole batch).
+		// A deep copy exchange may change (one decode, not two: this runs
+		// in the group committer, serially for the whole batch).
 		arg := code
 		arg.Hash = bytes.Clone(code.Hash)
 		arg.Scopes = slices.Clone(code.Scopes)
@@ -72,11 +69,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		}
 		utcFamily(&f)
 		code.Used, code.FamilyID = true, f.ID
-		raw, err = json.Marshal(code)
-		if err != nil {
-			return fmt.Errorf("exchange auth code: encode: %w", err)
-		}
-		if err := w.put(hotCodes, key, raw); err != nil {
+		if err := w.put(hotCodes, key, appendAuthCode(make([]byte, 0, len(raw)+32), &code)); err != nil {
 			return err
 		}
 		if err := putFamily(w, f); err != nil {

@@ -274,6 +274,9 @@ func TestWALCheckpointBySize(t *testing.T) {
 		rotate(t, s, "a", gen)
 		gen++
 	}
+	if s.CommitStats().CheckpointTime <= 0 {
+		t.Errorf("CommitStats = %+v; want the checkpoints' time counted", s.CommitStats())
+	}
 	fi, err := os.Stat(s.Path() + "-wal")
 	if err != nil {
 		t.Fatal(err)
