@@ -38,19 +38,7 @@ func authCodeCases() map[string]data.AuthCode {
 // TestAuthCodeCodec: the binary form decodes to what the JSON form decodes
 // to (the format it replaces), for nil and empty slices and zero times.
 func TestAuthCodeCodec(t *testing.T) {
-	for name, c := range authCodeCases() {
-		var got, want data.AuthCode
-		if err := jsonUnmarshal(appendAuthCode(nil, &c), &got); err != nil {
-			t.Fatalf("%s: decode: %v", name, err)
-		}
-		js, _ := json.Marshal(c)
-		if err := jsonUnmarshal(js, &want); err != nil {
-			t.Fatalf("%s: decode JSON: %v", name, err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: binary round trip = %+v; JSON round trip = %+v", name, got, want)
-		}
-	}
+	codecRoundTrip(t, authCodeCases(), appendAuthCode)
 }
 
 // TestAuthCodeCodecRefusesDamage: every truncation, a trailing byte, an
@@ -59,27 +47,10 @@ func TestAuthCodeCodec(t *testing.T) {
 func TestAuthCodeCodecRefusesDamage(t *testing.T) {
 	c := authCodeCases()["used"]
 	raw := appendAuthCode(nil, &c)
-	for n := 0; n < len(raw); n++ {
-		var got data.AuthCode
-		if err := decodeAuthCode(raw[:n], &got); err == nil {
-			t.Errorf("truncated to %d of %d bytes: decoded %+v", n, len(raw), got)
-		}
-	}
 	// Used is the byte before FamilyID's length and its 5 bytes.
 	flag := bytes.Clone(raw)
 	flag[len(flag)-7] = 2
-	bad := [][]byte{
-		append(bytes.Clone(raw), 0),
-		append([]byte{2}, raw[1:]...),
-		append([]byte{0}, raw[1:]...),
-		flag,
-	}
-	for _, b := range bad {
-		var got data.AuthCode
-		if err := decodeAuthCode(b, &got); err == nil {
-			t.Errorf("decoded damaged record % x: %+v", b[:4], got)
-		}
-	}
+	codecRefusesDamage(t, raw, decodeAuthCode, flag)
 }
 
 // TestAuthCodeJSONRecordsStillRead: a code written as JSON by an earlier

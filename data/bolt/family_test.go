@@ -45,12 +45,19 @@ func familyCases() map[string]data.Family {
 // TestFamilyCodec: the binary form decodes to what the JSON form decodes
 // to (the format it replaces), for nil and empty slices and zero times.
 func TestFamilyCodec(t *testing.T) {
-	for name, f := range familyCases() {
-		var got, want data.Family
-		if err := jsonUnmarshal(appendFamily(nil, &f), &got); err != nil {
+	codecRoundTrip(t, familyCases(), appendFamily)
+}
+
+// codecRoundTrip checks that each case's binary form (enc) decodes to what
+// its JSON form decodes to.
+func codecRoundTrip[T any](t *testing.T, cases map[string]T, enc func([]byte, *T) []byte) {
+	t.Helper()
+	for name, v := range cases {
+		var got, want T
+		if err := jsonUnmarshal(enc(nil, &v), &got); err != nil {
 			t.Fatalf("%s: decode: %v", name, err)
 		}
-		js, _ := json.Marshal(f)
+		js, _ := json.Marshal(v)
 		if err := jsonUnmarshal(js, &want); err != nil {
 			t.Fatalf("%s: decode JSON: %v", name, err)
 		}
@@ -64,22 +71,29 @@ func TestFamilyCodec(t *testing.T) {
 // unknown version are refused, never decoded into a half-filled family.
 func TestFamilyCodecRefusesDamage(t *testing.T) {
 	f := familyCases()["full"]
-	raw := appendFamily(nil, &f)
+	codecRefusesDamage(t, appendFamily(nil, &f), decodeFamily)
+}
+
+// codecRefusesDamage checks that dec refuses every truncation of the
+// binary record raw, raw with a byte appended, raw under another version
+// byte, and each of more.
+func codecRefusesDamage[T any](t *testing.T, raw []byte, dec func([]byte, *T) error, more ...[]byte) {
+	t.Helper()
 	for n := 0; n < len(raw); n++ {
-		var got data.Family
-		if err := jsonUnmarshal(raw[:n], &got); err == nil {
+		var got T
+		if err := dec(raw[:n], &got); err == nil {
 			t.Errorf("truncated to %d of %d bytes: decoded %+v", n, len(raw), got)
 		}
 	}
-	bad := [][]byte{
+	bad := append([][]byte{
 		append(bytes.Clone(raw), 0),
 		append([]byte{2}, raw[1:]...),
 		append([]byte{0}, raw[1:]...),
-	}
+	}, more...)
 	for _, b := range bad {
-		var got data.Family
-		if err := jsonUnmarshal(b, &got); err == nil {
-			t.Errorf("decoded damaged record % x", b[:4])
+		var got T
+		if err := dec(b, &got); err == nil {
+			t.Errorf("decoded damaged record % x: %+v", b[:4], got)
 		}
 	}
 }
