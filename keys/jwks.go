@@ -104,7 +104,7 @@ func (s *signer) sign(claims jwt.Claims) (string, error) {
 // 32-byte big-endian R and S of ECDSA P-256 over its SHA-256 (RFC 7518
 // §3.4). The nonce is derived as RFC 6979 specifies (crypto/ecdsa with a
 // nil random source), not hedged with fresh randomness: as safe for a
-// software key, and a fifth cheaper, because the hedged nonce's HMAC-DRBG
+// software key, and a sixth cheaper, because the hedged nonce's HMAC-DRBG
 // runs on SHA-512 and reads the system's random source on every call.
 // Verifiers cannot tell the two apart.
 func signES256(dst []byte, key *ecdsa.PrivateKey, signingInput []byte) ([]byte, error) {
