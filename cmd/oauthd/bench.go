@@ -64,7 +64,7 @@ type benchOptions struct {
 func newBenchCommand(root *rootOptions) *cobra.Command {
 	o := benchOptions{progress: time.Second}
 	cmd := &cobra.Command{
-		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|verify] [--json]",
+		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify] [--json]",
 		Short: "Measure refresh grants/s and latency (or JWT verifications/s) on this machine",
 		Long: `bench measures the token endpoint the way clients use it.
 
@@ -85,6 +85,11 @@ second on stderr.
       use), write their refresh tokens to FILE, print the client's
       credentials, and exit: then run "oauthd serve" on that database and
       drive it with --target or ../shared/bench/loadgen.
+  --mode code
+      authorization_code exchanges/s (PKCE S256, client_secret_post) over
+      loopback HTTP against refresh grants/s on the same server, in 4
+      alternating slices of each; the codes of a slice are stored just
+      before it (as the consent page's Approve makes them; not timed).
   --mode verify
       JWT verifications/s through the guard middleware (in-process,
       --concurrency goroutines, real ES256 access tokens), then the raw
@@ -98,7 +103,7 @@ second on stderr.
 	fs.IntVarP(&o.concurrency, "concurrency", "c", 16, "concurrent workers (refresh chains, or verifying goroutines)")
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "measured duration (at most 10m)")
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON value")
-	fs.StringVar(&o.mode, "mode", "refresh", "refresh (token endpoint) or verify (access-token verification)")
+	fs.StringVar(&o.mode, "mode", "refresh", "refresh (token endpoint), code (code exchanges against refresh grants) or verify (access-token verification)")
 	fs.StringVar(&o.target, "target", "", "token endpoint URL of a running server on loopback (default: an in-process server)")
 	fs.StringVar(&o.clientID, "client-id", "", "with --target: the client's ID")
 	fs.StringVar(&o.clientSecret, "client-secret", "", "with --target: the client's secret (client_secret_post)")
@@ -116,15 +121,15 @@ func (o *benchOptions) validate() error {
 	if o.duration <= 0 || o.duration > benchMaxDuration {
 		return fmt.Errorf("--duration %s: use a duration above 0 and at most %s", o.duration, benchMaxDuration)
 	}
-	if o.mode != "refresh" && o.mode != "verify" {
-		return fmt.Errorf("--mode %q: use refresh or verify", o.mode)
+	if o.mode != "refresh" && o.mode != "verify" && o.mode != "code" {
+		return fmt.Errorf("--mode %q: use refresh, code or verify", o.mode)
 	}
 	if o.grants < 0 || o.grants > benchMaxGrants {
 		return fmt.Errorf("--grants %d: use 1 to %d", o.grants, benchMaxGrants)
 	}
 	if o.target != "" {
 		if o.mode != "refresh" {
-			return errors.New("--target drives refresh grants only; drop --mode verify (it runs in-process)")
+			return fmt.Errorf("--target drives refresh grants only; drop --mode %s (it runs in-process)", o.mode)
 		}
 		if o.emitTokens != "" {
 			return errors.New("--emit-tokens seeds --db itself; stop the server, emit, then start it (do not combine with --target)")
@@ -178,8 +183,15 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if o.mode == "verify" {
+	switch o.mode {
+	case "verify":
 		rep, err := o.runVerify(ctx, srv, seeded.accessToken, stderr)
+		if err != nil {
+			return err
+		}
+		return rep.print(stdout, o.json)
+	case "code":
+		rep, err := o.runCode(ctx, srv, seeded, stderr)
 		if err != nil {
 			return err
 		}
@@ -237,6 +249,7 @@ func benchHTTPClient(conns int) *http.Client {
 // seeded is what seedBench made.
 type seeded struct {
 	clientID, clientSecret string
+	userID                 int64
 	tokens                 []string // one refresh token per grant
 	accessToken            string   // the last grant's access token
 }
@@ -261,7 +274,7 @@ func seedBench(ctx context.Context, s *benchServer, n int) (seeded, error) {
 	if _, err := s.w.local.ApproveClient(ctx, c.ClientID); err != nil {
 		return seeded{}, fmt.Errorf("approve client: %w", err)
 	}
-	out := seeded{clientID: c.ClientID, clientSecret: c.ClientSecret}
+	out := seeded{clientID: c.ClientID, clientSecret: c.ClientSecret, userID: u.ID}
 	tokenURL := s.w.listenURL + benchTokenPath
 	for i := range n {
 		if err := ctx.Err(); err != nil {
@@ -392,13 +405,24 @@ func (r refreshReport) print(w io.Writer, asJSON bool) error {
 // deadline are completed, not cancelled, so no rotated token is lost. It
 // returns the report and the newest token of every live chain.
 func driveRefresh(ctx context.Context, hc *http.Client, tokenURL, clientID, secret string, tokens []string, d, every time.Duration, progress io.Writer) (refreshReport, []string) {
+	rep, live, _ := driveChains(ctx, hc, tokenURL, clientID, secret, tokens, d, every, progress)
+	return rep, live
+}
+
+// driveRefreshHist is driveRefresh without progress lines, also returning
+// the latency histogram.
+func driveRefreshHist(ctx context.Context, hc *http.Client, tokenURL, clientID, secret string, tokens []string, d time.Duration) (refreshReport, []string, *histogram) {
+	return driveChains(ctx, hc, tokenURL, clientID, secret, tokens, d, 0, nil)
+}
+
+func driveChains(ctx context.Context, hc *http.Client, tokenURL, clientID, secret string, tokens []string, d, every time.Duration, progress io.Writer) (refreshReport, []string, *histogram) {
 	n := len(tokens)
 	var (
 		ok, reqs, fails atomic.Int64
 		alive           atomic.Int64
 		mu              sync.Mutex
 		byStatus        = map[string]int64{}
-		hist            histogram
+		hist            = new(histogram)
 		newest          = make([]string, n)
 	)
 	alive.Store(int64(n))
@@ -485,9 +509,9 @@ func driveRefresh(ctx context.Context, hc *http.Client, tokenURL, clientID, secr
 	return refreshReport{
 		Mode: "refresh", Concurrency: n, DurationS: elapsed.Seconds(),
 		Requests: reqs.Load(), OK: ok.Load(), GrantsPerS: float64(ok.Load()) / elapsed.Seconds(),
-		LatencyMS: latencyMS{P50: hist.quantile(0.50), P90: hist.quantile(0.90), P99: hist.quantile(0.99), Max: hist.max()},
+		LatencyMS: hist.latency(),
 		ByStatus:  byStatus, Errors: fails.Load(), ChainsAlive: int(alive.Load()), Chains: n,
-	}, live
+	}, live, hist
 }
 
 // histogram is a log-linear latency histogram in microseconds: 32
@@ -549,6 +573,11 @@ func (h *histogram) quantile(q float64) float64 {
 }
 
 func (h *histogram) max() float64 { return float64(h.maxUS) / 1000 }
+
+// latency is h's summary in milliseconds.
+func (h *histogram) latency() latencyMS {
+	return latencyMS{P50: h.quantile(0.50), P90: h.quantile(0.90), P99: h.quantile(0.99), Max: h.max()}
+}
 
 // runTarget drives a running server with tokens from o.tokens and writes
 // the live chains' newest tokens back to it.

@@ -58,6 +58,30 @@ func TestBenchVerify(t *testing.T) {
 	}
 }
 
+func TestBenchCode(t *testing.T) {
+	c := newCLI(t)
+	var rep codeReport
+	oneJSON(t, c.ok("", "bench", "--mode", "code", "-c", "2", "-d", "200ms", "--json"), &rep)
+	if rep.Mode != "code" || rep.CodeErrors != 0 || rep.RefreshErrors != 0 {
+		t.Errorf("report %+v; want mode code and no errors", rep)
+	}
+	if rep.CodeOK < benchCodeSlices || rep.RefreshOK < benchCodeSlices || rep.CodesPerS <= 0 || rep.GrantsPerS <= 0 {
+		t.Errorf("report %+v; want exchanges and refreshes in every slice", rep)
+	}
+	if got := 100 * rep.CodesPerS / rep.GrantsPerS; rep.CodeToRefresh < got-0.01 || rep.CodeToRefresh > got+0.01 {
+		t.Errorf("ratio %.2f%%; want %.2f%%", rep.CodeToRefresh, got)
+	}
+	out, _, err := c.run("", "bench", "--mode", "code", "-c", "2", "-d", "100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"exchanges/s", "refreshes/s", "ratio"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestBenchEmitThenTarget seeds grants into a database, serves it, and
 // drives it with --target; the tokens file then holds each chain's newest
 // token, which still works.
