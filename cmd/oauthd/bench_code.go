@@ -169,7 +169,8 @@ func driveCodes(ctx context.Context, hc *http.Client, tokenURL, clientID, secret
 		wg.Go(func() {
 			var h histogram
 			local := map[string]int64{}
-			for time.Now().Before(deadline) && ctx.Err() == nil {
+			// Every worker exchanges at least one code, however short d.
+			for first := true; first || (time.Now().Before(deadline) && ctx.Err() == nil); first = false {
 				i := int(next.Add(1)) - 1
 				if i >= len(codes) {
 					break
