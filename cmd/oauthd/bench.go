@@ -65,7 +65,7 @@ func newBenchCommand(root *rootOptions) *cobra.Command {
 	o := benchOptions{progress: time.Second}
 	cmd := &cobra.Command{
 		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify] [--json]",
-		Short: "Measure refresh grants/s and latency (or JWT verifications/s) on this machine",
+		Short: "Measure refresh grants/s and latency (or code exchanges/s, or JWT verifications/s) on this machine",
 		Long: `bench measures the token endpoint the way clients use it.
 
 By default it starts the real server in-process on a temporary database,
