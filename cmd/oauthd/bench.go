@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
+	"golang.org/x/oauth2"
 
 	"oauthd/data"
 	"oauthd/issuer/admin"
@@ -280,15 +280,14 @@ func seedBench(ctx context.Context, s *benchServer, n int) (seeded, error) {
 		if err := ctx.Err(); err != nil {
 			return seeded{}, err
 		}
-		verifier := data.NewSecret("") // 43 base64url characters
-		sum := sha256.Sum256([]byte(verifier))
+		verifier := oauth2.GenerateVerifier()
 		q := url.Values{
 			"response_type":         {"code"},
 			"client_id":             {c.ClientID},
 			"redirect_uri":          {benchRedirectURI},
 			"scope":                 {"PROFILE_READ BOOKING_READ"},
 			"state":                 {strconv.Itoa(i)},
-			"code_challenge":        {base64.RawURLEncoding.EncodeToString(sum[:])},
+			"code_challenge":        {oauth2.S256ChallengeFromVerifier(verifier)},
 			"code_challenge_method": {"S256"},
 		}
 		redirect, err := s.w.iss.Approve(ctx, q, u.ID)
@@ -409,12 +408,8 @@ func driveRefresh(ctx context.Context, hc *http.Client, tokenURL, clientID, secr
 	return rep, live
 }
 
-// driveRefreshHist is driveRefresh without progress lines, also returning
-// the latency histogram.
-func driveRefreshHist(ctx context.Context, hc *http.Client, tokenURL, clientID, secret string, tokens []string, d time.Duration) (refreshReport, []string, *histogram) {
-	return driveChains(ctx, hc, tokenURL, clientID, secret, tokens, d, 0, nil)
-}
-
+// driveChains is driveRefresh, also returning the latency histogram;
+// progress lines go to progress every every, when both are set.
 func driveChains(ctx context.Context, hc *http.Client, tokenURL, clientID, secret string, tokens []string, d, every time.Duration, progress io.Writer) (refreshReport, []string, *histogram) {
 	n := len(tokens)
 	var (

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"oauthd/data"
 )
@@ -75,7 +75,7 @@ func (o *benchOptions) runCode(ctx context.Context, s *benchServer, sd seeded, p
 		failures              = map[string]int64{}
 	)
 	for i := range benchCodeSlices {
-		rep, live, h := driveRefreshHist(ctx, s.hc, tokenURL, sd.clientID, sd.clientSecret, tokens, slice)
+		rep, live, h := driveChains(ctx, s.hc, tokenURL, sd.clientID, sd.clientSecret, tokens, slice, 0, nil)
 		if len(live) < len(tokens) {
 			return codeReport{}, fmt.Errorf("refresh slice %d: %d of %d chains died (by status %v)", i+1, len(tokens)-len(live), len(tokens), rep.ByStatus)
 		}
@@ -127,12 +127,11 @@ func mintCodes(ctx context.Context, s *benchServer, sd seeded, n int) ([]pending
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				code, verifier := data.NewAuthCode(), data.NewSecret("")
-				sum := sha256.Sum256([]byte(verifier))
+				code, verifier := data.NewAuthCode(), oauth2.GenerateVerifier()
 				now := time.Now().UTC()
 				err := s.w.store.CreateAuthCode(ctx, data.AuthCode{
 					Hash: data.AuthCodeKey(code), ClientID: sd.clientID, UserID: sd.userID, RedirectURI: benchRedirectURI,
-					Scopes: []string{"PROFILE_READ", "BOOKING_READ"}, CodeChallenge: base64.RawURLEncoding.EncodeToString(sum[:]),
+					Scopes: []string{"PROFILE_READ", "BOOKING_READ"}, CodeChallenge: oauth2.S256ChallengeFromVerifier(verifier),
 					CreatedAt: now, ExpiresAt: now.Add(time.Minute),
 				})
 				if err != nil {

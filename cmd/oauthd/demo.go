@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"golang.org/x/oauth2"
 
 	"oauthd/data"
 	"oauthd/issuer/admin"
@@ -98,15 +99,14 @@ func seedDemo(ctx context.Context, svc admin.Service, users userFinder, base, ap
 	if _, err := svc.ApproveClient(ctx, d.ClientID); err != nil {
 		return demoInfo{}, err
 	}
-	d.Verifier = randomURLString(32)
-	sum := sha256.Sum256([]byte(d.Verifier))
+	d.Verifier = oauth2.GenerateVerifier()
 	q := url.Values{
 		"response_type":         {"code"},
 		"client_id":             {d.ClientID},
 		"redirect_uri":          {demoRedirectURI},
 		"scope":                 {strings.Join(demoScopes, " ")},
 		"state":                 {randomURLString(16)},
-		"code_challenge":        {base64.RawURLEncoding.EncodeToString(sum[:])},
+		"code_challenge":        {oauth2.S256ChallengeFromVerifier(d.Verifier)},
 		"code_challenge_method": {"S256"},
 	}
 	d.AuthURL = app + "/auth/oauth2/authorize?" + q.Encode()
