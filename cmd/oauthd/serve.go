@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -179,12 +180,21 @@ type wired struct {
 	listenURL, base, app string
 }
 
+// reserveSyncProc raises GOMAXPROCS by one, once per process, for the
+// write-ahead log's flush, which holds its P while the disk works
+// (bolt.Options.SyncHoldsProc): the other goroutines keep as many Ps as
+// before. The flush spends that time blocked, not on a CPU.
+var reserveSyncProc = sync.OnceFunc(func() {
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+})
+
 // wire opens the database at dbPath, loads the keys, listens on o.addr and
 // builds the Echo app (docs/DESIGN.md "serve wiring"). On success the
 // caller closes ln and calls closeStore.
 func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte) (w *wired, err error) {
 	w = &wired{}
-	w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger})
+	reserveSyncProc()
+	w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger, SyncHoldsProc: true})
 	if errors.Is(err, bolt.ErrLocked) {
 		return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
 	}
@@ -475,6 +485,8 @@ func registerStoreMetrics(reg prometheus.Registerer, db *bolt.Store) {
 			func(s bolt.CommitStats) float64 { return float64(s.Syncs) }),
 		counter("oauthd_store_wal_sync_seconds_total", "Time spent in them.",
 			func(s bolt.CommitStats) float64 { return s.SyncTime.Seconds() }),
+		counter("oauthd_store_wal_syncs_released_total", "fdatasyncs that released their Go processor because the one before took 2ms or more (a slow disk).",
+			func(s bolt.CommitStats) float64 { return float64(s.ReleasedSyncs) }),
 		counter("oauthd_store_checkpoints_total", "Copies of the write-ahead log into the database file.",
 			func(s bolt.CommitStats) float64 { return float64(s.Checkpoints) }),
 		counter("oauthd_store_checkpoint_seconds_total", "Time spent in them; the group committer answers no write meanwhile.",

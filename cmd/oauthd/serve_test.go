@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -141,8 +142,11 @@ func TestServeWithCLI(t *testing.T) {
 	} else {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if !strings.Contains(string(b), "oauthd_http_requests_total") {
-			t.Error("/metrics has no oauthd_http_requests_total")
+		for _, name := range []string{"oauthd_http_requests_total", "oauthd_store_wal_syncs_total",
+			"oauthd_store_wal_syncs_released_total", "oauthd_store_checkpoint_seconds_total"} {
+			if !regexp.MustCompile(`(?m)^` + name + `[ {]`).Match(b) {
+				t.Errorf("/metrics has no %s", name)
+			}
 		}
 	}
 

@@ -69,6 +69,23 @@ type Options struct {
 	// Logger receives operational events (never a record's secret fields).
 	// Default: discard.
 	Logger *slog.Logger
+	// SyncHoldsProc makes the fdatasync of the write-ahead log keep its Go
+	// processor (P) while the thread waits for the disk (Linux only).
+	//
+	// An ordinary blocking system call lets the scheduler's monitor take
+	// the P away after 20µs and hand it to another thread; when the flush
+	// returns, the goroutine has no P and queues for one behind busy
+	// goroutines, and the monitor, which found work to do, keeps polling
+	// every 20µs. With a flush always in flight under load, that costs
+	// several thread switches per flush and delays every answer. Holding
+	// the P avoids all three, at two costs: the P runs no other goroutine
+	// during the flush, so the caller should raise GOMAXPROCS by one; and a
+	// stop-the-world phase of the garbage collector waits for the flush to
+	// end. So that a slow disk cannot stall the whole process, a flush that
+	// follows one slower than slowSync releases its P as usual
+	// (CommitStats.ReleasedSyncs counts them). See docs/DESIGN.md "Holding
+	// the P through the flush" for the measurements.
+	SyncHoldsProc bool
 }
 
 // Store is a [data.Store] on a bbolt file. Open it with [Open]; Close it.
@@ -87,6 +104,7 @@ type Store struct {
 	ov     overlay
 	slots  chan struct{} // a token per batch whose sync is in flight
 	syncq  chan *batch
+	hold   bool // Options.SyncHoldsProc
 	failed atomic.Pointer[error]
 	// Owned by the committer:
 	seed     uint32 // checksum of the log's salt (wal.go)
@@ -141,6 +159,7 @@ func Open(path string, opts Options) (*Store, error) {
 		slots:  make(chan struct{}, maxSyncs),
 		syncq:  make(chan *batch, maxSyncs),
 		ov:     overlay{m: make(map[string]entry)},
+		hold:   opts.SyncHoldsProc,
 	}
 	s.w.ov = &s.ov
 	if err := s.recover(path); err != nil {

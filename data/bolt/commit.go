@@ -23,6 +23,10 @@ const (
 	// overlayMax is the number of distinct keys written since the last
 	// checkpoint that triggers the next one, whatever the log's size.
 	overlayMax = 4096
+	// slowSync is the flush time past which the next flush releases its
+	// P (Options.SyncHoldsProc): a disk this slow may be stalling, and a
+	// held flush would stall the garbage collector with it.
+	slowSync = 2 * time.Millisecond
 )
 
 // An op is one write submitted to the group committer: a hot write (fn)
@@ -283,13 +287,23 @@ func run(w *wtx, o *op) (err error) {
 
 // syncer makes batches durable and answers their ops, in order.
 func (s *Store) syncer() {
+	hold := s.hold
 	for b := range s.syncq {
 		var err error
 		if b.sync {
 			t := time.Now()
-			err = fdatasync(s.wal)
+			if hold {
+				err = fdatasyncHolding(s.wal)
+			} else {
+				err = fdatasync(s.wal)
+				if s.hold {
+					s.stats.releasedSyncs.Add(1)
+				}
+			}
+			d := time.Since(t)
+			hold = holdNext(s.hold, d)
 			s.stats.syncs.Add(1)
-			s.stats.syncNanos.Add(int64(time.Since(t)))
+			s.stats.syncNanos.Add(int64(d))
 			if err != nil {
 				s.poison(fmt.Errorf("fdatasync the write-ahead log: %w", err))
 			}
@@ -316,6 +330,12 @@ func (s *Store) syncer() {
 		batchPool.Put(b)
 		<-s.slots
 	}
+}
+
+// holdNext reports whether the next flush holds its P
+// (Options.SyncHoldsProc): unless the last one took slowSync or more.
+func holdNext(enabled bool, last time.Duration) bool {
+	return enabled && last < slowSync
 }
 
 // result is the error the caller sees: the kept wrapper removed.
@@ -517,8 +537,8 @@ func (w *wtx) del(b hotBucket, key []byte) {
 
 // commitStats counts the group committer's work, for metrics.
 type commitStats struct {
-	commits, ops, checkpoints, syncs  atomic.Uint64
-	nanos, syncNanos, checkpointNanos atomic.Int64
+	commits, ops, checkpoints, syncs, releasedSyncs atomic.Uint64
+	nanos, syncNanos, checkpointNanos               atomic.Int64
 }
 
 // CommitStats is what the group committer has done since Open.
@@ -530,6 +550,9 @@ type CommitStats struct {
 	CheckpointTime time.Duration // spent in them (no write is answered meanwhile)
 	Syncs          uint64        // fdatasyncs of the log
 	SyncTime       time.Duration // spent in them
+	// ReleasedSyncs counts the fdatasyncs that released their P because
+	// the one before was slow (Options.SyncHoldsProc); 0 when it is off.
+	ReleasedSyncs uint64
 }
 
 // CommitStats reports the group committer's counters: Ops/Commits is the
@@ -543,5 +566,6 @@ func (s *Store) CommitStats() CommitStats {
 		CheckpointTime: time.Duration(s.stats.checkpointNanos.Load()),
 		Syncs:          s.stats.syncs.Load(),
 		SyncTime:       time.Duration(s.stats.syncNanos.Load()),
+		ReleasedSyncs:  s.stats.releasedSyncs.Load(),
 	}
 }
