@@ -82,7 +82,7 @@ type Options struct {
 	// during the flush, so the caller should raise GOMAXPROCS by one; and a
 	// stop-the-world phase of the garbage collector waits for the flush to
 	// end. So that a slow disk cannot stall the whole process, a flush that
-	// follows one slower than slowSync releases its P as usual
+	// follows one of 2ms or more releases its P as usual
 	// (CommitStats.ReleasedSyncs counts them). See docs/DESIGN.md "Holding
 	// the P through the flush" for the measurements.
 	SyncHoldsProc bool

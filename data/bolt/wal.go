@@ -16,7 +16,7 @@ import (
 // and holds the writer lock through both, so commits cannot overlap. The
 // hot-path writes (codes, refresh-token families, sessions) are instead
 // appended to this log, one record per group-commit batch, and are durable
-// after one fdatasync; the syncs of consecutive batches may overlap. A
+// after one fdatasync per batch. A
 // checkpoint copies them into the bbolt file (fsynced as usual) and starts
 // the log over; Open replays what the last checkpoint did not cover.
 //
