@@ -22,7 +22,8 @@ import (
 	"golang.org/x/exp/trace"
 )
 
-// wakers name a wake-up by the first matching function on the waker's stack.
+// wakers name a wake-up by the first entry whose function is on the waker's
+// stack: the order matters (the committer starts the signing workers).
 var wakers = []struct{ fn, name string }{
 	{"bolt.(*Store).syncer", "syncer (grant durable)"},
 	{"issuer.(*workerPool).run", "committer -> signing worker"},
@@ -71,10 +72,9 @@ func run(path string) error {
 		return err
 	}
 	type wake struct {
-		at    trace.Time
-		by    string
-		proc  trace.ProcID
-		valid bool
+		at   trace.Time
+		by   string
+		proc trace.ProcID
 	}
 	pending := map[trace.GoID]wake{}
 	waits := map[string][]time.Duration{}
@@ -104,9 +104,9 @@ func run(path string) error {
 			from, to := st.Goroutine()
 			switch {
 			case to == trace.GoRunnable && from != trace.GoRunning:
-				pending[id] = wake{ev.Time(), wakerOf(ev), ev.Proc(), true}
+				pending[id] = wake{ev.Time(), wakerOf(ev), ev.Proc()}
 			case from == trace.GoRunnable && to == trace.GoRunning:
-				if w := pending[id]; w.valid {
+				if w, ok := pending[id]; ok {
 					waits[w.by] = append(waits[w.by], ev.Time().Sub(w.at))
 					if w.proc == ev.Proc() {
 						sameP[w.by]++
