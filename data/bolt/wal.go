@@ -16,9 +16,9 @@ import (
 // and holds the writer lock through both, so commits cannot overlap. The
 // hot-path writes (codes, refresh-token families, sessions) are instead
 // appended to this log, one record per group-commit batch, and are durable
-// after one fdatasync per batch. A
-// checkpoint copies them into the bbolt file (fsynced as usual) and starts
-// the log over; Open replays what the last checkpoint did not cover.
+// after one fdatasync per batch. A checkpoint copies them into the bbolt
+// file (fsynced as usual) and starts the log over; Open replays what the
+// last checkpoint did not cover.
 //
 // The log is one file beside the database, named as the database plus
 // "-wal". It grows by walGrow bytes of zeros at a time, fsynced, ahead of
