@@ -141,12 +141,16 @@ func newClientsListCommand(o *rootOptions) *cobra.Command {
 						if c.Legacy {
 							scopes = "(legacy: unrestricted)"
 						}
-						return []string{c.ClientID, c.Name, c.Owner, c.ClientType, c.Status, scopes}
+						status := c.Status
+						if c.PendingChange != nil {
+							status += " (change pending)"
+						}
+						return []string{c.ClientID, c.Name, c.Owner, c.ClientType, status, scopes}
 					})
 			})
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "only clients in this status: pending, approved or rejected")
+	cmd.Flags().StringVar(&status, "status", "", "only clients in this status: pending, approved or rejected (pending also lists approved clients with a pending change)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -180,8 +184,20 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		kv = append(kv, "authorization_requests", fmt.Sprintf("%d with scope, %d without scope (last %d days)", r.WithScope, r.WithoutScope, r.Days))
 	}
 	kv = append(kv, "created_at", fmtTime(c.CreatedAt), "updated_at", fmtTime(c.UpdatedAt))
+	if p := c.PendingChange; p != nil {
+		kv = append(kv, "pending_change", changeSummary(p),
+			"  proposed", fmt.Sprintf("by %s at %s", p.ProposedBy, fmtTime(p.ProposedAt)),
+			"  once approved", fmt.Sprintf("%s; redirect_uris %s; scopes %s", p.ResultType, strings.Join(p.RedirectURIs, " "), strings.Join(p.Scopes, " ")))
+	}
+	if p := c.RejectedChange; p != nil {
+		kv = append(kv, "rejected_change", fmt.Sprintf("%s (reason: %s)", changeSummary(p), p.RejectReason))
+	}
 	if err := fields(w, kv...); err != nil {
 		return err
+	}
+	if c.PendingChange != nil {
+		fmt.Fprintf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
+			"Apply it with `oauthd clients approve %s`, or discard it with `oauthd clients reject %s --reason TEXT` (the client stays approved).\n", c.ClientID, c.ClientID)
 	}
 	if c.MigrationSafe != nil {
 		if *c.MigrationSafe {
@@ -191,6 +207,21 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		}
 	}
 	return nil
+}
+
+// changeSummary says what a pending (or rejected) change adds.
+func changeSummary(p *admin.ChangeView) string {
+	var parts []string
+	if len(p.AddScopes) > 0 {
+		parts = append(parts, "adds scopes "+strings.Join(p.AddScopes, " "))
+	}
+	if len(p.AddRedirectURIs) > 0 {
+		parts = append(parts, "adds redirect URIs "+strings.Join(p.AddRedirectURIs, " "))
+	}
+	if p.ClientType != "" {
+		parts = append(parts, "makes the client "+p.ClientType)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // clientCommand returns a command that runs op on the Service and prints the
@@ -243,11 +274,20 @@ func newClientsRejectCommand(o *rootOptions) *cobra.Command {
 
 func newClientsScopesCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
-	cmd.AddCommand(clientCommand(o, "set CLIENT_ID SCOPE...",
+	var force bool
+	set := clientCommand(o, "set CLIENT_ID SCOPE... [--force]",
 		"Set the scopes; on a legacy client this is the migration to a scoped client", minArgs("CLIENT_ID", "SCOPE"),
 		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			if force {
+				return svc.ForceScopes(ctx, args[0], args[1:])
+			}
 			return svc.SetScopes(ctx, args[0], args[1:])
-		}))
+		})
+	set.Long = "Set the scopes; they apply at once (the operator is the reviewer). Removing a scope reaches existing grants at their next refresh.\n" +
+		"On a legacy client this is the migration to a scoped client: refused while `oauthd clients show` says migration_safe: false\n" +
+		"(recent authorization requests came without a scope parameter and would fail after it), unless --force is given."
+	set.Flags().BoolVar(&force, "force", false, "migrate a legacy client even though recent authorization requests came without scope")
+	cmd.AddCommand(set)
 	return cmd
 }
 

@@ -152,6 +152,18 @@ func (c *Client) SetScopes(ctx context.Context, id string, scopes []string) (Cli
 	return out, c.call(ctx, "clients/scopes/set", request{ID: id, Scopes: scopes}, &out)
 }
 
+// ForceScopes implements [Service.ForceScopes].
+func (c *Client) ForceScopes(ctx context.Context, id string, scopes []string) (ClientView, error) {
+	var out ClientView
+	return out, c.call(ctx, "clients/scopes/set", request{ID: id, Scopes: scopes, Force: true}, &out)
+}
+
+// EditClient implements [Service.EditClient].
+func (c *Client) EditClient(ctx context.Context, id string, e ClientEdit) (EditResult, error) {
+	var out EditResult
+	return out, c.call(ctx, "clients/edit", request{ID: id, Edit: &e}, &out)
+}
+
 // SetRedirectURIs implements [Service.SetRedirectURIs].
 func (c *Client) SetRedirectURIs(ctx context.Context, id string, uris []string) (ClientView, error) {
 	var out ClientView
