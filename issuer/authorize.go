@@ -231,7 +231,13 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage boo
 
 	scopes, err := scope.Parse(q.Get("scope"))
 	if u, ok := errors.AsType[*scope.UnknownError](err); ok {
-		return nil, fail(authzCodeInvalidScope, "unknown scope "+authzNames(u.Names))
+		desc := "unknown scope " + authzNames(u.Names)
+		if len(u.Names) == 1 {
+			if sug := scope.Suggest(u.Names[0]); len(sug) > 0 {
+				desc += " (did you mean " + strings.Join(sug, " or ") + "?)"
+			}
+		}
+		return nil, fail(authzCodeInvalidScope, desc)
 	} else if err != nil {
 		return nil, fail(authzCodeInvalidScope, "scope cannot be parsed")
 	}

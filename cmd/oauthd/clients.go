@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/issuer/admin"
+	"oauthd/issuer/scope"
 )
 
 func newClientsCommand(o *rootOptions) *cobra.Command {
@@ -33,6 +34,7 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "create --owner EMAIL --name NAME --redirect-uri URI... --scope SCOPE... [--public]",
 		Short:   "Register a client (status pending until approved); prints its secret once",
+		Long:    "Register a client; it stays pending until an administrator approves it.\n\n" + scopeHelp(),
 		Example: "  oauthd clients create --owner dev@example.com --name 'Calendar Sync' --redirect-uri https://app.example/cb --scope PROFILE_READ,BOOKING_READ",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -209,6 +211,22 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	return nil
 }
 
+// scopeHelp lists the 30 scopes by level, for the commands' help.
+func scopeHelp() string {
+	var b strings.Builder
+	b.WriteString("The scopes (an ORG_ scope implies the TEAM_ scope of the same suffix; README.md, \"Scopes\", says what each grants):\n")
+	for _, lv := range []scope.Level{scope.User, scope.Team, scope.Organization} {
+		var names []string
+		for _, s := range scope.All() {
+			if s.Level == lv {
+				names = append(names, s.Name)
+			}
+		}
+		fmt.Fprintf(&b, "  %s: %s\n", lv, strings.Join(names, " "))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // changeSummary says what a pending (or rejected) change adds.
 func changeSummary(p *admin.ChangeView) string {
 	var parts []string
@@ -285,7 +303,7 @@ func newClientsScopesCommand(o *rootOptions) *cobra.Command {
 		})
 	set.Long = "Set the scopes; they apply at once (the operator is the reviewer). Removing a scope reaches existing grants at their next refresh.\n" +
 		"On a legacy client this is the migration to a scoped client: refused while `oauthd clients show` says migration_safe: false\n" +
-		"(recent authorization requests came without a scope parameter and would fail after it), unless --force is given."
+		"(recent authorization requests came without a scope parameter and would fail after it), unless --force is given.\n\n" + scopeHelp()
 	set.Flags().BoolVar(&force, "force", false, "migrate a legacy client even though recent authorization requests came without scope")
 	cmd.AddCommand(set)
 	return cmd

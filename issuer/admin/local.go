@@ -106,7 +106,7 @@ func userView(u data.User) UserView {
 func parseScopes(items []string) ([]string, error) {
 	got, err := scope.Parse(strings.Join(items, ","))
 	if ue, ok := errors.AsType[*scope.UnknownError](err); ok {
-		return nil, newError(data.ErrInvalid, fmt.Sprintf("unknown scope %s; the scopes are listed in the README", strings.Join(ue.Names, ", ")))
+		return nil, newError(data.ErrInvalid, unknownScopes(ue.Names))
 	}
 	if err != nil {
 		return nil, newError(data.ErrInvalid, err.Error())
@@ -115,6 +115,20 @@ func parseScopes(items []string) ([]string, error) {
 		return nil, newError(data.ErrInvalid, "at least one scope is required; pass --scope PROFILE_READ (for example)")
 	}
 	return got, nil
+}
+
+// unknownScopes says which names are not scopes, with the close matches,
+// and where the full list is.
+func unknownScopes(names []string) string {
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		if s := scope.Suggest(n); len(s) > 0 {
+			n += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		parts = append(parts, n)
+	}
+	return fmt.Sprintf("unknown scope %s; the 30 scopes are in the README's scope table (README.md, \"Scopes\"), "+
+		"or in `oauthd clients create --help`", strings.Join(parts, ", "))
 }
 
 func newSecret(now time.Time) (string, data.ClientSecret) {
