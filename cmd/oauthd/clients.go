@@ -185,7 +185,7 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if r := c.AuthorizationRequests; r != nil {
 		kv = append(kv, "authorization_requests", fmt.Sprintf("%d with scope, %d without scope (last %d days)", r.WithScope, r.WithoutScope, r.Days))
 	}
-	kv = append(kv, "created_at", fmtTime(c.CreatedAt), "updated_at", fmtTime(c.UpdatedAt))
+	kv = append(kv, "revision", c.Revision, "created_at", fmtTime(c.CreatedAt), "updated_at", fmtTime(c.UpdatedAt))
 	if p := c.PendingChange; p != nil {
 		kv = append(kv, "pending_change", changeSummary(p),
 			"  proposed", fmt.Sprintf("by %s at %s", p.ProposedBy, fmtTime(p.ProposedAt)),
@@ -197,9 +197,14 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if err := fields(w, kv...); err != nil {
 		return err
 	}
+	if c.Status == "pending" {
+		fmt.Fprintf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --reason TEXT`.\n",
+			c.ClientID, c.Revision, c.ClientID)
+	}
 	if c.PendingChange != nil {
 		fmt.Fprintf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
-			"Apply it with `oauthd clients approve %s`, or discard it with `oauthd clients reject %s --reason TEXT` (the client stays approved).\n", c.ClientID, c.ClientID)
+			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --reason TEXT` (the client stays approved).\n",
+			c.ClientID, c.Revision, c.ClientID)
 	}
 	if c.MigrationSafe != nil {
 		if *c.MigrationSafe {
@@ -273,10 +278,16 @@ func newClientsShowCommand(o *rootOptions) *cobra.Command {
 }
 
 func newClientsApproveCommand(o *rootOptions) *cobra.Command {
-	return clientCommand(o, "approve CLIENT_ID", "Approve a pending client so it can be used", exactArgs("CLIENT_ID"),
+	var revision string
+	cmd := clientCommand(o, "approve CLIENT_ID [--revision R]", "Approve a pending client so it can be used, or an approved client's pending change", exactArgs("CLIENT_ID"),
 		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			if revision != "" {
+				return svc.ApproveRevision(ctx, args[0], revision)
+			}
 			return svc.ApproveClient(ctx, args[0])
 		})
+	cmd.Flags().StringVar(&revision, "revision", "", "approve only if the client is still at this revision (from `oauthd clients show`): the owner cannot change what you reviewed in between")
+	return cmd
 }
 
 func newClientsRejectCommand(o *rootOptions) *cobra.Command {

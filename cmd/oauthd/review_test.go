@@ -17,6 +17,7 @@ import (
 
 // reviewView is the part of `clients show --json` the review tests read.
 type reviewView struct {
+	Revision      string   `json:"revision"`
 	Status        string   `json:"status"`
 	RedirectURIs  []string `json:"redirect_uris"`
 	Scopes        []string `json:"scopes"`
@@ -130,8 +131,9 @@ func TestReviewWidening(t *testing.T) {
 		t.Fatalf("the approved settings stopped working: %q, %v", got, err)
 	}
 
-	// Approved: both work, and the code is exchanged for the new scope.
-	e.cli(t, "clients", "approve", id)
+	// Approved (at the revision the operator saw): both work, and the code
+	// is exchanged for the new scope.
+	e.cli(t, "clients", "approve", id, "--revision", v.Revision)
 	if v := show(); v.PendingChange != nil || !slices.Equal(v.RedirectURIs, []string{oldURI, newURI}) {
 		t.Fatalf("after approve: %+v", v)
 	}
@@ -142,8 +144,16 @@ func TestReviewWidening(t *testing.T) {
 		t.Fatalf("exchange after approval: %v, scope %v", err, tok.Extra("scope"))
 	}
 
-	// Rejected: the change goes, the approved client stays as it was.
+	// Bait and switch: the owner replaces the change after the operator
+	// looked; approving the revision the operator saw is refused.
+	setURIs(oldURI, newURI, "http://127.0.0.1:9/innocent")
+	seen := show().Revision
 	setURIs(oldURI, newURI, thirdURI)
+	if out, errOut, err := oauthd(t, db, "", "clients", "approve", id, "--revision", seen); err == nil || !strings.Contains(errOut, "nothing was approved") {
+		t.Fatalf("approve --revision after the owner's switch = %v, %q, %q; want a refusal", err, out, errOut)
+	}
+
+	// Rejected: the change goes, the approved client stays as it was.
 	wantPage(thirdURI, "PROFILE_READ")
 	e.cli(t, "clients", "reject", id, "--reason", "third URI is not ours")
 	v = show()

@@ -2,6 +2,9 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -252,4 +255,20 @@ func changeView(c data.Client, p *data.ClientChange) *ChangeView {
 		}
 	}
 	return v
+}
+
+// clientRevision is a short digest of what a review decides on: the
+// client's type, scopes, redirect URIs, status and pending change. An
+// owner's edit changes it; usage counts and secret use do not.
+func clientRevision(c data.Client) string {
+	var p struct {
+		S, U []string
+		T    data.ClientType
+	}
+	if c.Pending != nil {
+		p.S, p.U, p.T = c.Pending.AddScopes, c.Pending.AddRedirectURIs, c.Pending.Type
+	}
+	b, _ := json.Marshal([]any{c.Type, c.Legacy, c.Status, c.Scopes, c.RedirectURIs, p})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:6])
 }

@@ -272,3 +272,48 @@ func TestReviewAudit(t *testing.T) {
 		}
 	}
 }
+
+// TestApproveRevision: the owner cannot switch what the operator reviewed
+// for something wider between `clients show` and `clients approve
+// --revision` (a pending change, or a client under review).
+func TestApproveRevision(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		addDev(t, e.svc)
+		ctx := t.Context()
+		// A client under review, edited by its owner after the operator looked.
+		id := newClient(t, e.svc, false).ClientID
+		seen, _ := e.svc.ShowClient(ctx, id)
+		edit(t, e.svc, id, ClientEdit{Scopes: []string{"ORG_MEMBERSHIP_WRITE"}})
+		if _, err := e.svc.ApproveRevision(ctx, id, seen.Revision); !errors.Is(err, data.ErrConflict) || !strings.Contains(err.Error(), "nothing was approved") {
+			t.Fatalf("ApproveRevision(stale) = %v; want ErrConflict", err)
+		}
+		if c, _ := e.store.GetClient(ctx, id); c.Status != data.StatusPending {
+			t.Fatalf("a stale approval approved the client: %+v", c)
+		}
+		now, _ := e.svc.ShowClient(ctx, id)
+		if now.Revision == seen.Revision {
+			t.Fatal("the owner's edit did not change the revision")
+		}
+		if v, err := e.svc.ApproveRevision(ctx, id, now.Revision); err != nil || v.Status != "approved" {
+			t.Fatalf("ApproveRevision(current) = %+v, %v", v, err)
+		}
+		// A pending change replaced by a wider one.
+		edit(t, e.svc, id, ClientEdit{RedirectURIs: []string{"https://app.example/cb", "https://app.example/two"}})
+		seen, _ = e.svc.ShowClient(ctx, id)
+		edit(t, e.svc, id, ClientEdit{RedirectURIs: []string{"https://app.example/cb", "https://evil.example/cb"}})
+		if _, err := e.svc.ApproveRevision(ctx, id, seen.Revision); !errors.Is(err, data.ErrConflict) {
+			t.Fatalf("ApproveRevision(replaced change) = %v; want ErrConflict", err)
+		}
+		if c, _ := e.store.GetClient(ctx, id); len(c.RedirectURIs) != 1 || c.Pending == nil {
+			t.Fatalf("a stale approval applied the change: %+v", c)
+		}
+		// Usage counting or secret use does not change the revision.
+		before, _ := e.svc.ShowClient(ctx, id)
+		if _, err := e.svc.GenerateSecret(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := e.svc.ShowClient(ctx, id); after.Revision != before.Revision {
+			t.Error("a new secret changed the revision")
+		}
+	})
+}

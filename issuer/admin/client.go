@@ -123,6 +123,12 @@ func (c *Client) ApproveClient(ctx context.Context, id string) (ClientView, erro
 	return out, c.call(ctx, "clients/approve", request{ID: id}, &out)
 }
 
+// ApproveRevision implements [Service.ApproveRevision].
+func (c *Client) ApproveRevision(ctx context.Context, id, revision string) (ClientView, error) {
+	var out ClientView
+	return out, c.call(ctx, "clients/approve", request{ID: id, Revision: revision}, &out)
+}
+
 // RejectClient implements [Service.RejectClient].
 func (c *Client) RejectClient(ctx context.Context, id, reason string) (ClientView, error) {
 	var out ClientView

@@ -25,6 +25,7 @@ type request struct {
 	Legacy   []LegacyClient `json:"legacy,omitempty"`
 	Force    bool           `json:"force,omitempty"`
 	Edit     *ClientEdit    `json:"edit,omitempty"`
+	Revision string         `json:"revision,omitempty"`
 }
 
 // errorBody is the JSON of a failed call.
@@ -87,6 +88,9 @@ var operations = map[string]operation{
 	"clients/list":   func(ctx context.Context, s Service, r request) (any, error) { return s.ListClients(ctx, r.Status) },
 	"clients/show":   func(ctx context.Context, s Service, r request) (any, error) { return s.ShowClient(ctx, r.ID) },
 	"clients/approve": func(ctx context.Context, s Service, r request) (any, error) {
+		if r.Revision != "" {
+			return s.ApproveRevision(ctx, r.ID, r.Revision)
+		}
 		return s.ApproveClient(ctx, r.ID)
 	},
 	"clients/reject": func(ctx context.Context, s Service, r request) (any, error) {

@@ -309,6 +309,7 @@ func (l *Local) clientView(c data.Client) ClientView {
 		safe := counts.WithoutScope == 0
 		v.AuthorizationRequests, v.MigrationSafe = &counts, &safe
 	}
+	v.Revision = clientRevision(c)
 	v.PendingChange = changeView(c, c.Pending)
 	v.RejectedChange = changeView(c, c.RejectedChange)
 	return v
@@ -375,9 +376,19 @@ func tooMany(id string) error {
 // under review, or, on an approved client with a pending change, applies
 // that change.
 func (l *Local) ApproveClient(ctx context.Context, id string) (ClientView, error) {
+	return l.ApproveRevision(ctx, id, "")
+}
+
+// ApproveRevision implements [Service.ApproveRevision]; revision "" checks
+// nothing.
+func (l *Local) ApproveRevision(ctx context.Context, id, revision string) (ClientView, error) {
 	var change *data.ClientChange
 	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
 		change = nil
+		if r := clientRevision(c); revision != "" && r != revision {
+			return c, newError(data.ErrConflict, fmt.Sprintf("client %s changed since revision %s (it is now %s): nothing was approved; "+
+				"look again with `oauthd clients show %s`", id, revision, r, id))
+		}
 		if c.Status == data.StatusApproved && c.Pending != nil {
 			change = c.Pending
 			return c.WithPending(), nil

@@ -18,6 +18,10 @@ type Service interface {
 	ListClients(ctx context.Context, status string) ([]ClientView, error)
 	ShowClient(ctx context.Context, id string) (ClientView, error)
 	ApproveClient(ctx context.Context, id string) (ClientView, error)
+	// ApproveRevision is ApproveClient that refuses (ErrConflict) when the
+	// client's Revision is no longer revision: what the operator reviewed
+	// changed in the meantime.
+	ApproveRevision(ctx context.Context, id, revision string) (ClientView, error)
 	RejectClient(ctx context.Context, id, reason string) (ClientView, error)
 
 	GenerateSecret(ctx context.Context, id string) (CreatedSecret, error)
@@ -122,8 +126,12 @@ type ClientView struct {
 	// RejectedChange is the owner's last change that was rejected, with
 	// the reason (until the owner's next edit).
 	RejectedChange *ChangeView `json:"rejected_change,omitempty"`
-	CreatedAt      time.Time   `json:"created_at"`
-	UpdatedAt      time.Time   `json:"updated_at"`
+	// Revision identifies what a review decides on (type, scopes, redirect
+	// URIs, the pending change); `clients approve --revision` refuses when
+	// it changed since the operator looked.
+	Revision  string    `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ChangeView is a change of a client's settings that widens it: what it
