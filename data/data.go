@@ -3,6 +3,7 @@ package data
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -99,10 +100,78 @@ type Client struct {
 	Status       ClientStatus `json:"status"`
 	RejectReason string       `json:"reject_reason,omitempty"`
 	// Secrets are the active secrets (revoked ones are removed at once).
-	Secrets   []ClientSecret `json:"secrets,omitempty"`
-	Usage     []UsageDay     `json:"usage,omitempty"` // legacy clients only, newest last
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	Secrets []ClientSecret `json:"secrets,omitempty"`
+	Usage   []UsageDay     `json:"usage,omitempty"` // legacy clients only, newest last
+	// Pending is the owner's change that widens the client, waiting for an
+	// administrator; nil when there is none. Nothing but the review reads
+	// it: the client works with the settings above until it is approved.
+	Pending *ClientChange `json:"pending,omitempty"`
+	// RejectedChange is the owner's last change an administrator rejected
+	// (with its RejectReason), kept to tell the owner until their next
+	// edit; nil when there is none.
+	RejectedChange *ClientChange `json:"rejected_change,omitempty"`
+	CreatedAt      time.Time     `json:"created_at"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+}
+
+// ClientChange is the part of a change by a client's owner that widens what
+// an approved client can do: scopes and redirect URIs it does not have, or
+// the other client type. It waits in [Client.Pending] until an
+// administrator approves it ([Client.WithPending] is the client then) or
+// rejects it. The part of an owner's change that narrows the client
+// (removing a scope or a redirect URI) is applied at once and never waits.
+type ClientChange struct {
+	AddScopes       []string `json:"add_scopes,omitempty"`
+	AddRedirectURIs []string `json:"add_redirect_uris,omitempty"`
+	// Type is the client type asked for; "" when the type stays.
+	Type ClientType `json:"type,omitempty"`
+	// Secret is, for a public client that asked to become confidential, the
+	// secret it will have (its hash; the owner saw the secret once, when
+	// asking). It is not accepted before the change is approved.
+	Secret *ClientSecret `json:"secret,omitempty"`
+	// ProposedBy names who asked (e.g. "user 3 (settings page)").
+	ProposedBy string    `json:"proposed_by"`
+	ProposedAt time.Time `json:"proposed_at"`
+	// RejectReason is set only on [Client.RejectedChange].
+	RejectReason string `json:"reject_reason,omitempty"`
+}
+
+// Clone returns a deep copy of p (nil for nil).
+func (p *ClientChange) Clone() *ClientChange {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.AddScopes = slices.Clone(q.AddScopes)
+	q.AddRedirectURIs = slices.Clone(q.AddRedirectURIs)
+	if q.Secret != nil {
+		s := *q.Secret
+		s.Hash = slices.Clone(s.Hash)
+		q.Secret = &s
+	}
+	return &q
+}
+
+// WithPending returns c as it will be once its pending change is approved
+// (with Pending nil), or c itself when it has none.
+func (c Client) WithPending() Client {
+	p := c.Pending
+	if p == nil {
+		return c
+	}
+	c.Pending = nil
+	c.Scopes = append(slices.Clone(c.Scopes), p.AddScopes...)
+	c.RedirectURIs = append(slices.Clone(c.RedirectURIs), p.AddRedirectURIs...)
+	if p.Type != "" && p.Type != c.Type {
+		c.Type = p.Type
+		c.Secrets = nil
+		if p.Secret != nil {
+			s := *p.Secret
+			s.Hash = slices.Clone(s.Hash)
+			c.Secrets = []ClientSecret{s}
+		}
+	}
+	return c
 }
 
 // AuthCode is an issued authorization code, keyed by [AuthCodeKey] of the

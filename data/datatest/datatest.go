@@ -360,10 +360,14 @@ func testClientRulesAtUpdate(t *testing.T, s data.Store) {
 		{"change type", func(c *data.Client) { c.Type, c.Secrets = data.Public, nil }, data.ErrInvalid},
 		{"change creation time", func(c *data.Client) { c.CreatedAt = c.CreatedAt.Add(time.Second) }, data.ErrInvalid},
 		{"become legacy", func(c *data.Client) { c.Legacy = true }, data.ErrInvalid},
+		{"pending change that adds nothing", func(c *data.Client) {
+			c.Pending = &data.ClientChange{AddScopes: []string{"PROFILE_READ"}, ProposedBy: "dev", ProposedAt: t0}
+		}, data.ErrInvalid},
 	}
 	for i, tc := range immutable {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := newClient(fmt.Sprintf("i%d", i))
+			orig.Status = data.StatusApproved // the type of a client under review may change
 			wantErr(t, "CreateClient", s.CreateClient(ctx, orig), nil)
 			_, err := s.UpdateClient(ctx, orig.ID, func(c data.Client) (data.Client, error) {
 				tc.change(&c)
@@ -376,6 +380,30 @@ func testClientRulesAtUpdate(t *testing.T, s data.Store) {
 			wantErr(t, "GetClient(other)", err, data.ErrNotFound)
 		})
 	}
+	t.Run("pending change round-trips and its approval changes the type", func(t *testing.T) {
+		orig := newClient("pc")
+		orig.Status = data.StatusApproved
+		wantErr(t, "CreateClient", s.CreateClient(ctx, orig), nil)
+		p := &data.ClientChange{AddScopes: []string{"TEAM_BOOKING_READ"}, AddRedirectURIs: []string{"https://new.example.com/cb"},
+			Type: data.Public, ProposedBy: "user 1 (settings page)", ProposedAt: t0.Add(time.Minute)}
+		want, err := s.UpdateClient(ctx, orig.ID, func(c data.Client) (data.Client, error) {
+			c.Pending = p
+			c.RejectedChange = &data.ClientChange{AddScopes: []string{"ORG_BOOKING_READ"}, ProposedBy: "x", ProposedAt: t0, RejectReason: "no"}
+			return c, nil
+		})
+		wantErr(t, "UpdateClient", err, nil)
+		stored, err := s.GetClient(ctx, orig.ID)
+		wantErr(t, "GetClient", err, nil)
+		mustEqual(t, "client with a pending change", stored, want)
+		if stored.Pending == nil || stored.Type != data.Confidential || len(stored.Scopes) != 2 {
+			t.Fatalf("stored = %+v; want the approved settings and the pending change beside them", stored)
+		}
+		got, err := s.UpdateClient(ctx, orig.ID, func(c data.Client) (data.Client, error) { return c.WithPending(), nil })
+		wantErr(t, "UpdateClient (approve)", err, nil)
+		if got.Pending != nil || got.Type != data.Public || len(got.Secrets) != 0 || len(got.Scopes) != 3 || len(got.RedirectURIs) != 3 {
+			t.Fatalf("after approval = %+v", got)
+		}
+	})
 	t.Run("legacy client saves scopes", func(t *testing.T) {
 		orig := newClient("legacy")
 		orig.Legacy, orig.Scopes = true, nil

@@ -329,9 +329,18 @@ func TestImportAndMigration(t *testing.T) {
 			v.MigrationSafe == nil || *v.MigrationSafe {
 			t.Errorf("ShowClient(legacy) = %+v, %v; want 7 with, 1 without, not safe", v, err)
 		}
-		v, err = e.svc.SetScopes(t.Context(), "legacy-1", []string{"PROFILE_READ", "BOOKING_READ,SCHEDULE_READ"})
+		// Not migration-safe: refused, saying why and how to go on; --force migrates.
+		_, err = e.svc.SetScopes(t.Context(), "legacy-1", []string{"PROFILE_READ"})
+		if !errors.Is(err, data.ErrConflict) || !strings.Contains(err.Error(), "1 of its authorization requests of the last 30 days came without a scope parameter") ||
+			!strings.Contains(err.Error(), "migration_safe: true") || !strings.Contains(err.Error(), "--force") {
+			t.Errorf("SetScopes (unsafe migration) = %v; want ErrConflict saying why and how", err)
+		}
+		if c, _ := e.store.GetClient(t.Context(), "legacy-1"); !c.Legacy {
+			t.Fatal("a refused migration migrated the client")
+		}
+		v, err = e.svc.ForceScopes(t.Context(), "legacy-1", []string{"PROFILE_READ", "BOOKING_READ,SCHEDULE_READ"})
 		if err != nil || v.Legacy || len(v.Scopes) != 3 || v.AuthorizationRequests != nil || v.MigrationSafe != nil {
-			t.Errorf("SetScopes (migration) = %+v, %v", v, err)
+			t.Errorf("ForceScopes (migration) = %+v, %v", v, err)
 		}
 		if _, err := e.svc.SetScopes(t.Context(), "legacy-1", []string{"NOPE"}); !errors.Is(err, data.ErrInvalid) {
 			t.Errorf("SetScopes(unknown) = %v; want ErrInvalid", err)
