@@ -1,6 +1,7 @@
 package data
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -122,22 +123,102 @@ func newFamilyID(now time.Time) string {
 	return string(id[:])
 }
 
-// NewRefreshToken returns a refresh token of the family: the prefix, the
-// family ID, a dot, and 256 random bits. The family ID lets the server find
-// the family with one lookup and detect the reuse of a rotated token.
-func NewRefreshToken(familyID string) string {
-	return PrefixRefreshToken + familyID + "." + randomString(secretBytes)
+// RefreshKeySize is the size of the key that tags refresh tokens.
+const RefreshKeySize = 32
+
+// tagBytes is the size of a refresh token's tag: 128 bits of HMAC-SHA256.
+const tagBytes = 16
+
+// tagChars is the length of the tag in base64url.
+const tagChars = 22 // base64.RawURLEncoding.EncodedLen(tagBytes)
+
+// NewRefreshToken returns a refresh token of the family, tagged with key
+// (of [RefreshKeySize] bytes): the prefix, the family ID, a dot, 256
+// random bits, a dot, and the tag, HMAC-SHA256(key, everything before the
+// second dot) cut to 128 bits. The family ID lets the server find the
+// family with one lookup; the tag lets it tell, without storing anything
+// more, a token it issued for that family from one made up around a known
+// family ID (see [CheckRefreshTag]).
+func NewRefreshToken(familyID string, key []byte) string {
+	b := make([]byte, 0, len(PrefixRefreshToken)+len(familyID)+2+43+tagChars)
+	b = append(b, PrefixRefreshToken...)
+	b = append(b, familyID...)
+	b = append(b, '.')
+	var r [secretBytes]byte
+	rand.Read(r[:])
+	b = base64.RawURLEncoding.AppendEncode(b, r[:])
+	tag := refreshTag(key, b)
+	b = append(b, '.')
+	b = base64.RawURLEncoding.AppendEncode(b, tag[:])
+	return string(b)
+}
+
+// refreshTag is HMAC-SHA256(key, body) cut to tagBytes.
+func refreshTag(key, body []byte) [tagBytes]byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	var tag [tagBytes]byte
+	copy(tag[:], sum[:])
+	return tag
+}
+
+// TagCheck is what [CheckRefreshTag] finds in a refresh token.
+type TagCheck int
+
+const (
+	// Untagged: the token has the form issued before refresh tokens
+	// carried a tag (prefix, family ID, a dot, 256 random bits). Only the
+	// family's stored hashes can tell whether it was issued.
+	Untagged TagCheck = iota
+	// TagValid: the tag is the server's for this family ID and random
+	// part: the server issued this token for this family.
+	TagValid
+	// TagInvalid: the token has the tagged form but the tag is not the
+	// server's: nobody was ever given this token.
+	TagInvalid
+)
+
+// CheckRefreshTag checks the tag of a token that [ParseRefreshToken]
+// accepted, in constant time.
+func CheckRefreshTag(token string, key []byte) TagCheck {
+	if strings.Count(token, ".") != 2 {
+		return Untagged
+	}
+	dot := strings.LastIndexByte(token, '.')
+	body, enc := token[:dot], token[dot+1:]
+	var got [tagBytes]byte
+	if n, err := base64.RawURLEncoding.Strict().Decode(got[:], []byte(enc)); err != nil || n != tagBytes {
+		return TagInvalid
+	}
+	want := refreshTag(key, []byte(body))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		return TagInvalid
+	}
+	return TagValid
 }
 
 // ParseRefreshToken returns the family ID carried by a refresh token, or
-// false when the token is not of our form.
+// false when the token is not of our form. Both forms are accepted: the
+// tagged one of [NewRefreshToken] and the untagged one of earlier
+// releases; [CheckRefreshTag] tells them apart.
 func ParseRefreshToken(token string) (familyID string, ok bool) {
 	rest, ok := strings.CutPrefix(token, PrefixRefreshToken)
 	if !ok {
 		return "", false
 	}
 	id, secret, ok := strings.Cut(rest, ".")
-	if !ok || len(id) != base64.RawURLEncoding.EncodedLen(familyIDBytes) ||
+	if !ok {
+		return "", false
+	}
+	if random, tag, tagged := strings.Cut(secret, "."); tagged {
+		if len(tag) != tagChars || !isBase64URL(tag) {
+			return "", false
+		}
+		secret = random
+	}
+	if len(id) != base64.RawURLEncoding.EncodedLen(familyIDBytes) ||
 		len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) ||
 		!isBase64URL(id) || !isBase64URL(secret) {
 		return "", false
