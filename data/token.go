@@ -1,12 +1,15 @@
 package data
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"hash"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -138,30 +141,10 @@ const tagChars = 22 // base64.RawURLEncoding.EncodedLen(tagBytes)
 // second dot) cut to 128 bits. The family ID lets the server find the
 // family with one lookup; the tag lets it tell, without storing anything
 // more, a token it issued for that family from one made up around a known
-// family ID (see [CheckRefreshTag]).
+// family ID (see [CheckRefreshTag]). A server tags many tokens with one
+// key: [RefreshTagger] does the same without setting up the HMAC each time.
 func NewRefreshToken(familyID string, key []byte) string {
-	b := make([]byte, 0, len(PrefixRefreshToken)+len(familyID)+2+43+tagChars)
-	b = append(b, PrefixRefreshToken...)
-	b = append(b, familyID...)
-	b = append(b, '.')
-	var r [secretBytes]byte
-	rand.Read(r[:])
-	b = base64.RawURLEncoding.AppendEncode(b, r[:])
-	tag := refreshTag(key, b)
-	b = append(b, '.')
-	b = base64.RawURLEncoding.AppendEncode(b, tag[:])
-	return string(b)
-}
-
-// refreshTag is HMAC-SHA256(key, body) cut to tagBytes.
-func refreshTag(key, body []byte) [tagBytes]byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	var sum [sha256.Size]byte
-	m.Sum(sum[:0])
-	var tag [tagBytes]byte
-	copy(tag[:], sum[:])
-	return tag
+	return NewRefreshTagger(key).NewToken(familyID)
 }
 
 // TagCheck is what [CheckRefreshTag] finds in a refresh token.
@@ -183,20 +166,89 @@ const (
 // CheckRefreshTag checks the tag of a token that [ParseRefreshToken]
 // accepted, in constant time.
 func CheckRefreshTag(token string, key []byte) TagCheck {
+	return NewRefreshTagger(key).Check(token)
+}
+
+// RefreshTagger makes and checks refresh-token tags under one key. It is
+// safe for concurrent use and keeps keyed HMAC states for reuse (the token
+// endpoint is a hot path).
+type RefreshTagger struct {
+	key  []byte
+	pool sync.Pool // *tagState
+}
+
+type tagState struct {
+	mac hash.Hash
+	buf []byte
+	sum [sha256.Size]byte
+}
+
+// NewRefreshTagger returns a tagger for key (copied).
+func NewRefreshTagger(key []byte) *RefreshTagger {
+	t := &RefreshTagger{key: bytes.Clone(key)}
+	t.pool.New = func() any { return &tagState{mac: hmac.New(sha256.New, t.key), buf: make([]byte, 0, 128)} }
+	return t
+}
+
+// sum returns HMAC-SHA256(key, body) cut to tagBytes.
+func (t *RefreshTagger) sum(body []byte) [tagBytes]byte {
+	st := t.pool.Get().(*tagState)
+	st.mac.Reset()
+	st.mac.Write(body)
+	var tag [tagBytes]byte
+	copy(tag[:], st.mac.Sum(st.sum[:0]))
+	t.pool.Put(st)
+	return tag
+}
+
+// NewToken is [NewRefreshToken] under the tagger's key.
+func (t *RefreshTagger) NewToken(familyID string) string {
+	var b [len(PrefixRefreshToken) + 22 + 1 + 43 + 1 + tagChars]byte
+	out := append(b[:0], PrefixRefreshToken...)
+	out = append(out, familyID...)
+	out = append(out, '.')
+	var r [secretBytes]byte
+	rand.Read(r[:])
+	out = base64.RawURLEncoding.AppendEncode(out, r[:])
+	tag := t.sum(out)
+	out = append(out, '.')
+	out = base64.RawURLEncoding.AppendEncode(out, tag[:])
+	return string(out)
+}
+
+// Check is [CheckRefreshTag] under the tagger's key.
+func (t *RefreshTagger) Check(token string) TagCheck {
 	if strings.Count(token, ".") != 2 {
 		return Untagged
 	}
 	dot := strings.LastIndexByte(token, '.')
-	body, enc := token[:dot], token[dot+1:]
+	enc := token[dot+1:]
 	var got [tagBytes]byte
-	if n, err := base64.RawURLEncoding.Strict().Decode(got[:], []byte(enc)); err != nil || n != tagBytes {
+	if len(enc) != tagChars {
 		return TagInvalid
 	}
-	want := refreshTag(key, []byte(body))
+	var encb [tagChars]byte
+	copy(encb[:], enc)
+	if n, err := base64.RawURLEncoding.Strict().Decode(got[:], encb[:]); err != nil || n != tagBytes {
+		return TagInvalid
+	}
+	st := t.pool.Get().(*tagState)
+	st.buf = append(st.buf[:0], token[:dot]...)
+	want := t.sumLocked(st)
+	t.pool.Put(st)
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		return TagInvalid
 	}
 	return TagValid
+}
+
+// sumLocked is sum of st.buf on a state already taken from the pool.
+func (t *RefreshTagger) sumLocked(st *tagState) [tagBytes]byte {
+	st.mac.Reset()
+	st.mac.Write(st.buf)
+	var tag [tagBytes]byte
+	copy(tag[:], st.mac.Sum(st.sum[:0]))
+	return tag
 }
 
 // ParseRefreshToken returns the family ID carried by a refresh token, or

@@ -82,8 +82,19 @@ func judgeRefresh(f *data.Family, presented []byte, tag data.TagCheck, now time.
 
 // keptScopes returns the grant's scopes that the client still has, in the
 // grant's order: narrowing, not widening (RFC 6749 §6: never more than the
-// original authorization).
+// original authorization). When the client has them all (the usual case)
+// it returns granted itself, without allocating.
 func keptScopes(granted, client []string) []string {
+	all := true
+	for _, g := range granted {
+		if !slices.Contains(client, g) {
+			all = false
+			break
+		}
+	}
+	if all {
+		return granted
+	}
 	kept := make([]string, 0, len(granted))
 	for _, g := range granted {
 		if slices.Contains(client, g) {
@@ -103,7 +114,7 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 	if !ok {
 		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token is invalid")
 	}
-	tag := data.CheckRefreshTag(req.RefreshToken, s.refreshKey)
+	tag := s.tagger.Check(req.RefreshToken)
 	if tag == data.TagInvalid {
 		s.metrics.refreshForged.Inc()
 		return tokenResponse{}, errUnknownRefresh()
@@ -151,7 +162,7 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 				return data.Family{}, WithDescription(ErrInvalidScope, "scope must be a subset of the scopes this grant still has")
 			}
 		}
-		refreshToken = data.NewRefreshToken(f.ID, s.refreshKey)
+		refreshToken = s.tagger.NewToken(f.ID)
 		if len(narrowed) > 0 {
 			// A narrowed token: the family keeps its scopes (RFC 6749 §6).
 			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, narrowed, false)

@@ -78,8 +78,9 @@ type Server struct {
 	tok     *tokenState // token side: limiter, metadata (token.go)
 	signers *workerPool // access tokens are signed on these (accesstoken.go)
 
-	refreshKey []byte        // tags refresh tokens
-	grace      time.Duration // Config.RefreshReuseGrace
+	refreshKey []byte              // Config.RefreshTokenKey
+	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
+	grace      time.Duration       // Config.RefreshReuseGrace
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -132,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("issuer: Config.RefreshReuseGrace must not be negative (0 disables the grace)")
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
-		refreshKey: cfg.RefreshTokenKey, grace: cfg.RefreshReuseGrace}
+		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil

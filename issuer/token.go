@@ -103,7 +103,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 			return data.Family{}, e
 		}
 		id := data.NewFamilyID()
-		refreshToken = data.NewRefreshToken(id, s.refreshKey)
+		refreshToken = s.tagger.NewToken(id)
 		access = s.startAccessToken(now, id, code.UserID, code.ClientID, code.Scopes, code.Unrestricted)
 		abs := now.Add(s.cfg.RefreshMax)
 		return data.Family{

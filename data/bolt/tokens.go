@@ -153,18 +153,21 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		if err := jsonUnmarshal(raw, &old); err != nil {
 			return err
 		}
-		// old is this fn's own decoded copy; out keeps what update saw.
-		out = old
-		out.Scopes = slices.Clone(old.Scopes)
-		next, err := update(old)
+		clientID := old.ClientID
+		next, err := update(old) // old is this fn's own decoded copy
 		if errorsIs(err, data.ErrTokenReused) {
+			// The stored record, decoded again (update may have changed
+			// its copy): rare, and it keeps the hot path free of a copy.
+			if derr := jsonUnmarshal(raw, &out); derr != nil {
+				return derr
+			}
 			deleteFamily(w, out)
 			return keep(err)
 		}
 		if err != nil {
 			return err
 		}
-		if next.ID != id || next.ClientID != out.ClientID {
+		if next.ID != id || next.ClientID != clientID {
 			return fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 		}
 		utcFamily(&next)
