@@ -137,17 +137,19 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 	)
 	fam, err := s.store.RotateRefreshToken(ctx, familyID, func(f data.Family) (data.Family, error) {
 		lostScopes = false
+		// A forgery first: it learns nothing about the family (not even
+		// its client or expiry) and changes nothing.
+		if v = judgeRefresh(&f, presented, tag, now, s.grace); v == forged {
+			return data.Family{}, errForged
+		}
 		if f.ClientID != client.ID {
 			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token was issued to another client")
 		}
 		if !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp) {
 			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token has expired")
 		}
-		switch v = judgeRefresh(&f, presented, tag, now, s.grace); v {
-		case genuineReplay:
+		if v == genuineReplay {
 			return data.Family{}, fmt.Errorf("refresh family %s: %w", f.ID, data.ErrTokenReused)
-		case forged:
-			return data.Family{}, errForged
 		}
 		if !f.Unrestricted && !client.Legacy {
 			kept := keptScopes(f.Scopes, client.Scopes)

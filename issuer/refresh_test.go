@@ -188,3 +188,29 @@ func TestNarrowingLegacy(t *testing.T) {
 		t.Fatalf("access token after the migration: %+v, %v; want unrestricted", claims, err)
 	}
 }
+
+// TestForgeryLearnsNothing: a forged token for a live family, presented by
+// any client, gets the very answer of a token of no family at all.
+func TestForgeryLearnsNothing(t *testing.T) {
+	env := newTkEnv(t)
+	tok := env.exchange()
+	env.refreshOK(tok.RefreshToken) // the family's current token is tagged now
+	id, _ := data.ParseRefreshToken(tok.RefreshToken)
+	answer := func(client, secret, rt string) string {
+		rec := env.do(env.refreshReq(client, secret, rt))
+		if rec.Code != http.StatusBadRequest {
+			t.Fatalf("refresh = %d %s; want 400", rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	none := answer("other", env.otherSecret, data.PrefixRefreshToken+data.NewFamilyID()+"."+data.NewSecret(""))
+	for name, got := range map[string]string{
+		"untagged forgery, owner":          answer("conf", env.secretA, data.PrefixRefreshToken+id+"."+data.NewSecret("")),
+		"untagged forgery, another client": answer("other", env.otherSecret, data.PrefixRefreshToken+id+"."+data.NewSecret("")),
+		"bad tag, another client":          answer("other", env.otherSecret, data.NewRefreshToken(id, make([]byte, data.RefreshKeySize))),
+	} {
+		if got != none {
+			t.Errorf("%s: %s; want the answer to an unknown family, %s", name, got, none)
+		}
+	}
+}

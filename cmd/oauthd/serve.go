@@ -252,6 +252,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
 	w.km = km
+	if len(km.RefreshTokenKey()) == 0 {
+		// Never run with a key of this process only: every refresh token
+		// would look forged after a restart.
+		return nil, errors.New("load signing keys: the refresh-token secret is missing from the key set; run `oauthd keys list` to check the database")
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
