@@ -25,8 +25,10 @@ var (
 	// ErrCodeUsed: the authorization code was already exchanged. The returned
 	// AuthCode names the refresh-token family issued from it.
 	ErrCodeUsed = errors.New("authorization code already used")
-	// ErrTokenReused: a refresh token that is no longer the family's current
-	// one was presented; the backend has deleted the whole family.
+	// ErrTokenReused: a refresh token the family issued earlier was
+	// presented again (RFC 9700 §4.14.2); the whole family is revoked.
+	// An update function of [Store.RotateRefreshToken] returns it to have
+	// the store delete the family.
 	ErrTokenReused = errors.New("refresh token reused; family revoked")
 	// ErrConflict: the update lost a race it cannot merge (e.g. a state
 	// transition from a state the record is no longer in).
@@ -194,15 +196,16 @@ type AuthCode struct {
 }
 
 // Family is a refresh-token family: one user's grant to one client, renewed
-// by rotation. Only the current token's hash is stored; the token itself
-// carries the family ID, so a token that names a live family but does not
-// match its current hash is a reused (rotated-away) or forged token, and the
-// family is revoked (RFC 9700 §4.14.2).
+// by rotation. Only hashes of its refresh tokens are stored; the token
+// itself carries the family ID (and a tag, see [NewRefreshToken]). The
+// issuer decides what a presented token is worth (current, the previous
+// one within the reuse grace, a genuine replay that revokes the family, or
+// a forgery that changes nothing); see [Store.RotateRefreshToken].
 type Family struct {
 	ID           string    `json:"id"`
 	ClientID     string    `json:"client_id"`
 	UserID       int64     `json:"user_id"`
-	Scopes       []string  `json:"scopes"`
+	Scopes       []string  `json:"scopes"` // only ever narrowed (the client lost a scope)
 	Unrestricted bool      `json:"unrestricted"`
 	TokenHash    []byte    `json:"token_hash"` // SHA-256 of the current refresh token
 	Generation   uint64    `json:"generation"` // rotations so far
@@ -211,6 +214,17 @@ type Family struct {
 	ExpiresAt    time.Time `json:"expires_at"`   // idle expiry, never after AbsoluteExpiresAt
 	AbsoluteExp  time.Time `json:"absolute_exp"` // the family's hard end
 	CodeHash     []byte    `json:"code_hash,omitempty"`
+	// Tagged: the current token carries a tag ([NewRefreshToken]). False
+	// only for a family last rotated by a release before tags.
+	Tagged bool `json:"tagged,omitempty"`
+	// PrevHash is the SHA-256 of the token the current one replaced, while
+	// the reuse grace may still accept it once; nil after a grace rotation
+	// and before the first rotation.
+	PrevHash []byte `json:"prev_hash,omitempty"`
+	// LegacyHash is, for a family made before tags, the SHA-256 of its
+	// last untagged token once a rotation replaced it: a replay of that
+	// token is genuine (it revokes), any other untagged token is a forgery.
+	LegacyHash []byte `json:"legacy_hash,omitempty"`
 }
 
 // Grant records a user's consent to a client for some scopes.
@@ -240,6 +254,10 @@ const (
 	KeyNext    KeyState = "next"
 	KeyActive  KeyState = "active"
 	KeyRetired KeyState = "retired"
+	// KeySecret is not a signing key: the one record (kid
+	// keys.RefreshSecretKID) holding the secret that keys the refresh-token
+	// tags. Never published.
+	KeySecret KeyState = "secret"
 )
 
 // SigningKey is a JWT signing key. Private holds the private key as a JWK,
@@ -306,13 +324,17 @@ type Store interface {
 	// Refresh-token families.
 
 	GetFamily(ctx context.Context, id string) (Family, error)
-	// RotateRefreshToken compares presented (a token hash) with the family's
-	// current TokenHash in constant time. On a match it stores update(old)
-	// (which sets the new TokenHash, RotatedAt, ExpiresAt, Generation) and
-	// returns it. On a mismatch it deletes the family and returns the old
-	// record with ErrTokenReused. An error from update aborts with nothing
-	// written.
-	RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(Family) (Family, error)) (Family, error)
+	// RotateRefreshToken runs update on the family id inside one
+	// transaction; the store makes no decision of its own. update sees the
+	// stored record and returns:
+	//   - a family (same ID and ClientID; else a *RuleError): it is stored
+	//     and returned;
+	//   - an error wrapping ErrTokenReused: the family is deleted in the
+	//     same transaction, and the stored record is returned with that
+	//     error (as update returned it);
+	//   - any other error: nothing is written; the error is returned as is.
+	// ErrNotFound when there is no family id (update is not called).
+	RotateRefreshToken(ctx context.Context, id string, update func(Family) (Family, error)) (Family, error)
 	// DeleteFamily revokes a family; ErrNotFound when there is none.
 	DeleteFamily(ctx context.Context, id string) error
 	// ListFamilies lists the families of a client ("" for all).

@@ -241,7 +241,7 @@ func ValidateKeySet(keys []SigningKey) error {
 		switch k.State {
 		case KeyActive:
 			active++
-		case KeyNext, KeyRetired:
+		case KeyNext, KeyRetired, KeySecret:
 		default:
 			return ruleErr("state", "%q is not a key state", k.State)
 		}

@@ -185,7 +185,7 @@ func TestTokenErrors(t *testing.T) {
 			return env.refreshReq("conf", env.secretA, "oauthd_rt_short.x")
 		}, 400, "invalid_grant", false},
 		{"unknown refresh_token", func(env *tkEnv) tkReq {
-			return env.refreshReq("conf", env.secretA, data.NewRefreshToken(data.NewFamilyID()))
+			return env.refreshReq("conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(), env.s.refreshKey))
 		}, 400, "invalid_grant", false},
 		{"refresh token of another client", func(env *tkEnv) tkReq {
 			return env.refreshReq("other", env.otherSecret, env.exchange().RefreshToken)
@@ -634,17 +634,49 @@ func TestRevoke(t *testing.T) {
 	})
 	t.Run("unknown token", func(t *testing.T) {
 		env := newTkEnv(t)
-		for _, tok := range []string{"garbage", data.NewRefreshToken(data.NewFamilyID())} {
+		for _, tok := range []string{"garbage", data.NewRefreshToken(data.NewFamilyID(), env.s.refreshKey)} {
 			if rec := env.do(revokeReq("conf", env.secretA, tok)); rec.Code != http.StatusOK {
 				t.Errorf("revoke %q: %d; want 200", tok, rec.Code)
 			}
 		}
 	})
-	t.Run("access token", func(t *testing.T) {
+	t.Run("access token revokes its grant", func(t *testing.T) {
+		for _, hint := range []string{"access_token", "", "refresh_token"} {
+			env := newTkEnv(t)
+			tok := env.exchange()
+			extra := []string{}
+			if hint != "" {
+				extra = []string{"token_type_hint", hint}
+			}
+			// Another client's revocation of it changes nothing.
+			if rec := env.do(revokeReq("other", env.otherSecret, tok.AccessToken, extra...)); rec.Code != http.StatusOK {
+				t.Fatalf("hint %q: another client's revocation: %d %s", hint, rec.Code, rec.Body)
+			}
+			env.mustTokens(env.do(env.refreshReq("conf", env.secretA, tok.RefreshToken)))
+			tok2 := env.exchange()
+			rec := env.do(revokeReq("conf", env.secretA, tok2.AccessToken, extra...))
+			if rec.Code != http.StatusOK || rec.Header().Get("Cache-Control") != "no-store" {
+				t.Fatalf("hint %q: revoke access token: %d %s", hint, rec.Code, rec.Body)
+			}
+			if got := tkOAuthErr(t, env.do(env.refreshReq("conf", env.secretA, tok2.RefreshToken))); got != "invalid_grant" {
+				t.Errorf("hint %q: refresh after revoking the access token: %q; want invalid_grant", hint, got)
+			}
+		}
+	})
+	t.Run("access token without grant_id", func(t *testing.T) {
 		env := newTkEnv(t)
-		rec := env.do(revokeReq("conf", env.secretA, env.exchange().AccessToken, "token_type_hint", "access_token"))
+		old, err := env.s.mintAccessToken(env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := env.do(revokeReq("conf", env.secretA, old, "token_type_hint", "access_token"))
 		if rec.Code != 400 || tkOAuthErr(t, rec) != "unsupported_token_type" {
-			t.Errorf("revoke access token: %d %s", rec.Code, rec.Body)
+			t.Errorf("revoke an access token without grant_id: %d %s; want 400 unsupported_token_type", rec.Code, rec.Body)
+		}
+		for _, bad := range []string{"eyJhbGciOiJub25lIn0.e30.", "eyJ.x.y"} {
+			if rec := env.do(revokeReq("conf", env.secretA, bad)); rec.Code != http.StatusOK {
+				t.Errorf("revoke invalid JWT %q: %d; want 200", bad, rec.Code)
+			}
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
@@ -694,7 +726,7 @@ func TestIntrospect(t *testing.T) {
 		{"another client's access token", "other", env.otherSecret, tok.AccessToken, inactive},
 		{"another client's refresh token", "other", env.otherSecret, tok.RefreshToken, inactive},
 		{"garbage", "conf", env.secretA, "eyJ.x.y", inactive},
-		{"unknown refresh token", "conf", env.secretA, data.NewRefreshToken(data.NewFamilyID()), inactive},
+		{"unknown refresh token", "conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(), env.s.refreshKey), inactive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

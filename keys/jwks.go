@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +32,9 @@ type snapshot struct {
 	pub    map[string]verify.PublicKey // published keys by kid
 	jwks   []byte                      // {"keys":[...]}: next, active, retired
 	etag   string
+	// refreshKey tags refresh tokens (Manager.RefreshTokenKey); nil when
+	// the set has no secret yet.
+	refreshKey []byte
 }
 
 // signer signs with one key; everything but the signature is precomputed.
@@ -141,7 +143,14 @@ func (m *Manager) install(ks []data.SigningKey) error {
 // key that does not parse, or whose kid is not its thumbprint, is left out
 // of the JWKS and logged; an active key that cannot sign is an error.
 func (m *Manager) build(ks []data.SigningKey) (*snapshot, error) {
-	ks = slices.Clone(ks)
+	var refreshKey []byte
+	if hasRefreshSecret(ks) {
+		var err error
+		if refreshKey, err = m.refreshKeyOf(ks); err != nil {
+			return nil, fmt.Errorf("refresh-token secret: %w", err)
+		}
+	}
+	ks = signingKeys(ks)
 	sortKeys(ks)
 	set := jwk.NewSet()
 	for _, k := range ks {
@@ -167,7 +176,7 @@ func (m *Manager) build(ks []data.SigningKey) (*snapshot, error) {
 		return nil, fmt.Errorf("build jwks: %w", err)
 	}
 	sum := sha256.Sum256(jwks)
-	s := &snapshot{pub: pub, jwks: jwks, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`}
+	s := &snapshot{pub: pub, jwks: jwks, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`, refreshKey: refreshKey}
 	if i := indexOf(ks, data.KeyActive); i >= 0 {
 		sg, err := m.signerOf(ks[i], pub[ks[i].KID])
 		if err != nil {

@@ -30,6 +30,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oauthd/data"
+	"oauthd/issuer"
 	"oauthd/issuer/admin"
 )
 
@@ -212,7 +213,7 @@ type benchServer struct {
 }
 
 func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (*benchServer, error) {
-	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour}
+	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, reuseGrace: issuer.DefaultRefreshReuseGrace}
 	tuneGC() // as serve runs
 	w, err := so.wire(ctx, logger, dbPath, nil)
 	if err != nil {
@@ -684,7 +685,7 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 	if err != nil {
 		return err
 	}
-	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour}
+	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, reuseGrace: issuer.DefaultRefreshReuseGrace}
 	w, err := so.wire(ctx, logger, root.db, mk)
 	if err != nil {
 		return err

@@ -45,7 +45,18 @@ type serveOptions struct {
 	codeTTL     time.Duration
 	refreshIdle time.Duration
 	refreshMax  time.Duration
+	reuseGrace  time.Duration
 	debugAddr   string
+}
+
+// envDuration is the duration in the environment variable name, or def
+// when it is unset or does not parse (the flag's own parsing then reports
+// nothing; run checks the value).
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
 }
 
 func envOr(name, def string) string {
@@ -65,6 +76,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
 	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
+	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", issuer.DefaultRefreshReuseGrace),
+		"within this time after a rotation, the previous refresh token may be presented once more (a lost response) and rotates again instead of revoking the grant; 0 disables (env OAUTHD_REFRESH_REUSE_GRACE)")
 	fs.StringVar(&o.debugAddr, "debug-addr", os.Getenv("OAUTHD_DEBUG_ADDR"), "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; env OAUTHD_DEBUG_ADDR; default off)")
 }
 
@@ -91,6 +104,9 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	if o.codeTTL <= 0 || o.codeTTL > 10*time.Minute {
 		return fmt.Errorf("--code-ttl %s: use a duration between 1s and 10m", o.codeTTL)
+	}
+	if err := o.checkReuseGrace(); err != nil {
+		return err
 	}
 	tuneGC()
 	mk, err := root.masterKey()
@@ -166,6 +182,25 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	return err
 }
 
+// maxReuseGrace bounds --refresh-reuse-grace: a longer grace keeps the
+// previous refresh token as good as the current one for too long (Hydra
+// caps its own at 5 minutes).
+const maxReuseGrace = 5 * time.Minute
+
+// checkReuseGrace checks --refresh-reuse-grace (and its env variable,
+// which, when it does not parse, is reported here rather than ignored).
+func (o *serveOptions) checkReuseGrace() error {
+	if v := os.Getenv("OAUTHD_REFRESH_REUSE_GRACE"); v != "" {
+		if _, err := time.ParseDuration(v); err != nil {
+			return fmt.Errorf("OAUTHD_REFRESH_REUSE_GRACE=%q is not a duration; use e.g. 30s, or 0 to disable the grace", v)
+		}
+	}
+	if o.reuseGrace < 0 || o.reuseGrace > maxReuseGrace {
+		return fmt.Errorf("--refresh-reuse-grace %s: use a duration between 0 (off) and %s", o.reuseGrace, maxReuseGrace)
+	}
+	return nil
+}
+
 // wired is a server wired as `serve` runs it, listening but not yet
 // serving: serve and bench both start from it.
 type wired struct {
@@ -217,6 +252,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
 	w.km = km
+	if len(km.RefreshTokenKey()) == 0 {
+		// Never run with a key of this process only: every refresh token
+		// would look forged after a restart.
+		return nil, errors.New("load signing keys: the refresh-token secret is missing from the key set; run `oauthd keys list` to check the database")
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -245,6 +285,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
+		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)

@@ -68,6 +68,8 @@ func cloneFamily(f data.Family) data.Family {
 	f.Scopes = slices.Clone(f.Scopes)
 	f.TokenHash = cloneBytes(f.TokenHash)
 	f.CodeHash = cloneBytes(f.CodeHash)
+	f.PrevHash = cloneBytes(f.PrevHash)
+	f.LegacyHash = cloneBytes(f.LegacyHash)
 	f.CreatedAt = f.CreatedAt.UTC()
 	f.RotatedAt = f.RotatedAt.UTC()
 	f.ExpiresAt = f.ExpiresAt.UTC()

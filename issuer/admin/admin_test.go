@@ -388,3 +388,49 @@ func TestHandlerRejectsGarbage(t *testing.T) {
 		t.Error("Dial(no socket) succeeded")
 	}
 }
+
+// TestRejectRevokesGrants: rejecting a client deletes its refresh-token
+// families (its users' grants), and only its; approving it again does not
+// bring them back.
+func TestRejectRevokesGrants(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		ctx := t.Context()
+		addDev(t, e.svc)
+		c := newClient(t, e.svc, false)
+		other := newClient(t, e.svc, false)
+		for _, id := range []string{c.ClientID, other.ClientID} {
+			if _, err := e.svc.ApproveClient(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		grant := func(fam, client string) {
+			code := data.Hash("code-" + fam)
+			if err := e.store.CreateAuthCode(ctx, data.AuthCode{Hash: code, ClientID: client, UserID: 1, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.store.ExchangeAuthCode(ctx, code, func(data.AuthCode) (data.Family, error) {
+				return data.Family{ID: fam, ClientID: client, UserID: 1, TokenHash: data.Hash(fam), ExpiresAt: t0.Add(time.Hour), AbsoluteExp: t0.Add(time.Hour)}, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		grant("f1", c.ClientID)
+		grant("f2", c.ClientID)
+		grant("f3", other.ClientID)
+		if _, err := e.svc.RejectClient(ctx, c.ClientID, "abuse"); err != nil {
+			t.Fatal(err)
+		}
+		if fams, _ := e.store.ListFamilies(ctx, c.ClientID); len(fams) != 0 {
+			t.Fatalf("families of the rejected client = %+v; want none", fams)
+		}
+		if fams, _ := e.store.ListFamilies(ctx, other.ClientID); len(fams) != 1 {
+			t.Fatalf("families of another client = %+v; want its one", fams)
+		}
+		if _, err := e.svc.ApproveClient(ctx, c.ClientID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.GetFamily(ctx, "f1"); !errors.Is(err, data.ErrNotFound) {
+			t.Fatalf("GetFamily(f1) after approving again: %v; want ErrNotFound", err)
+		}
+	})
+}

@@ -434,8 +434,36 @@ func (l *Local) RejectClient(ctx context.Context, id, reason string) (ClientView
 		l.audit(ctx, "client_change_rejected", append([]any{"client_id", id, "reason", reason}, changeAttrs(change)...)...)
 	} else {
 		l.audit(ctx, "client_rejected", "client_id", id, "reason", reason)
+		if c.Status == data.StatusRejected {
+			if err := l.revokeGrants(ctx, id); err != nil {
+				return ClientView{}, err
+			}
+		}
 	}
 	return l.clientView(c), nil
+}
+
+// revokeGrants deletes every refresh-token family of a rejected client, so
+// that its users' grants end for good: its access tokens are refused at
+// once by /v2/me and introspection (which also check the client's status,
+// for the moment between the rejection and this), and a later approval
+// does not bring the grants back; the users authorize again.
+func (l *Local) revokeGrants(ctx context.Context, id string) error {
+	fams, err := l.store.ListFamilies(ctx, id)
+	if err != nil {
+		return fmt.Errorf("client %s is rejected, but listing its grants failed (run the rejection again to revoke them): %w", id, err)
+	}
+	n := 0
+	for _, f := range fams {
+		switch err := l.store.DeleteFamily(ctx, f.ID); {
+		case err == nil:
+			n++
+		case !errors.Is(err, data.ErrNotFound):
+			return fmt.Errorf("client %s is rejected, but revoking its grants failed after %d of %d (run the rejection again): %w", id, n, len(fams), err)
+		}
+	}
+	l.audit(ctx, "client_grants_revoked", "client_id", id, "count", n)
+	return nil
 }
 
 // GenerateSecret implements [Service.GenerateSecret]: refused when the client

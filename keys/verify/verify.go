@@ -109,6 +109,7 @@ func New(cfg Config) (*Verifier, error) {
 type tokenClaims struct {
 	jwt.RegisteredClaims
 	ClientID     string      `json:"client_id"`
+	GrantID      string      `json:"grant_id"`
 	Scope        string      `json:"scope"`
 	Unrestricted literalTrue `json:"unrestricted"`
 }
@@ -194,6 +195,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		Scopes:       strings.Fields(tc.Scope),
 		Unrestricted: bool(tc.Unrestricted),
 		ID:           tc.ID,
+		GrantID:      tc.GrantID,
 	}
 	if tc.IssuedAt != nil {
 		c.IssuedAt = tc.IssuedAt.Time
