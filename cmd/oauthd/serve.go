@@ -251,7 +251,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	}
 	w.iss = iss
 	w.local = admin.NewLocal(store, km, logger, time.Now)
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local})
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
