@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"oauthd/consent"
+	"oauthd/consent/password"
 	"oauthd/data"
 	"oauthd/data/bolt"
 	"oauthd/data/cache"
@@ -46,6 +47,7 @@ type serveOptions struct {
 	refreshIdle time.Duration
 	refreshMax  time.Duration
 	debugAddr   string
+	pwSlots     int
 }
 
 func envOr(name, def string) string {
@@ -65,6 +67,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
 	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
+	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; default the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", os.Getenv("OAUTHD_DEBUG_ADDR"), "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; env OAUTHD_DEBUG_ADDR; default off)")
 }
 
@@ -93,6 +96,13 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		return fmt.Errorf("--code-ttl %s: use a duration between 1s and 10m", o.codeTTL)
 	}
 	tuneGC()
+	if o.pwSlots < 0 {
+		return fmt.Errorf("--password-slots %d: use 1 or more (0 means the usable cores)", o.pwSlots)
+	}
+	if o.pwSlots == 0 {
+		o.pwSlots = password.DefaultSlots()
+	}
+	limitMemory(o.pwSlots)
 	mk, err := root.masterKey()
 	if err != nil {
 		return err
@@ -251,7 +261,8 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	}
 	w.iss = iss
 	w.local = admin.NewLocal(store, km, logger, time.Now)
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg})
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
+		PasswordSlots: o.pwSlots})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
@@ -358,6 +369,26 @@ const defaultGOGC = 400
 func tuneGC() {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetGCPercent(defaultGOGC)
+	}
+}
+
+// Memory bound of serve (README, "Limits"): the Go runtime's soft limit
+// is memoryBase plus memoryPerSlot for each password check slot, unless
+// GOMEMLIMIT is set. A password check allocates 19 MiB that is garbage a
+// moment later; without a limit, the collector (at GOGC 400) would let
+// five times the live heap pile up (200 MiB at 2 slots) before
+// collecting. The limit does not bind the token endpoint, whose heap
+// stays far below it.
+const (
+	memoryBase    = 64 << 20
+	memoryPerSlot = 32 << 20
+)
+
+// limitMemory sets the runtime's soft memory limit for slots password
+// check slots, unless the operator set GOMEMLIMIT.
+func limitMemory(slots int) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryBase + int64(slots)*memoryPerSlot)
 	}
 }
 
