@@ -49,7 +49,8 @@ func (s *tkSigner) Sign(claims jwt.Claims) (string, error) {
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
 	t.Header["typ"] = "at+jwt"
 	t.Header["kid"] = s.kid
-	return t.SignedString(s.key)
+	tok, err := t.SignedString(s.key)
+	return lowS(tok), err
 }
 
 // Key implements verify.KeySource.
