@@ -83,19 +83,23 @@ var loginLimits = throttle.Rules{
 
 // Handler serves the login, consent and error pages. Create it with [New].
 type Handler struct {
-	store      Store
-	authz      Authorizer
-	log        *slog.Logger
-	now        func() time.Time
-	secure     bool
-	origin     string // scheme://host of AppURL, or ""
-	sessionTTL time.Duration
-	pages      map[string]*template.Template
-	css        []byte
-	cssURL     string
-	limiter    *throttle.Limiter
-	gate       *password.Gate // bounds the password checks running at once
-	clients    ClientAdmin
+	store  Store
+	authz  Authorizer
+	log    *slog.Logger
+	now    func() time.Time
+	secure bool
+	// sessionName and csrfName are the cookies' names (__Host- prefixed
+	// when secure), csrfPath the login CSRF cookie's path ("/" when
+	// secure, as __Host- requires; else the login page).
+	sessionName, csrfName, csrfPath string
+	origin                          string // scheme://host of AppURL, or ""
+	sessionTTL                      time.Duration
+	pages                           map[string]*template.Template
+	css                             []byte
+	cssURL                          string
+	limiter                         *throttle.Limiter
+	gate                            *password.Gate // bounds the password checks running at once
+	clients                         ClientAdmin
 }
 
 //go:embed templates/*.html
@@ -145,6 +149,11 @@ func New(cfg Config) (*Handler, error) {
 		}
 		h.secure = u.Scheme == "https"
 		h.origin = u.Scheme + "://" + strings.ToLower(u.Host)
+	}
+	h.sessionName, h.csrfName = cookieNames(h.secure)
+	h.csrfPath = loginPath
+	if h.secure {
+		h.csrfPath = "/"
 	}
 	sum := sha256.Sum256(cssFile)
 	h.cssURL = staticCSSPath + "?v=" + hex.EncodeToString(sum[:6])

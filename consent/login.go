@@ -96,7 +96,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	}
 
 	// CSRF: double-submit cookie, compared in constant time.
-	ck, err := r.Cookie(loginCSRFCookie)
+	ck, err := r.Cookie(h.csrfName)
 	if !h.sameOrigin(r) || err != nil || !equalToken(ck.Value, r.PostForm.Get(csrfField)) {
 		v.CSRF = h.loginCSRF(c)
 		v.Message = "Your sign-in form expired. Please try again."
@@ -152,7 +152,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 
 	// A fresh session ID on every login (no session fixation); the previous
 	// session of this browser, if any, is deleted.
-	if old, err := r.Cookie(sessionCookie); err == nil && wellFormed(old.Value, data.PrefixSession) {
+	if old, err := r.Cookie(h.sessionName); err == nil && wellFormed(old.Value, data.PrefixSession) {
 		if err := h.store.DeleteSession(ctx, data.Hash(old.Value)); err != nil && !errors.Is(err, data.ErrNotFound) {
 			return h.internalError(c, "delete old session", err)
 		}

@@ -765,7 +765,7 @@ func TestMetadata(t *testing.T) {
 		"response_modes_supported":                       []any{"query"},
 		"grant_types_supported":                          []any{"authorization_code", "refresh_token"},
 		"token_endpoint_auth_methods_supported":          []any{"client_secret_basic", "client_secret_post", "none"},
-		"revocation_endpoint_auth_methods_supported":     []any{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":     []any{"client_secret_basic", "client_secret_post", "none"},
 		"introspection_endpoint_auth_methods_supported":  []any{"client_secret_basic", "client_secret_post"},
 		"code_challenge_methods_supported":               []any{"S256"},
 		"authorization_response_iss_parameter_supported": true,

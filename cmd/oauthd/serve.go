@@ -268,6 +268,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	}
 
 	e := newEcho(logger, reg)
+	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
@@ -288,7 +289,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 // httpServer is the HTTP server of the wired app.
 func (w *wired) httpServer(logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler: w.e,
+		Handler: issuer.HeadAsGet(w.e),
 		// Bounded reads and writes: a slow client cannot hold a connection
 		// (and its goroutine) for ever. Bodies are at most 64 KiB.
 		ReadHeaderTimeout: 10 * time.Second,
