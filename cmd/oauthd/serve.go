@@ -48,6 +48,18 @@ type serveOptions struct {
 	refreshMax  time.Duration
 	debugAddr   string
 	pwSlots     int
+	proxies     []string
+}
+
+// envList splits the comma-separated environment variable name.
+func envList(name string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func envOr(name, def string) string {
@@ -67,6 +79,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
 	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
+	fs.StringSliceVar(&o.proxies, "trusted-proxy", envList("OAUTHD_TRUSTED_PROXIES"), "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable; env OAUTHD_TRUSTED_PROXIES, comma-separated); default none: the source address is the TCP peer's")
 	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; default the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", os.Getenv("OAUTHD_DEBUG_ADDR"), "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; env OAUTHD_DEBUG_ADDR; default off)")
 }
@@ -267,7 +280,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
 
-	e := newEcho(logger, reg)
+	ipx, err := ipExtractor(o.proxies)
+	if err != nil {
+		return nil, err
+	}
+	e := newEcho(logger, reg, ipx)
 	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
@@ -456,15 +473,34 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 	}
 }
 
+// ipExtractor returns how the source address of a request is found: the
+// TCP peer's, never X-Forwarded-For or X-Real-IP (a client could set those
+// on every request and slip past the per-address limits), unless the peer
+// is one of the trusted proxies: then the nearest address in
+// X-Forwarded-For that is not a trusted proxy. Behind a proxy this must be
+// set, or every client shares the proxy's address and its limits.
+func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
+	if len(cidrs) == 0 {
+		return echo.ExtractIPDirect(), nil
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, c := range cidrs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxy %q: %w; use a CIDR such as 10.0.0.5/32", c, err)
+		}
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...), nil
+}
+
 // newEcho returns Echo with the error handler, request logging and metrics,
 // panic recovery and the body limit.
-func newEcho(logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
+func newEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtractor) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = issuer.HTTPErrorHandler(logger)
-	// The peer's address, never X-Forwarded-For or X-Real-IP: a client could
-	// set those on every request and slip past the per-address limits.
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = ipx
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
 	}, []string{"method", "route", "status"})

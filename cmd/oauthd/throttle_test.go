@@ -79,6 +79,12 @@ func getLoginForm(t *testing.T, hc *http.Client, base string) loginSession {
 
 // postLogin sends one login and returns the status.
 func postLogin(ctx context.Context, hc *http.Client, base string, ls loginSession, login, pw string) (int, error) {
+	return postLoginXFF(ctx, hc, base, ls, login, pw, "")
+}
+
+// postLoginXFF is postLogin with an X-Forwarded-For header (when xff is
+// not empty).
+func postLoginXFF(ctx context.Context, hc *http.Client, base string, ls loginSession, login, pw, xff string) (int, error) {
 	form := url.Values{"login": {login}, "password": {pw}, "csrf_token": {ls.token}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/auth/login", strings.NewReader(form.Encode()))
 	if err != nil {
@@ -86,6 +92,9 @@ func postLogin(ctx context.Context, hc *http.Client, base string, ls loginSessio
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.AddCookie(ls.cookie)
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err
@@ -254,6 +263,38 @@ func TestThrottleLoginSprayOneAddress(t *testing.T) {
 	hc := fromAddr(legitAddr, 1)
 	if code, err := postLogin(t.Context(), hc, s.base, getLoginForm(t, hc, s.base), "victim", testPassword); err != nil || code != http.StatusOK {
 		t.Errorf("right password from %s = %d %v; want 200", legitAddr, code, err)
+	}
+}
+
+// TestThrottleTrustedProxy: X-Forwarded-For names the source address
+// only when the TCP peer is a configured proxy. Behind the proxy
+// (127.0.0.5), a flood from one client does not stop another; from an
+// untrusted peer, a forged X-Forwarded-For changes nothing.
+func TestThrottleTrustedProxy(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "o.db")
+	s := startServe(t, db, "--trusted-proxy", "127.0.0.5/32")
+	newTestClient(t, db, "victim")
+	ctx := t.Context()
+	burst := 5
+	proxy := fromAddr("127.0.0.5", 1)
+	pls := getLoginForm(t, proxy, s.base)
+	var last int
+	for range burst + 1 {
+		last, _ = postLoginXFF(ctx, proxy, s.base, pls, "victim", "wrong", "203.0.113.9, 198.51.100.1")
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("wrong password %d from 198.51.100.1 via the proxy = %d; want 429", burst+1, last)
+	}
+	if code, err := postLoginXFF(ctx, proxy, s.base, pls, "victim", testPassword, "198.51.100.2"); err != nil || code != http.StatusOK {
+		t.Errorf("right password from 198.51.100.2 via the proxy = %d %v; want 200", code, err)
+	}
+	direct := fromAddr(attackerAddr, 1)
+	dls := getLoginForm(t, direct, s.base)
+	for i := range burst + 1 {
+		last, _ = postLoginXFF(ctx, direct, s.base, dls, "victim", "wrong", fmt.Sprintf("198.51.100.%d", 100+i))
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("wrong password %d from an untrusted peer with forged X-Forwarded-For = %d; want 429", burst+1, last)
 	}
 }
 
