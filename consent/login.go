@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -104,11 +105,11 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	}
 	v.CSRF = ck.Value
 
-	// The attempt is counted when it starts, against (account, address)
-	// and the address, and given back if the password is right
-	// (issuer/throttle): a flood of guesses cannot run more password
-	// checks than the limit, and nothing anyone does from another address
-	// can stop the user who knows the password.
+	// The attempt is counted when its password check starts, against
+	// (account, address) and the address, and given back if the password
+	// is right (issuer/throttle): a flood of guesses cannot run more
+	// password checks than the limit, and nothing anyone does from
+	// another address can stop the user who knows the password.
 	user, known, err := h.lookupLogin(c, login, pw)
 	if err != nil {
 		return h.internalError(c, "login", err)
@@ -121,24 +122,25 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		ks.Add(h.limiter.NameKey(throttle.Login, strings.ToLower(login), ip))
 	}
 	ks.Add(throttle.AddrKey(ip))
-	res, wait, allowed := h.limiter.Reserve(ks)
-	if !allowed {
-		secs := int(math.Ceil(wait.Seconds()))
-		h.log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_throttled"),
-			slog.String("remote_addr", addr))
-		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-		v.Retry = secs
-		v.Message = "Too many failed sign-in attempts. Please wait " + humanSeconds(secs) + " and try again."
-		return h.render(c, http.StatusTooManyRequests, pageLogin, v, "")
+	// A limited key is refused before it can queue for a password check.
+	if wait, ok := h.limiter.Check(ks); !ok {
+		return h.throttled(c, v, addr, wait)
 	}
 	// At most a few password checks run at once (19 MiB each); past a
 	// short queue the login is turned away with 503 and is not counted.
 	if err := h.gate.Enter(ctx); err != nil {
-		res.Refund()
 		h.log.LogAttrs(ctx, slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
 		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
 		v.Message = "The server is busy. Please try again in a moment."
 		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
+	}
+	// Reserved only once the check has its slot: an attempt holds budget
+	// only while its check runs (at most as many as there are slots), so
+	// concurrent right passwords never refuse each other.
+	res, wait, allowed := h.limiter.Reserve(ks)
+	if !allowed {
+		h.gate.Leave()
+		return h.throttled(c, v, addr, wait)
 	}
 	ok := h.checkPassword(c, user, known, pw)
 	h.gate.Leave()
@@ -168,6 +170,17 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		return seeOther(c, v.ReturnTo)
 	}
 	return h.render(c, http.StatusOK, pageLoggedIn, view{Title: "Signed in", User: user}, "")
+}
+
+// throttled renders the 429 of a login whose limit is reached.
+func (h *Handler) throttled(c echo.Context, v view, addr string, wait time.Duration) error {
+	secs := int(math.Ceil(wait.Seconds()))
+	h.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "audit", slog.String("event", "login_throttled"),
+		slog.String("remote_addr", addr))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	v.Retry = secs
+	v.Message = "Too many failed sign-in attempts. Please wait " + humanSeconds(secs) + " and try again."
+	return h.render(c, http.StatusTooManyRequests, pageLogin, v, "")
 }
 
 // busyRetryAfter is the Retry-After (seconds) of a login turned away

@@ -33,13 +33,15 @@ var tokenLimits = throttle.Rules{
 // authenticateClient authenticates the client of a token, revocation or
 // introspection request (RFC 6749 §2.3.1): HTTP Basic or client_id and
 // client_secret in the body, never both; a public client sends only its
-// client_id. Each attempt is counted against (client ID, source address)
-// and the source address when it starts and given back when the
-// credentials are right (issuer/throttle); once either key has used up its
-// failures, authentications under it answer 429 with Retry-After, without
-// checking the secret (else the limit would still be an oracle), until
-// the budget refills by itself. The same client from another address is
-// unaffected. Failures are invalid_client (401).
+// client_id. Failures are invalid_client (401) and count against (client
+// ID, source address) and the source address (issuer/throttle); once
+// either key has used up its failures, authentications under it answer
+// 429 with Retry-After, without checking the secret (else the limit would
+// still be an oracle), until the budget refills by itself. The same client
+// from another address is unaffected. Failures are counted when they
+// happen, not when the attempt starts: comparing a secret's hash costs
+// next to nothing, and a client may legitimately send many requests at
+// once, which must never hold each other's budget.
 //
 // It returns an *Error for every client mistake and a plain error only for
 // a storage failure.
@@ -64,20 +66,11 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 	var ks throttle.Keys
 	ks.Add(lim.NameKey(throttle.Client, id, ip))
 	ks.Add(throttle.AddrKey(ip))
-	res, wait, ok := lim.Reserve(ks)
-	if !ok {
+	if wait, ok := lim.Check(ks); !ok {
 		return data.Client{}, tooMany(wait)
 	}
-	// Every return below but fail's gives the attempt back: only wrong
-	// credentials count.
-	failed := false
-	defer func() {
-		if !failed {
-			res.Refund()
-		}
-	}()
 	fail := func(e *Error) (data.Client, error) {
-		failed = true
+		lim.Fail(ks)
 		s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
 			slog.String("event", "client_auth_failed"),
 			slog.String("client_id", id),

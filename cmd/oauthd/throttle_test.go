@@ -170,17 +170,20 @@ func sendLogins(t *testing.T, base, local string, n, conc int, logins []string, 
 	hc.CloseIdleConnections()
 }
 
-// TestThrottleTokenFloodOtherAddress: 200 wrong secrets sent at once for a
-// client from 127.0.0.2 run at most the (client, address) budget of
-// secret checks; the client's right secret from 127.0.0.3 still works,
-// from 127.0.0.2 it waits (429, no oracle).
+// TestThrottleTokenFloodOtherAddress: 200 wrong secrets for a client from
+// 127.0.0.2 over 16 connections run at most the (client, address) budget
+// of 10 secret checks, plus the requests already in flight when the
+// budget ran out (failures are counted when they happen: a secret check
+// costs next to nothing); the client's right secret from 127.0.0.3 still
+// works, from 127.0.0.2 it waits (429, no oracle).
 func TestThrottleTokenFloodOtherAddress(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "o.db")
 	s := startServe(t, db)
 	cl := newTestClient(t, db, "victim")
 	first := initialTokens(t, s.base, cl, 1)[0]
 
-	attacker := fromAddr(attackerAddr, 64)
+	const conns = 16
+	attacker := fromAddr(attackerAddr, conns)
 	wrong := cl
 	wrong.Secret = "oauthd_cs_" + strings.Repeat("A", 43)
 	var counts statusCounts
@@ -197,8 +200,8 @@ func TestThrottleTokenFloodOtherAddress(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("200 wrong secrets from %s: %s", attackerAddr, &counts)
-	if n := counts.get(http.StatusUnauthorized); n < 1 || n > 10 {
-		t.Errorf("%d wrong secrets were checked (401); want 1..10, the (client, address) budget", n)
+	if n := counts.get(http.StatusUnauthorized); n < 10 || n > 10+conns {
+		t.Errorf("%d wrong secrets were checked (401); want the (client, address) budget of 10, plus at most the %d in flight", n, conns)
 	}
 	if n := counts.get(http.StatusUnauthorized) + counts.get(http.StatusTooManyRequests); n != 200 {
 		t.Errorf("answers %s; want only 401 and 429", &counts)
@@ -238,6 +241,48 @@ func TestThrottleLoginFloodOtherAddress(t *testing.T) {
 	code, verifier := authorizeCode(t, browserFrom(legitAddr), s.base, cl)
 	if r, err := exchangeCode(t.Context(), fromAddr(legitAddr, 1), s.base, cl, code, verifier); err != nil || r.Status != http.StatusOK {
 		t.Fatalf("code exchange after signing in from %s = %d %v", legitAddr, r.Status, err)
+	}
+}
+
+// TestThrottleConcurrentSuccesses: right credentials sent at once from one
+// address never refuse each other: 60 token requests (over the client's
+// budget of 10) and 8 logins of one account (over its budget of 5).
+func TestThrottleConcurrentSuccesses(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "o.db")
+	s := startServe(t, db, "--password-slots", "2")
+	cl := newTestClient(t, db, "busy")
+	hc := fromAddr("127.0.0.6", 60)
+	var tokens, logins statusCounts
+	var wg sync.WaitGroup
+	for range 60 {
+		wg.Go(func() {
+			r, err := postForm(t.Context(), hc, introspectURL(s.base), url.Values{"token": {"oauthd_rt_x"}}, cl.ID, cl.Secret, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			tokens.add(r.Status)
+		})
+	}
+	wg.Wait()
+	if n := tokens.get(http.StatusOK); n != 60 {
+		t.Errorf("60 concurrent introspections with the right secret: %s; want 60 × 200", &tokens)
+	}
+	lc := fromAddr("127.0.0.6", 8)
+	ls := getLoginForm(t, lc, s.base)
+	for range 8 {
+		wg.Go(func() {
+			code, err := postLogin(t.Context(), lc, s.base, ls, "busy", testPassword)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			logins.add(code)
+		})
+	}
+	wg.Wait()
+	if n := logins.get(http.StatusOK); n != 8 {
+		t.Errorf("8 concurrent logins with the right password: %s; want 8 × 200", &logins)
 	}
 }
 

@@ -2,11 +2,14 @@
 // endpoint's client authentication and the login page both count failed
 // attempts with it.
 //
-// An attempt is counted when it starts ([Limiter.Reserve], before the
-// secret or password is checked) against every key it falls under, and
+// Before an expensive check (a password), an attempt is counted when the
+// check starts ([Limiter.Reserve]) against every key it falls under, and
 // given back when it succeeds ([Reservation.Refund]): a flood of
 // concurrent guesses cannot run more checks than the limit allows, and
-// correct credentials never spend anyone's budget.
+// correct credentials never keep anyone's budget. Before a cheap check (a
+// client secret's hash), [Limiter.Check] refuses a limited key and
+// [Limiter.Fail] counts a failure, so that a client's own concurrent
+// requests never hold each other's budget.
 //
 // The keys pair what was attacked with the source address: (client ID,
 // address), (user ID, address), (unknown login name, address), and the

@@ -48,6 +48,33 @@ func (m *Memory) Take(now time.Time, ks Keys) (time.Duration, int) {
 	t := now.UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if wait, i := m.peek(t, ks); i >= 0 {
+		return wait, i
+	}
+	for i := range ks.n {
+		k := ks.k[i]
+		r := m.rules[k.Kind]
+		if r.Burst <= 0 {
+			continue
+		}
+		full, ok := m.m[k]
+		if !ok && len(m.m) >= m.maxKeys {
+			m.makeRoom(t)
+		}
+		m.m[k] = max(full, t) + int64(r.Every)
+	}
+	return 0, -1
+}
+
+// Peek implements [Counter].
+func (m *Memory) Peek(now time.Time, ks Keys) (time.Duration, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.peek(now.UnixNano(), ks)
+}
+
+// peek is Peek with m.mu held.
+func (m *Memory) peek(t int64, ks Keys) (time.Duration, int) {
 	var wait int64
 	exhausted := -1
 	for i := range ks.n {
@@ -66,22 +93,7 @@ func (m *Memory) Take(now time.Time, ks Keys) (time.Duration, int) {
 			}
 		}
 	}
-	if exhausted >= 0 {
-		return time.Duration(wait), exhausted
-	}
-	for i := range ks.n {
-		k := ks.k[i]
-		r := m.rules[k.Kind]
-		if r.Burst <= 0 {
-			continue
-		}
-		full, ok := m.m[k]
-		if !ok && len(m.m) >= m.maxKeys {
-			m.makeRoom(t)
-		}
-		m.m[k] = max(full, t) + int64(r.Every)
-	}
-	return 0, -1
+	return time.Duration(wait), exhausted
 }
 
 // Give implements [Counter].

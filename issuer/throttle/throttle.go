@@ -86,13 +86,15 @@ type Rule struct {
 type Rules [numKinds]Rule
 
 // Counter holds the failure counts. [Memory] keeps them in this process;
-// a shared store (for replicas) would implement the same two methods.
+// a shared store (for replicas) would implement the same three methods.
 type Counter interface {
 	// Take counts one attempt against every key of ks at now, all or
 	// none, and returns -1. If a key has no attempt left it counts
 	// nothing, and returns the index of such a key and how long until
 	// every key has an attempt again.
 	Take(now time.Time, ks Keys) (wait time.Duration, exhausted int)
+	// Peek answers as Take would, counting nothing.
+	Peek(now time.Time, ks Keys) (wait time.Duration, exhausted int)
 	// Give returns an attempt that Take counted at now.
 	Give(now time.Time, ks Keys)
 }
@@ -210,20 +212,51 @@ type Reservation struct {
 	ks Keys
 }
 
-// Reserve counts one attempt against every key of ks, all or none. When a
-// key has no attempt left it counts nothing and returns ok false and how
-// long until the attempt would be allowed (at least one second). Call
-// [Reservation.Refund] when the attempt succeeds (or never ran); a failed
-// attempt keeps its count.
+// Reserve counts one attempt against every key of ks, all or none, before
+// an expensive check (a password): concurrent attempts cannot run more
+// checks than the budget. When a key has no attempt left it counts
+// nothing and returns ok false and how long until the attempt would be
+// allowed (at least one second). Call [Reservation.Refund] when the
+// attempt succeeds (or never ran); a failed attempt keeps its count.
+//
+// Attempts in flight hold budget until they end, so the number that may
+// be in flight at once under one key is its Burst: bound the concurrency
+// before reserving (the login page reserves once admitted to the
+// password check gate).
 func (l *Limiter) Reserve(ks Keys) (r Reservation, wait time.Duration, ok bool) {
 	wait, i := l.c.Take(l.now(), ks)
 	if i >= 0 {
-		if k := ks.At(i).Kind; k < numKinds {
-			l.refused[k].Inc()
-		}
-		return Reservation{}, max(wait, time.Second), false
+		return Reservation{}, l.refuse(ks, i, wait), false
 	}
 	return Reservation{l: l, ks: ks}, 0, true
+}
+
+// Check reports whether an attempt under ks may run, counting nothing,
+// and if not how long until it may (at least one second). Use it with
+// [Limiter.Fail] where the check is cheap and legitimate callers may send
+// many at once (the token endpoint): successes then never hold budget,
+// and a concurrent flood overshoots the budget by at most the requests
+// already in flight.
+func (l *Limiter) Check(ks Keys) (wait time.Duration, ok bool) {
+	wait, i := l.c.Peek(l.now(), ks)
+	if i >= 0 {
+		return l.refuse(ks, i, wait), false
+	}
+	return 0, true
+}
+
+// Fail counts a failed attempt against every key of ks (none if one of
+// them is already exhausted by concurrent failures).
+func (l *Limiter) Fail(ks Keys) {
+	l.c.Take(l.now(), ks)
+}
+
+// refuse counts a refusal under the kind of key i and returns the wait.
+func (l *Limiter) refuse(ks Keys, i int, wait time.Duration) time.Duration {
+	if k := ks.At(i).Kind; k < numKinds {
+		l.refused[k].Inc()
+	}
+	return max(wait, time.Second)
 }
 
 // Refund gives the attempt back: it succeeded, or never ran. Refunding a

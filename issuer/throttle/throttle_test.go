@@ -220,6 +220,35 @@ func TestConcurrentReserve(t *testing.T) {
 	}
 }
 
+// TestCheckFail: Check counts nothing, so any number of concurrent
+// successes pass; Fail counts, and Check then refuses.
+func TestCheckFail(t *testing.T) {
+	l, c, _ := newTest(t, 0)
+	var wg sync.WaitGroup
+	var refused sync.Map
+	for i := range 100 {
+		wg.Go(func() {
+			if _, ok := l.Check(keys(l, "app", addrA)); !ok {
+				refused.Store(i, true)
+			}
+		})
+	}
+	wg.Wait()
+	refused.Range(func(k, _ any) bool { t.Errorf("check %v refused with no failure counted", k); return false })
+	l.Fail(keys(l, "app", addrA))
+	l.Fail(keys(l, "app", addrA))
+	if wait, ok := l.Check(keys(l, "app", addrA)); ok || wait != 6*time.Second {
+		t.Errorf("Check after 2 failures: ok %v wait %v; want refused, 6s", ok, wait)
+	}
+	if _, ok := l.Check(keys(l, "app", addrB)); !ok {
+		t.Error("the other address refused")
+	}
+	c.advance(6 * time.Second)
+	if _, ok := l.Check(keys(l, "app", addrA)); !ok {
+		t.Error("refused after the budget refilled")
+	}
+}
+
 func TestReserveRefundAllocs(t *testing.T) {
 	l, _, _ := newTest(t, 0)
 	ks := keys(l, "app", addrA)
