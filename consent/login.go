@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -134,17 +135,28 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		v.Message = "The server is busy. Please try again in a moment."
 		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
 	}
-	// Reserved only once the check has its slot: an attempt holds budget
-	// only while its check runs (at most as many as there are slots), so
-	// concurrent right passwords never refuse each other.
-	res, wait, allowed := h.limiter.Reserve(ks)
-	if !allowed {
-		h.gate.Leave()
-		return h.throttled(c, v, addr, wait)
+	leave := sync.OnceFunc(h.gate.Leave) // after the check, and on every return
+	defer leave()
+	// Counted only once the check has its slot, so that attempts queued
+	// for a slot hold no budget; attempts in flight do, and one that finds
+	// the rest of the budget held by them waits for them to end (a right
+	// password gives its place back): right passwords never refuse each
+	// other.
+	res, wait, err := h.limiter.Reserve(ctx, ks, loginReserveWait)
+	if err != nil {
+		if errors.Is(err, throttle.ErrLimited) {
+			return h.throttled(c, v, addr, wait)
+		}
+		h.log.LogAttrs(ctx, slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		v.Message = "The server is busy. Please try again in a moment."
+		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
 	}
+	defer res.Refund() // a no-op after Fail; ends the attempt on a panic
 	ok := h.checkPassword(c, user, known, pw)
-	h.gate.Leave()
+	leave()
 	if !ok {
+		res.Fail()
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"),
 			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
 		v.Message = msgWrongLogin
@@ -182,6 +194,10 @@ func (h *Handler) throttled(c echo.Context, v view, addr string, wait time.Durat
 	v.Message = "Too many failed sign-in attempts. Please wait " + humanSeconds(secs) + " and try again."
 	return h.render(c, http.StatusTooManyRequests, pageLogin, v, "")
 }
+
+// loginReserveWait is how long a login with its password check slot waits
+// for other attempts in flight under its keys to end.
+const loginReserveWait = 2 * time.Second
 
 // busyRetryAfter is the Retry-After (seconds) of a login turned away
 // because every password check slot was taken.

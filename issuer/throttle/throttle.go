@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"errors"
 	"hash/maphash"
 	"net/netip"
@@ -85,18 +86,26 @@ type Rule struct {
 // has Burst 0 is not limited.
 type Rules [numKinds]Rule
 
-// Counter holds the failure counts. [Memory] keeps them in this process;
-// a shared store (for replicas) would implement the same three methods.
+// Counter holds the counts. [Memory] keeps them in this process; a
+// shared store (for replicas) would implement the same four methods.
+// Every method takes the keys of one attempt, all or none.
 type Counter interface {
-	// Take counts one attempt against every key of ks at now, all or
-	// none, and returns -1. If a key has no attempt left it counts
-	// nothing, and returns the index of such a key and how long until
-	// every key has an attempt again.
-	Take(now time.Time, ks Keys) (wait time.Duration, exhausted int)
-	// Peek answers as Take would, counting nothing.
+	// Peek returns -1 when no key of ks has used up its failures at now;
+	// otherwise the index of one that has, and how long until every key
+	// has an attempt again.
 	Peek(now time.Time, ks Keys) (wait time.Duration, exhausted int)
-	// Give returns an attempt that Take counted at now.
-	Give(now time.Time, ks Keys)
+	// Start begins an attempt under ks and returns -1 if every key's
+	// failures plus the attempts in flight leave room for it. If a key's
+	// failures alone leave none it starts nothing and returns the index
+	// and wait as Peek; if only the attempts in flight take the room, it
+	// starts nothing and returns busy (those may yet succeed).
+	Start(now time.Time, ks Keys) (wait time.Duration, exhausted int, busy bool)
+	// End ends an attempt begun by Start, counting it as a failure if
+	// failed.
+	End(now time.Time, ks Keys, failed bool)
+	// Fail counts a failure against every key of ks (of an attempt that
+	// was not started: a cheap check), but never past a key's budget.
+	Fail(now time.Time, ks Keys)
 }
 
 // Limiter counts attempts against their keys and exports how often it
@@ -206,29 +215,80 @@ func ParseAddr(s string) netip.Addr {
 	return a.WithZone("")
 }
 
-// Reservation is an attempt counted by [Limiter.Reserve].
+// Errors of [Limiter.Reserve].
+var (
+	// ErrLimited: a key has used up its failures; retry after the wait.
+	ErrLimited = errors.New("throttle: too many failed attempts")
+	// ErrBusy: the attempts in flight under a key take its remaining
+	// budget, and none ended within the wait allowed.
+	ErrBusy = errors.New("throttle: attempts in flight hold the remaining budget")
+)
+
+// Reservation is an attempt begun by [Limiter.Reserve].
 type Reservation struct {
 	l  *Limiter
 	ks Keys
 }
 
-// Reserve counts one attempt against every key of ks, all or none, before
-// an expensive check (a password): concurrent attempts cannot run more
-// checks than the budget. When a key has no attempt left it counts
-// nothing and returns ok false and how long until the attempt would be
-// allowed (at least one second). Call [Reservation.Refund] when the
-// attempt succeeds (or never ran); a failed attempt keeps its count.
+// reservePoll is how often Reserve looks again while the budget is held
+// by attempts in flight.
+const reservePoll = 5 * time.Millisecond
+
+// Reserve begins an attempt under ks before an expensive check (a
+// password): it is counted against every key while it runs, so
+// concurrent attempts cannot run more checks than the budget. A key whose
+// failures alone have used up its budget is refused at once with
+// [ErrLimited] and the wait until an attempt is allowed (at least one
+// second). When only the attempts in flight take a key's remaining budget,
+// Reserve waits, up to maxWait or until ctx is done, for them to end (a
+// success gives its place back): then [ErrBusy]. Right credentials
+// therefore never refuse each other, however many arrive at once.
 //
-// Attempts in flight hold budget until they end, so the number that may
-// be in flight at once under one key is its Burst: bound the concurrency
-// before reserving (the login page reserves once admitted to the
-// password check gate).
-func (l *Limiter) Reserve(ks Keys) (r Reservation, wait time.Duration, ok bool) {
-	wait, i := l.c.Take(l.now(), ks)
-	if i >= 0 {
-		return Reservation{}, l.refuse(ks, i, wait), false
+// End the attempt with [Reservation.Fail] or [Reservation.Refund]; defer
+// Refund right away so that a panic cannot leave it in flight.
+func (l *Limiter) Reserve(ctx context.Context, ks Keys, maxWait time.Duration) (Reservation, time.Duration, error) {
+	var deadline time.Time
+	for {
+		wait, i, busy := l.c.Start(l.now(), ks)
+		switch {
+		case i < 0:
+			return Reservation{l: l, ks: ks}, 0, nil
+		case !busy:
+			return Reservation{}, l.refuse(ks, i, wait), ErrLimited
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(maxWait)
+		}
+		if !time.Now().Before(deadline) {
+			return Reservation{}, 0, ErrBusy
+		}
+		t := time.NewTimer(reservePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Reservation{}, 0, ctx.Err()
+		case <-t.C:
+		}
 	}
-	return Reservation{l: l, ks: ks}, 0, true
+}
+
+// Fail ends the attempt as a failure: it keeps its count.
+func (r *Reservation) Fail() {
+	if r.l == nil {
+		return
+	}
+	r.l.c.End(r.l.now(), r.ks, true)
+	r.l = nil
+}
+
+// Refund ends the attempt as a success (or one that never ran): it counts
+// nothing. After Fail, or on a zero Reservation, it does nothing.
+func (r *Reservation) Refund() {
+	if r.l == nil {
+		return
+	}
+	r.l.c.End(r.l.now(), r.ks, false)
+	r.l = nil
 }
 
 // Check reports whether an attempt under ks may run, counting nothing,
@@ -245,10 +305,10 @@ func (l *Limiter) Check(ks Keys) (wait time.Duration, ok bool) {
 	return 0, true
 }
 
-// Fail counts a failed attempt against every key of ks (none if one of
-// them is already exhausted by concurrent failures).
+// Fail counts a failed attempt (one checked after [Limiter.Check])
+// against every key of ks.
 func (l *Limiter) Fail(ks Keys) {
-	l.c.Take(l.now(), ks)
+	l.c.Fail(l.now(), ks)
 }
 
 // refuse counts a refusal under the kind of key i and returns the wait.
@@ -257,14 +317,4 @@ func (l *Limiter) refuse(ks Keys, i int, wait time.Duration) time.Duration {
 		l.refused[k].Inc()
 	}
 	return max(wait, time.Second)
-}
-
-// Refund gives the attempt back: it succeeded, or never ran. Refunding a
-// zero Reservation, or twice, does nothing.
-func (r *Reservation) Refund() {
-	if r.l == nil {
-		return
-	}
-	r.l.c.Give(r.l.now(), r.ks)
-	r.l = nil
 }

@@ -1,8 +1,11 @@
 package throttle
 
 import (
+	"context"
+	"errors"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +43,17 @@ var (
 	addrB = netip.MustParseAddr("127.0.0.3")
 )
 
+// fail runs one failed attempt (reserved, then failed) and reports
+// whether it was allowed to run.
+func fail(l *Limiter, ks Keys) bool {
+	r, _, err := l.Reserve(context.Background(), ks, 0)
+	if err != nil {
+		return false
+	}
+	r.Fail()
+	return true
+}
+
 func keys(l *Limiter, client string, addr netip.Addr) Keys {
 	var ks Keys
 	ks.Add(l.NameKey(Client, client, addr))
@@ -52,19 +66,19 @@ func keys(l *Limiter, client string, addr netip.Addr) Keys {
 func TestReserveBurstAndRefill(t *testing.T) {
 	l, c, _ := newTest(t, 0)
 	for i := range 2 {
-		if _, _, ok := l.Reserve(keys(l, "app", addrA)); !ok {
+		if !fail(l, keys(l, "app", addrA)) {
 			t.Fatalf("attempt %d refused; want the burst of 2 to pass", i+1)
 		}
 	}
-	_, wait, ok := l.Reserve(keys(l, "app", addrA))
-	if ok || wait != 6*time.Second {
-		t.Fatalf("3rd attempt: ok %v wait %v; want refused, 6s", ok, wait)
+	_, wait, err := l.Reserve(context.Background(), keys(l, "app", addrA), time.Second)
+	if !errors.Is(err, ErrLimited) || wait != 6*time.Second {
+		t.Fatalf("3rd attempt: err %v wait %v; want ErrLimited, 6s", err, wait)
 	}
 	c.advance(6 * time.Second)
-	if _, _, ok := l.Reserve(keys(l, "app", addrA)); !ok {
+	if !fail(l, keys(l, "app", addrA)) {
 		t.Fatal("after one interval: refused; want one attempt regained")
 	}
-	if _, _, ok := l.Reserve(keys(l, "app", addrA)); ok {
+	if fail(l, keys(l, "app", addrA)) {
 		t.Fatal("second attempt after one interval passed; want only one regained")
 	}
 }
@@ -74,13 +88,13 @@ func TestReserveBurstAndRefill(t *testing.T) {
 func TestOtherAddressUnaffected(t *testing.T) {
 	l, _, _ := newTest(t, 0)
 	for range 10 {
-		l.Reserve(keys(l, "app", addrA))
+		fail(l, keys(l, "app", addrA))
 	}
-	if _, _, ok := l.Reserve(keys(l, "app", addrA)); ok {
+	if fail(l, keys(l, "app", addrA)) {
 		t.Fatal("flooding address not limited")
 	}
 	for i := range 2 {
-		if _, _, ok := l.Reserve(keys(l, "app", addrB)); !ok {
+		if !fail(l, keys(l, "app", addrB)) {
 			t.Fatalf("attempt %d from the other address refused", i+1)
 		}
 	}
@@ -91,11 +105,11 @@ func TestOtherAddressUnaffected(t *testing.T) {
 func TestAddressCeiling(t *testing.T) {
 	l, _, reg := newTest(t, 0)
 	for i := range 4 {
-		if _, _, ok := l.Reserve(keys(l, "c"+string(rune('a'+i)), addrA)); !ok {
+		if !fail(l, keys(l, "c"+string(rune('a'+i)), addrA)) {
 			t.Fatalf("client %d refused before the address ceiling", i)
 		}
 	}
-	if _, _, ok := l.Reserve(keys(l, "fresh", addrA)); ok {
+	if fail(l, keys(l, "fresh", addrA)) {
 		t.Fatal("5th client from the address passed; want the ceiling of 4")
 	}
 	got := refusedCounts(t, reg)
@@ -107,13 +121,13 @@ func TestAddressCeiling(t *testing.T) {
 // TestAllOrNothing: an attempt refused by one key counts against none.
 func TestAllOrNothing(t *testing.T) {
 	l, _, _ := newTest(t, 0)
-	l.Reserve(keys(l, "app", addrA))
-	l.Reserve(keys(l, "app", addrA)) // (app, A) exhausted, A has 2 of 4 left
+	fail(l, keys(l, "app", addrA))
+	fail(l, keys(l, "app", addrA)) // (app, A) exhausted, A has 2 of 4 left
 	for range 5 {
-		l.Reserve(keys(l, "app", addrA)) // refused: must not use A's budget
+		fail(l, keys(l, "app", addrA)) // refused: must not use A's budget
 	}
 	for i := range 2 {
-		if _, _, ok := l.Reserve(keys(l, "other", addrA)); !ok {
+		if !fail(l, keys(l, "other", addrA)) {
 			t.Fatalf("other client %d refused: refused attempts used the address's budget", i+1)
 		}
 	}
@@ -124,12 +138,13 @@ func TestAllOrNothing(t *testing.T) {
 func TestRefund(t *testing.T) {
 	l, _, _ := newTest(t, 0)
 	for i := range 100 {
-		r, _, ok := l.Reserve(keys(l, "app", addrA))
-		if !ok {
-			t.Fatalf("success %d refused", i+1)
+		r, _, err := l.Reserve(context.Background(), keys(l, "app", addrA), 0)
+		if err != nil {
+			t.Fatalf("success %d refused: %v", i+1, err)
 		}
 		r.Refund()
 		r.Refund() // twice is harmless
+		r.Fail()   // and so is Fail after Refund
 	}
 	if n := l.c.(*Memory).Len(); n != 0 {
 		t.Errorf("%d keys left after successes; want 0", n)
@@ -141,10 +156,9 @@ func TestRefund(t *testing.T) {
 // TestForgetsWholeKeys: a key whose budget is whole again is deleted.
 func TestForgetsWholeKeys(t *testing.T) {
 	l, c, _ := newTest(t, 0)
-	l.Reserve(keys(l, "app", addrA))
+	fail(l, keys(l, "app", addrA))
 	c.advance(time.Minute)
-	l.c.Give(c.now(), Keys{}) // no-op
-	r, _, _ := l.Reserve(keys(l, "app", addrB))
+	r, _, _ := l.Reserve(context.Background(), keys(l, "app", addrB), 0)
 	r.Refund()
 	m := l.c.(*Memory)
 	if n := m.Len(); n != 2 {
@@ -164,12 +178,12 @@ func TestBounded(t *testing.T) {
 	l, _, _ := newTest(t, 50)
 	for i := range 1000 {
 		a := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
-		l.Reserve(keys(l, "app", a))
+		fail(l, keys(l, "app", a))
 		if n := l.c.(*Memory).Len(); n > 50 {
 			t.Fatalf("%d keys after %d addresses; want ≤ 50", n, i+1)
 		}
 	}
-	if _, _, ok := l.Reserve(keys(l, "y", addrA)); !ok {
+	if !fail(l, keys(l, "y", addrA)) {
 		t.Error("a fresh key refused while the map is full")
 	}
 }
@@ -180,14 +194,14 @@ func TestIPv6Prefix(t *testing.T) {
 	l, _, _ := newTest(t, 0)
 	for i := range 4 {
 		a := netip.MustParseAddr("2001:db8:1:2::" + string(rune('a'+i)))
-		if _, _, ok := l.Reserve(keys(l, "c"+string(rune('a'+i)), a)); !ok {
+		if !fail(l, keys(l, "c"+string(rune('a'+i)), a)) {
 			t.Fatalf("attempt %d refused", i)
 		}
 	}
-	if _, _, ok := l.Reserve(keys(l, "z", netip.MustParseAddr("2001:db8:1:2:ffff::1"))); ok {
+	if fail(l, keys(l, "z", netip.MustParseAddr("2001:db8:1:2:ffff::1"))) {
 		t.Error("another address of the same /64 passed; want the /64's ceiling")
 	}
-	if _, _, ok := l.Reserve(keys(l, "z", netip.MustParseAddr("2001:db8:1:3::1"))); !ok {
+	if !fail(l, keys(l, "z", netip.MustParseAddr("2001:db8:1:3::1"))) {
 		t.Error("another /64 refused")
 	}
 	if AddrKey(ParseAddr("::ffff:127.0.0.2")) != AddrKey(addrA) {
@@ -198,25 +212,80 @@ func TestIPv6Prefix(t *testing.T) {
 	}
 }
 
-// TestConcurrentReserve: of many attempts started at once, exactly the
-// budget passes (counted when they start, not when they end).
+// TestConcurrentReserve: of many wrong attempts started at once, exactly
+// the budget runs (counted when they start, not when they end); the rest
+// are refused once those have failed.
 func TestConcurrentReserve(t *testing.T) {
 	l, _, _ := newTest(t, 0)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	passed := 0
+	var ran, limited atomic.Int32
 	for range 200 {
 		wg.Go(func() {
-			if _, _, ok := l.Reserve(keys(l, "app", addrA)); ok {
-				mu.Lock()
-				passed++
-				mu.Unlock()
+			r, _, err := l.Reserve(context.Background(), keys(l, "app", addrA), time.Minute)
+			switch {
+			case err == nil:
+				ran.Add(1)
+				time.Sleep(time.Millisecond) // the check
+				r.Fail()
+			case errors.Is(err, ErrLimited):
+				limited.Add(1)
+			default:
+				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if passed != 2 {
-		t.Errorf("%d of 200 concurrent attempts passed; want 2", passed)
+	if ran.Load() != 2 || limited.Load() != 198 {
+		t.Errorf("%d of 200 concurrent wrong attempts ran, %d limited; want 2 and 198", ran.Load(), limited.Load())
+	}
+}
+
+// TestConcurrentSuccesses: right credentials arriving at once, many more
+// than the budget, all run: while the attempts in flight hold the budget,
+// Reserve waits for them, and each success gives its place back.
+func TestConcurrentSuccesses(t *testing.T) {
+	l, _, _ := newTest(t, 0)
+	var wg sync.WaitGroup
+	var ran atomic.Int32
+	for range 50 {
+		wg.Go(func() {
+			r, _, err := l.Reserve(context.Background(), keys(l, "app", addrA), 10*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer r.Refund()
+			time.Sleep(time.Millisecond) // the check
+			ran.Add(1)
+		})
+	}
+	wg.Wait()
+	if ran.Load() != 50 {
+		t.Errorf("%d of 50 concurrent successes ran; want 50", ran.Load())
+	}
+	if n := l.c.(*Memory).Len(); n != 0 {
+		t.Errorf("%d keys left; want 0", n)
+	}
+}
+
+// TestReserveBusy: when attempts in flight hold the remaining budget and
+// do not end, Reserve gives up after maxWait (ErrBusy), or with ctx.
+func TestReserveBusy(t *testing.T) {
+	l, _, _ := newTest(t, 0)
+	r1, _, _ := l.Reserve(context.Background(), keys(l, "app", addrA), 0)
+	r2, _, _ := l.Reserve(context.Background(), keys(l, "app", addrA), 0)
+	if _, _, err := l.Reserve(context.Background(), keys(l, "app", addrA), 20*time.Millisecond); !errors.Is(err, ErrBusy) {
+		t.Errorf("Reserve with the budget in flight = %v; want ErrBusy", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := l.Reserve(ctx, keys(l, "app", addrA), time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Reserve with a cancelled ctx = %v; want context.Canceled", err)
+	}
+	r1.Fail()
+	r2.Fail()
+	if _, _, err := l.Reserve(context.Background(), keys(l, "app", addrA), time.Hour); !errors.Is(err, ErrLimited) {
+		t.Errorf("Reserve after the attempts in flight failed = %v; want ErrLimited at once", err)
 	}
 }
 
@@ -252,11 +321,15 @@ func TestCheckFail(t *testing.T) {
 func TestReserveRefundAllocs(t *testing.T) {
 	l, _, _ := newTest(t, 0)
 	ks := keys(l, "app", addrA)
+	ctx := context.Background()
 	if n := testing.AllocsPerRun(1000, func() {
-		r, _, _ := l.Reserve(ks)
+		r, _, _ := l.Reserve(ctx, ks, time.Second)
 		r.Refund()
 	}); n != 0 {
 		t.Errorf("Reserve+Refund allocates %v times; want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { l.Check(ks) }); n != 0 {
+		t.Errorf("Check allocates %v times; want 0", n)
 	}
 }
 
@@ -267,8 +340,19 @@ func BenchmarkReserveRefund(b *testing.B) {
 		var ks Keys
 		ks.Add(l.NameKey(Client, "client-id-0123456789", a))
 		ks.Add(AddrKey(a))
-		r, _, _ := l.Reserve(ks)
+		r, _, _ := l.Reserve(context.Background(), ks, time.Second)
 		r.Refund()
+	}
+}
+
+func BenchmarkCheck(b *testing.B) {
+	l := New(Config{Rules: testRules})
+	a := netip.MustParseAddr("127.0.0.2")
+	for b.Loop() {
+		var ks Keys
+		ks.Add(l.NameKey(Client, "client-id-0123456789", a))
+		ks.Add(AddrKey(a))
+		l.Check(ks)
 	}
 }
 
