@@ -37,20 +37,21 @@ func buildMetadata(cfg Config) []byte {
 		names[i] = sc.Name
 	}
 	clientAuth := []string{"client_secret_basic", "client_secret_post"}
+	// Public clients revoke their refresh tokens with client_id alone
+	// (authenticateClient; RFC 7009 §5, RFC 9700 §4.14.2).
+	revokeAuth := []string{"client_secret_basic", "client_secret_post", "none"}
 	m := serverMetadata{
-		Issuer:                            cfg.Issuer,
-		AuthorizationEndpoint:             cfg.AppURL + "/auth/oauth2/authorize",
-		TokenEndpoint:                     cfg.Issuer + "/v2/auth/oauth2/token",
-		RevocationEndpoint:                cfg.Issuer + "/v2/auth/oauth2/revoke",
-		IntrospectionEndpoint:             cfg.Issuer + "/v2/auth/oauth2/introspect",
-		JWKSURI:                           cfg.Issuer + "/.well-known/jwks.json",
-		ResponseTypesSupported:            []string{"code"},
-		ResponseModesSupported:            []string{"query"},
-		GrantTypesSupported:               []string{"authorization_code", "refresh_token"},
-		TokenEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post", "none"},
-		// Public clients revoke their refresh tokens with client_id alone
-		// (authenticateClient; RFC 7009 §5, RFC 9700 §4.14.2).
-		RevocationEndpointAuthMethodsSupported:     append(clientAuth[:len(clientAuth):len(clientAuth)], "none"),
+		Issuer:                                     cfg.Issuer,
+		AuthorizationEndpoint:                      cfg.AppURL + "/auth/oauth2/authorize",
+		TokenEndpoint:                              cfg.Issuer + "/v2/auth/oauth2/token",
+		RevocationEndpoint:                         cfg.Issuer + "/v2/auth/oauth2/revoke",
+		IntrospectionEndpoint:                      cfg.Issuer + "/v2/auth/oauth2/introspect",
+		JWKSURI:                                    cfg.Issuer + "/.well-known/jwks.json",
+		ResponseTypesSupported:                     []string{"code"},
+		ResponseModesSupported:                     []string{"query"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
+		RevocationEndpointAuthMethodsSupported:     revokeAuth,
 		IntrospectionEndpointAuthMethodsSupported:  clientAuth,
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		ScopesSupported:                            names,
