@@ -47,7 +47,7 @@ func (se *settingsEnv) session(u data.User) (*http.Cookie, string) {
 	if err != nil {
 		se.t.Fatal(err)
 	}
-	return &http.Cookie{Name: sessionCookie, Value: id}, s.CSRF
+	return &http.Cookie{Name: se.h.sessionName, Value: id}, s.CSRF
 }
 
 // create registers a client for owner through admin (as the form does).
@@ -582,7 +582,7 @@ func TestSettingsGolden(t *testing.T) {
 		CreatedAt: now, ExpiresAt: now.Add(se.h.sessionTTL)}); err != nil {
 		t.Fatal(err)
 	}
-	sess := &http.Cookie{Name: sessionCookie, Value: fixedSession}
+	sess := &http.Cookie{Name: se.h.sessionName, Value: fixedSession}
 	used := now.Add(-2 * 3600e9)
 	for _, c := range []data.Client{
 		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", Owner: se.alice.Email, Type: data.Confidential,

@@ -17,18 +17,21 @@ import (
 
 	"oauthd/data"
 	"oauthd/issuer/scope"
+	"oauthd/issuer/throttle"
 )
 
 // tokenState is the token side's part of a [Server]: the failed-
 // authentication limiter and the precomputed metadata document.
 type tokenState struct {
-	limiter  *failureLimiter
+	limiter  *throttle.Limiter
 	metadata []byte
 }
 
 func newTokenState(cfg Config) *tokenState {
 	return &tokenState{
-		limiter:  newFailureLimiter(authFailuresPerMinute, authFailureBurst, authLimiterMaxKeys),
+		limiter: throttle.New(throttle.Config{
+			Name: "token", Rules: tokenLimits, Now: cfg.Now, Registerer: cfg.Registerer,
+		}),
 		metadata: buildMetadata(cfg),
 	}
 }

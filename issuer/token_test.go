@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"oauthd/data"
+	"oauthd/issuer/throttle"
 )
 
 // TestTokenErrors runs every /token error case through the router, each on
@@ -527,73 +529,68 @@ func TestTokenRejectedClientRefreshFails(t *testing.T) {
 	}
 }
 
-// TestTokenFailureLimit: failed client authentications are limited per
-// client ID and per source address. Once a client ID is limited, every
-// authentication for it gets 429 (the right secret too, else the limit
-// would still answer the guess), until the bucket refills by itself.
+// TestTokenFailureLimit: failed client authentications are counted per
+// (client ID, source address) and per address. Once (client, address) is
+// limited, every authentication for it gets 429 (the right secret too,
+// else the limit would still answer the guess), until the budget refills
+// by itself; the same client from another address is never limited by it.
 func TestTokenFailureLimit(t *testing.T) {
 	env := newTkEnv(t)
+	burst := tokenLimits[throttle.Client].Burst
 	bad := func(remote string) tkReq {
 		r := env.refreshReq("conf", "oauthd_cs_wrong", "x")
 		r.remote = remote
 		return r
 	}
-	for i := range authFailureBurst {
+	for i := range burst {
 		if rec := env.do(bad("192.0.2.1:1000")); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d: status %d; want 401", i+1, rec.Code)
 		}
 	}
 	rec := env.do(bad("192.0.2.1:1000"))
 	if rec.Code != http.StatusTooManyRequests || tkOAuthErr(t, rec) != "too_many_requests" {
-		t.Fatalf("after %d failures: %d %s; want 429 too_many_requests", authFailureBurst, rec.Code, rec.Body)
+		t.Fatalf("after %d failures: %d %s; want 429 too_many_requests", burst, rec.Code, rec.Body)
 	}
 	if ra := rec.Header().Get("Retry-After"); ra != "6" {
 		t.Errorf("Retry-After = %q; want 6 (10 per minute)", ra)
 	}
-	// The client is limited from any address, even with the right secret.
+	// From the flooding address, even the right secret waits.
 	rt := env.refreshReq("conf", env.secretA, "x")
-	rt.remote = "198.51.100.9:1"
+	rt.remote = "192.0.2.1:1"
 	if rec := env.do(rt); rec.Code != http.StatusTooManyRequests {
-		t.Errorf("limited client, right secret: %d; want 429", rec.Code)
+		t.Errorf("limited (client, address), right secret: %d; want 429", rec.Code)
 	}
-	// The address is limited for other clients too.
+	// From another address the client authenticates: client IDs are
+	// public, a flood must not lock the holder of the secret out.
+	rt.remote = "198.51.100.9:1"
+	if got := tkOAuthErr(t, env.do(rt)); got != "invalid_grant" {
+		t.Errorf("right secret from another address: error %q; want invalid_grant (authenticated)", got)
+	}
+	// Other clients from the flooding address still have the address's
+	// budget; spraying client IDs hits the address ceiling.
 	ro := env.refreshReq("other", env.otherSecret, "x")
 	ro.remote = "192.0.2.1:2000"
-	if rec := env.do(ro); rec.Code != http.StatusTooManyRequests {
-		t.Errorf("limited address, other client: %d; want 429", rec.Code)
-	}
-	// Another client from another address is untouched.
-	ro.remote = "203.0.113.5:1"
 	if got := tkOAuthErr(t, env.do(ro)); got != "invalid_grant" {
-		t.Errorf("unrelated client: error %q; want invalid_grant (authenticated)", got)
+		t.Errorf("other client from the flooding address: error %q; want invalid_grant", got)
+	}
+	ceiling := tokenLimits[throttle.Addr].Burst
+	for i := range ceiling - burst {
+		r := env.refreshReq(fmt.Sprintf("sprayed-%d", i), "oauthd_cs_wrong", "x")
+		r.remote = "192.0.2.1:3000"
+		env.do(r)
+	}
+	if rec := env.do(ro); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("address past its ceiling, other client: %d; want 429", rec.Code)
 	}
 	// No permanent lockout: after one refill interval the right secret works.
 	env.advance(6 * time.Second)
 	env.mustTokens(env.do(env.refreshReq("conf", env.secretA, env.exchange().RefreshToken)))
 	// Successes are never counted.
 	env.advance(time.Minute)
-	for range 3 * authFailureBurst {
+	for range 3 * burst {
 		if got := tkOAuthErr(t, env.do(env.refreshReq("conf", env.secretA, "oauthd_rt_x"))); got != "invalid_grant" {
 			t.Fatalf("successful authentication throttled: %q", got)
 		}
-	}
-}
-
-func TestFailureLimiterBounded(t *testing.T) {
-	l := newFailureLimiter(10, 2, 3)
-	for i := range 10 {
-		l.fail(string(rune('a'+i)), tkT0)
-		if n := l.size(); n > 3 {
-			t.Fatalf("size = %d after %d keys; want ≤ 3", n, i+1)
-		}
-	}
-	l.fail("z", tkT0)
-	l.fail("z", tkT0)
-	if _, blocked := l.blocked("z", tkT0); !blocked {
-		t.Errorf("z not blocked after burst failures")
-	}
-	if wait, blocked := l.blocked("z", tkT0.Add(6*time.Second)); blocked {
-		t.Errorf("z still blocked after refill (wait %d)", wait)
 	}
 }
 
@@ -800,7 +797,7 @@ func TestMetadata(t *testing.T) {
 		"response_modes_supported":                       []any{"query"},
 		"grant_types_supported":                          []any{"authorization_code", "refresh_token"},
 		"token_endpoint_auth_methods_supported":          []any{"client_secret_basic", "client_secret_post", "none"},
-		"revocation_endpoint_auth_methods_supported":     []any{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":     []any{"client_secret_basic", "client_secret_post", "none"},
 		"introspection_endpoint_auth_methods_supported":  []any{"client_secret_basic", "client_secret_post"},
 		"code_challenge_methods_supported":               []any{"S256"},
 		"authorization_response_iss_parameter_supported": true,

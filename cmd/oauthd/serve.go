@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"oauthd/consent"
+	"oauthd/consent/password"
 	"oauthd/data"
 	"oauthd/data/bolt"
 	"oauthd/data/cache"
@@ -47,6 +48,19 @@ type serveOptions struct {
 	refreshMax  time.Duration
 	reuseGrace  time.Duration
 	debugAddr   string
+	pwSlots     int
+	proxies     []string
+}
+
+// envList splits the comma-separated environment variable name.
+func envList(name string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // envDuration is the duration in the environment variable name, or def
@@ -78,6 +92,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
 	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", issuer.DefaultRefreshReuseGrace),
 		"within this time after a rotation, the previous refresh token may be presented once more (a lost response) and rotates again instead of revoking the grant; 0 disables (env OAUTHD_REFRESH_REUSE_GRACE)")
+	fs.StringSliceVar(&o.proxies, "trusted-proxy", envList("OAUTHD_TRUSTED_PROXIES"), "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable; env OAUTHD_TRUSTED_PROXIES, comma-separated); default none: the source address is the TCP peer's")
+	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; default the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", os.Getenv("OAUTHD_DEBUG_ADDR"), "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; env OAUTHD_DEBUG_ADDR; default off)")
 }
 
@@ -109,6 +125,13 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		return err
 	}
 	tuneGC()
+	if o.pwSlots < 0 {
+		return fmt.Errorf("--password-slots %d: use 1 or more (0 means the usable cores)", o.pwSlots)
+	}
+	if o.pwSlots == 0 {
+		o.pwSlots = password.DefaultSlots()
+	}
+	limitMemory(o.pwSlots)
 	mk, err := root.masterKey()
 	if err != nil {
 		return err
@@ -292,12 +315,18 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	}
 	w.iss = iss
 	w.local = admin.NewLocal(store, km, logger, time.Now)
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local})
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
+		PasswordSlots: o.pwSlots})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
 
-	e := newEcho(logger, reg)
+	ipx, err := ipExtractor(o.proxies)
+	if err != nil {
+		return nil, err
+	}
+	e := newEcho(logger, reg, ipx)
+	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
@@ -318,7 +347,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 // httpServer is the HTTP server of the wired app.
 func (w *wired) httpServer(logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler: w.e,
+		Handler: issuer.HeadAsGet(w.e),
 		// Bounded reads and writes: a slow client cannot hold a connection
 		// (and its goroutine) for ever. Bodies are at most 64 KiB.
 		ReadHeaderTimeout: 10 * time.Second,
@@ -402,6 +431,26 @@ func tuneGC() {
 	}
 }
 
+// Memory bound of serve (README, "Limits"): the Go runtime's soft limit
+// is memoryBase plus memoryPerSlot for each password check slot, unless
+// GOMEMLIMIT is set. A password check allocates 19 MiB that is garbage a
+// moment later; without a limit, the collector (at GOGC 400) would let
+// five times the live heap pile up (200 MiB at 2 slots) before
+// collecting. The limit does not bind the token endpoint, whose heap
+// stays far below it.
+const (
+	memoryBase    = 64 << 20
+	memoryPerSlot = 32 << 20
+)
+
+// limitMemory sets the runtime's soft memory limit for slots password
+// check slots, unless the operator set GOMEMLIMIT.
+func limitMemory(slots int) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryBase + int64(slots)*memoryPerSlot)
+	}
+}
+
 // listenDebug serves net/http/pprof on addr, which must be a loopback
 // address: profiles show the code's hot paths and must not be public.
 func listenDebug(addr string) (*http.Server, string, error) {
@@ -465,15 +514,34 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 	}
 }
 
+// ipExtractor returns how the source address of a request is found: the
+// TCP peer's, never X-Forwarded-For or X-Real-IP (a client could set those
+// on every request and slip past the per-address limits), unless the peer
+// is one of the trusted proxies: then the nearest address in
+// X-Forwarded-For that is not a trusted proxy. Behind a proxy this must be
+// set, or every client shares the proxy's address and its limits.
+func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
+	if len(cidrs) == 0 {
+		return echo.ExtractIPDirect(), nil
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, c := range cidrs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxy %q: %w; use a CIDR such as 10.0.0.5/32", c, err)
+		}
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...), nil
+}
+
 // newEcho returns Echo with the error handler, request logging and metrics,
 // panic recovery and the body limit.
-func newEcho(logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
+func newEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtractor) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = issuer.HTTPErrorHandler(logger)
-	// The peer's address, never X-Forwarded-For or X-Real-IP: a client could
-	// set those on every request and slip past the per-address limits.
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = ipx
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
 	}, []string{"method", "route", "status"})
