@@ -92,7 +92,7 @@ type Config struct {
 	// again; default 1 h.
 	MaxAge time.Duration
 	// MinRefresh is the least time between two fetches caused by an
-	// unknown kid (a rotation at the platform); default 10 s.
+	// unknown kid (a rotation at the platform); default 2 s.
 	MinRefresh time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		cfg.MaxAge = time.Hour
 	}
 	if cfg.MinRefresh <= 0 {
-		cfg.MinRefresh = 10 * time.Second
+		cfg.MinRefresh = 2 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
