@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"golang.org/x/oauth2"
@@ -432,5 +433,52 @@ func TestHandoverNeverTakesOverALocalAccount(t *testing.T) {
 	}
 	if _, at, _ := browse(t, jar, http.MethodGet, authURL, nil); !strings.HasPrefix(at.String(), h.p.URL+"/login") {
 		t.Fatalf("after the refusal the browser reached %s; want the platform's login", at)
+	}
+}
+
+// TestHandoverBrowser: the main flow in Chromium. The authorization URL
+// leads to the platform's own login form; the user signs in there, lands
+// on oauthd's consent page (with no second password), clicks Allow and
+// the client gets a code that x/oauth2 exchanges.
+func TestHandoverBrowser(t *testing.T) {
+	bctx := consenttest.Chrome(t, 1280, 900)
+	cb := &e2eCallback{}
+	clientSrv := httptest.NewServer(cb)
+	t.Cleanup(clientSrv.Close)
+	redirectURI := clientSrv.URL + "/callback"
+	h := startHandover(t)
+	id, secret := h.client(t, redirectURI, []string{"PROFILE_READ"})
+	conf := h.config(id, secret, redirectURI, oauth2.AuthStyleInHeader, "PROFILE_READ")
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		consenttest.Step(t, bctx, name, actions...)
+	}
+	verifier := oauth2.GenerateVerifier()
+	step("open the authorization URL",
+		chromedp.Navigate(conf.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier))),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="email"]`)))
+	if loc, _ := chromedp.Run(bctx, chromedp.Location()); !strings.HasPrefix(loc, h.p.URL+"/login?") {
+		t.Fatalf("the authorization URL led to %s; want the platform's login page", loc)
+	}
+	step("sign in at the platform",
+		chromedp.SendKeys(chromedp.CSS(`input[name="email"]`), platEmail),
+		chromedp.SendKeys(chromedp.CSS(`input[type="password"]`), platPassword),
+		chromedp.Submit(chromedp.CSS(`input[type="password"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[value="allow"]`)))
+	page, _ := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("body")))
+	if !strings.Contains(page, "Calendar Sync") || !strings.Contains(page, platEmail) {
+		t.Errorf("the consent page does not name the client and the platform's user:\n%s", page)
+	}
+	step("allow", chromedp.Click(chromedp.CSS(`button[value="allow"]`)), chromedp.WaitVisible(chromedp.ID("back")))
+	got := cb.all()
+	if len(got) != 1 || got[0].Get("code") == "" || got[0].Get("state") != "st" || got[0].Get("iss") != h.base {
+		t.Fatalf("the client received %v; want one redirect with code, state and iss", got)
+	}
+	tok, err := conf.Exchange(bctx, got[0].Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("exchange: %v", err)
+	}
+	if status, body := h.me(t, tok.AccessToken); status != http.StatusOK || !strings.Contains(body, platEmail) {
+		t.Fatalf("/v2/me = %d %s; want the platform's user", status, body)
 	}
 }
