@@ -281,6 +281,10 @@ func TestHandoverFlow(t *testing.T) {
 	if status != http.StatusOK || prof.Data.Email != platEmail || prof.Data.Name != platName || prof.Data.TimeZone != platTZ || prof.Data.ID == h.userID {
 		t.Fatalf("/v2/me = %d %s; want the platform's user, made just in time", status, me)
 	}
+	// The settings pages work for the platform's user too.
+	if status, at, body := browse(t, first, http.MethodGet, h.base+"/settings/clients", nil); status != http.StatusOK || at.Path != "/settings/clients" || !strings.Contains(body, platName) {
+		t.Fatalf("settings pages after the handover: %d at %s; want 200\n%s", status, at, body)
+	}
 	var users []struct {
 		ID         int64  `json:"id"`
 		ExternalID string `json:"external_id"`
