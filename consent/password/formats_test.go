@@ -139,3 +139,35 @@ func TestCheckRefusesCostlyOrBroken(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkVerifyFormats measures one verification per format at the costs that
+// systems commonly store (and at the import bounds for scrypt), to size
+// the Gate's slots for imported users.
+func BenchmarkVerifyFormats(b *testing.B) {
+	const pw = "correct horse battery"
+	t := &testing.T{}
+	cases := []struct{ name, hash string }{
+		{"argon2id-m19MiB-t2", mustHashB(b, pw)},
+		{"bcrypt-cost10", bcryptHash(t, pw, 10, "$2b")},
+		{"scrypt-ln15-r8-32MiB", scryptHash(t, pw, 15, 8, 1)},
+		{"scrypt-ln16-r8-64MiB", scryptHash(t, pw, 16, 8, 1)},
+		{"pbkdf2-sha256-600k", djangoPBKDF2(t, pw, 600000)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if ok, err := Verify(c.hash, pw); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
+
+func mustHashB(b *testing.B, pw string) string {
+	h, err := Hash(pw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
