@@ -388,6 +388,17 @@ func TestHandoverRefusals(t *testing.T) {
 			s, _ := jwt.NewWithClaims(jwt.SigningMethodNone, c).SignedString(jwt.UnsafeAllowNoneSignatureType)
 			return s
 		}, false, "not signed by the platform"},
+		{"HS256 with the public JWKS as secret", func(c jwt.MapClaims) string {
+			resp, err := http.Get(h.p.URL + "/jwks.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+			s, _ := tok.SignedString(pub)
+			return s
+		}, false, "not signed by the platform"},
 		{"garbage", func(jwt.MapClaims) string { return "not-a-jwt" }, false, "could not be read"},
 	}
 	for _, tc := range tests {
