@@ -545,8 +545,8 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 			}
 			continue
 		}
-		if res.AuthCodes+res.Families+res.Sessions > 0 {
-			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions)
+		if res.AuthCodes+res.Families+res.Sessions+res.Nonces > 0 {
+			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions, "nonces", res.Nonces)
 		}
 	}
 }
