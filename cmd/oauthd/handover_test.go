@@ -420,6 +420,9 @@ func TestHandoverRefusals(t *testing.T) {
 			}
 		})
 	}
+	if _, _, body := browse(t, newJar(t), http.MethodGet, h.base+"/metrics", nil); !strings.Contains(body, `limiter="login_handover"`) {
+		t.Error(`/metrics has no limiter="login_handover" series`)
+	}
 	// One platform user only, made by the genuine assertion.
 	var users []struct {
 		ExternalID string `json:"external_id"`
