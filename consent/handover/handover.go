@@ -105,7 +105,8 @@ type Verifier struct {
 
 	mu      sync.Mutex
 	set     jwk.Set
-	fetched time.Time
+	fetched time.Time // of the set in use
+	tried   time.Time // the last load, successful or not
 }
 
 // New checks cfg and loads the keys once (failing fast on a bad file or
@@ -194,13 +195,17 @@ func (v *Verifier) keys(ctx context.Context, kid string, force bool) (jwk.Set, e
 	defer v.mu.Unlock()
 	now := v.cfg.Now()
 	stale := v.set == nil || now.Sub(v.fetched) >= v.cfg.MaxAge
-	if !stale && kid != "" && now.Sub(v.fetched) >= v.cfg.MinRefresh {
+	if !stale && kid != "" {
 		_, found := v.set.LookupKeyID(kid)
 		stale = !found
 	}
-	if !stale && !force {
+	// At most one load per MinRefresh, failed ones included: made-up kids,
+	// or a platform that is down, cannot make every verification wait on
+	// a fetch.
+	if !force && (!stale || (v.set != nil && now.Sub(v.tried) < v.cfg.MinRefresh)) {
 		return v.set, nil
 	}
+	v.tried = now
 	set, err := v.load(ctx)
 	if err != nil {
 		if v.set != nil && !force {

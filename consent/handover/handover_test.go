@@ -119,9 +119,13 @@ func TestVerifyFollowsRotation(t *testing.T) {
 	k1, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	k2, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	published := map[string]*ecdsa.PrivateKey{"k1": k1}
-	fetches := 0
+	fetches, down := 0, false
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fetches++
+		if down {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
 		set := jwk.NewSet()
 		for kid, k := range published {
 			j, _ := jwk.FromRaw(&k.PublicKey)
@@ -159,6 +163,21 @@ func TestVerifyFollowsRotation(t *testing.T) {
 	}
 	if _, err := v.Verify(context.Background(), sign(k1, "k1")); err != nil {
 		t.Fatalf("the old key, still published: %v", err)
+	}
+	// The platform's JWKS is down: the keys in hand keep working, and
+	// made-up kids cause at most one fetch per MinRefresh.
+	down = true
+	now = now.Add(3 * time.Second)
+	for range 5 {
+		if _, err := v.Verify(context.Background(), sign(k1, "made-up")); !errors.Is(err, handover.ErrSignature) {
+			t.Fatalf("made-up kid while the JWKS is down: %v; want ErrSignature", err)
+		}
+	}
+	if fetches != 3 {
+		t.Fatalf("%d fetches; want 3 (one attempt while down)", fetches)
+	}
+	if _, err := v.Verify(context.Background(), sign(k2, "k2")); err != nil {
+		t.Fatalf("a known key while the JWKS is down: %v", err)
 	}
 }
 
