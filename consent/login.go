@@ -166,7 +166,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	// A weaker (imported) hash is replaced at the first successful login,
 	// with the password check's slot: the new hash costs what a check does.
 	var upgraded string
-	if ok && !user.Disabled && password.NeedsUpgrade(user.PasswordHash) {
+	if ok && !user.Disabled && password.Upgradable(user.PasswordHash, pw) {
 		if hash, err := password.Hash(pw); err == nil {
 			upgraded = hash
 		}

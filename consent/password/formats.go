@@ -57,6 +57,19 @@ func NeedsUpgrade(encoded string) bool {
 	return p.memory < Memory || p.time < Time || len(p.key) < KeyLen
 }
 
+// Upgradable reports whether encoded should be replaced by [Hash] of
+// password, which has just verified against it: [NeedsUpgrade], except
+// for a bcrypt hash and a password longer than 72 bytes. bcrypt reads only
+// the first 72 bytes, so such a password verified by its prefix; hashing
+// the whole of it could record a variant typed by someone who knows the
+// prefix, and lock out the user who types the real one.
+func Upgradable(encoded, password string) bool {
+	if len(password) > 72 && strings.HasPrefix(encoded, "$2") {
+		return false
+	}
+	return NeedsUpgrade(encoded)
+}
+
 // verifier checks one password against a parsed hash.
 type verifier func(password string) bool
 

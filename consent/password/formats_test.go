@@ -111,6 +111,22 @@ func mustHash(t *testing.T, pw string) string {
 	return h
 }
 
+// TestUpgradableBcryptLongPassword: bcrypt reads 72 bytes; a longer
+// password that verified is not used to replace the hash.
+func TestUpgradableBcryptLongPassword(t *testing.T) {
+	long := strings.Repeat("p", 72)
+	h := bcryptHash(t, long, bcrypt.MinCost, "$2b")
+	if ok, _ := Verify(h, long+"-typed-by-someone-else"); !ok {
+		t.Fatal("bcrypt no longer truncates at 72 bytes; revisit Upgradable")
+	}
+	if Upgradable(h, long+"-typed-by-someone-else") {
+		t.Fatal("Upgradable(bcrypt, 90-byte password) = true; want false")
+	}
+	if !Upgradable(h, long) {
+		t.Fatal("Upgradable(bcrypt, 72-byte password) = false; want true")
+	}
+}
+
 // TestCheckRefusesCostlyOrBroken: parameters that would make a login a
 // denial of service, and broken strings, are refused before any hashing.
 func TestCheckRefusesCostlyOrBroken(t *testing.T) {
