@@ -69,3 +69,17 @@ func TestPostgresCLI(t *testing.T) {
 		}
 	}
 }
+
+// pgQueryRow scans one row of a query on the database at url.
+func pgQueryRow(t *testing.T, url, sql string, args []any, dest ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
