@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/oauth2"
+
+	"oauthd/consent/consenttest"
 
 	"oauthd/data/postgres"
 	"oauthd/data/postgres/pgtest"
@@ -82,4 +88,74 @@ func pgQueryRow(t *testing.T, url, sql string, args []any, dest ...any) {
 	if err := conn.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// TestStoreCopy moves a live installation from bbolt to PostgreSQL and back:
+// a refresh token and an access token issued before each copy work after
+// it, and a copy into a database that holds records is refused.
+func TestStoreCopy(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "o.db")
+	// One address for the three servers in turn, so that they are one
+	// issuer.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e := &e2e{server: startServe(t, file, "--addr", addr)}
+	var u struct{ ID int64 }
+	oneJSON(t, mustOauthd(t, file, e2ePassword+"\n", "users", "add", "--email", e2eEmail, "--username", e2eUsername,
+		"--name", e2eName, "--time-zone", e2eTimeZone, "--password-stdin", "--json"), &u)
+	e.userID = u.ID
+	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ"})
+	rt, at := grantTokens(t, ctx, e, id, secret)
+	e.server.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-e.server.done; err != nil {
+		t.Fatal(err)
+	}
+
+	pg := pgtest.New(t)
+	var rep struct {
+		Users, Clients, Families, Keys int
+	}
+	oneJSON(t, mustOauthd(t, file, "", "store", "copy", "--from", file, "--to", pg, "--json"), &rep)
+	if rep.Users != 1 || rep.Clients != 1 || rep.Families != 1 || rep.Keys < 2 {
+		t.Fatalf("store copy counts = %+v; want 1 user, 1 client, 1 family and the keys", rep)
+	}
+	if _, stderr, err := oauthd(t, file, "", "store", "copy", "--from", file, "--to", pg); err == nil || !strings.Contains(stderr, "not empty") {
+		t.Fatalf("a second copy into the same database: err %v, stderr %q; want a refusal", err, stderr)
+	}
+
+	onPG := &e2e{server: startServe(t, pg, "--addr", addr), userID: e.userID}
+	onPG.wantMe(t, at) // signed before the copy, by a key copied as it was
+	r := onPG.refresh(t, id, secret, rt)
+	if r.Status != 200 {
+		t.Fatalf("refresh on PostgreSQL with a token issued on bbolt = %d %v", r.Status, r.Body)
+	}
+	rt, at = r.str("refresh_token"), r.str("access_token")
+
+	back := filepath.Join(t.TempDir(), "back.db")
+	mustOauthd(t, pg, "", "store", "copy", "--from", pg, "--to", back)
+	onPG.server.cmd.Process.Signal(syscall.SIGTERM)
+	<-onPG.server.done
+	onFile := &e2e{server: startServe(t, back, "--addr", addr), userID: e.userID}
+	onFile.wantMe(t, at)
+	if r := onFile.refresh(t, id, secret, rt); r.Status != 200 {
+		t.Fatalf("refresh on bbolt with a token issued on PostgreSQL = %d %v", r.Status, r.Body)
+	}
+}
+
+// grantTokens runs a code flow and returns the refresh and access tokens.
+func grantTokens(t *testing.T, ctx context.Context, e *e2e, id, secret string) (rt, at string) {
+	t.Helper()
+	verifier, challenge := consenttest.PKCE()
+	conf := e.config(id, secret, e2eRedirect, oauth2.AuthStyleInParams, "PROFILE_READ")
+	code := e.codeFlow(t, ctx, consenttest.New(), conf, oauth2.SetAuthURLParam("code_challenge", challenge), oauth2.SetAuthURLParam("code_challenge_method", "S256"))
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("code exchange: %v", err)
+	}
+	return tok.RefreshToken, tok.AccessToken
 }
