@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/oauth2"
 
 	"oauthd/consent/consenttest"
@@ -158,4 +165,132 @@ func grantTokens(t *testing.T, ctx context.Context, e *e2e, id, secret string) (
 		t.Fatalf("code exchange: %v", err)
 	}
 	return tok.RefreshToken, tok.AccessToken
+}
+
+// cuttable is a TCP forwarder to the test database that can be cut and
+// restored on the same port: the database becoming unreachable from the
+// server's point of view.
+type cuttable struct {
+	t      *testing.T
+	target func() (net.Conn, error)
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newCuttable(t *testing.T, dbURL string) (*cuttable, string) {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := func() (net.Conn, error) {
+		if strings.HasPrefix(cfg.Host, "/") {
+			return net.Dial("unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port))
+		}
+		return net.Dial("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+	}
+	c := &cuttable{t: t, target: target}
+	c.listen("127.0.0.1:0")
+	t.Cleanup(c.cut)
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(cfg.User, cfg.Password), Host: c.addr, Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
+	return c, u.String()
+}
+
+func (c *cuttable) listen(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.ln, c.addr = ln, ln.Addr().String()
+	c.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := c.target()
+			if err != nil {
+				in.Close()
+				continue
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, in, out)
+			c.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+}
+
+// cut closes the listener and every forwarded connection.
+func (c *cuttable) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ln != nil {
+		c.ln.Close()
+		c.ln = nil
+	}
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+func (c *cuttable) restore() { c.listen(c.addr) }
+
+// TestReadyzDatabaseLost: /readyz says not ready while the database cannot
+// be reached and ready again once it can, by itself; and the replica
+// re-reads what changed meanwhile.
+func TestReadyzDatabaseLost(t *testing.T) {
+	db := pgtest.New(t)
+	cut, viaProxy := newCuttable(t, db)
+	s := startServe(t, viaProxy)
+	id, secret := (&e2e{server: &server{db: db}}).clientNoUser(t)
+	_ = secret
+	cut.cut()
+	waitStatus(t, s.base+"/readyz", http.StatusServiceUnavailable, 5*time.Second)
+	// A change made while this replica cannot hear it.
+	mustOauthd(t, db, "", "clients", "reject", id, "--reason", "abuse")
+	cut.restore()
+	waitStatus(t, s.base+"/readyz", http.StatusOK, 10*time.Second)
+	// After the reconnection the replica re-read the clients: the
+	// rejection holds there too.
+	deadline := time.Now().Add(2 * time.Second)
+	for e2ePost(t, s.base+"/v2/auth/oauth2/introspect", url.Values{"token": {"x"}}, id, secret).Status == http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica still accepts a client rejected while it was cut off")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitStatus(t *testing.T, u string, want int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	last := 0
+	for {
+		if resp, err := http.Get(u); err == nil {
+			last = resp.StatusCode
+			resp.Body.Close()
+			if last == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s did not answer %d within %s (last %d)", u, want, limit, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// clientNoUser makes a user and an approved client on e.db through the CLI.
+func (e *e2e) clientNoUser(t *testing.T) (id, secret string) {
+	t.Helper()
+	mustOauthd(t, e.db, e2ePassword+"\n", "users", "add", "--email", e2eEmail, "--username", e2eUsername,
+		"--name", e2eName, "--time-zone", e2eTimeZone, "--password-stdin", "--json")
+	return e.client(t, e2eRedirect, []string{"PROFILE_READ"})
 }

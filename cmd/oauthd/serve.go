@@ -409,8 +409,13 @@ func listenDebug(addr string) (*http.Server, string, error) {
 	return srv, "http://" + ln.Addr().String() + "/debug/pprof/", nil
 }
 
-// notReady returns why the server cannot serve tokens, or "".
+// notReady returns why the server cannot serve tokens, or "". It reads
+// the database, so a database that does not answer within 2s (a lost
+// PostgreSQL server, a cut network) makes the replica not ready until it
+// answers again.
 func notReady(ctx context.Context, store data.Store) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	ks, err := store.ListKeys(ctx)
 	if err != nil {
 		return "the database does not answer"
