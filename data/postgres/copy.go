@@ -97,7 +97,7 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 			b.Queue("INSERT INTO auth_codes (hash, used, expires_ns, body) VALUES ($1, $2, $3, $4)", c.Hash, c.Used, unixNano(c.ExpiresAt), encode(c))
 		}
 		for _, f := range d.Families {
-			b.Queue("INSERT INTO families (id, client_id, expires_ns, body) VALUES ($1, $2, $3, $4)", f.ID, f.ClientID, familyExpiry(f), encode(f))
+			b.Queue("INSERT INTO families (id, client_id, expires_ns, gc_ns, body) VALUES ($1, $2, $3, $3, $4)", f.ID, f.ClientID, familyExpiry(f), encode(f))
 		}
 		for _, g := range d.Grants {
 			b.Queue("INSERT INTO grants (user_id, client_id, body) VALUES ($1, $2, $3)", g.UserID, g.ClientID, encode(g))

@@ -306,3 +306,46 @@ func TestMigrateConcurrentlyAndRefuseNewer(t *testing.T) {
 		t.Fatalf("Open without Migrate on an empty database: %v; want ErrSchemaOld", err)
 	}
 }
+
+// TestSharedStaleGuess: a store that rotated a family last remembers it
+// (famCache), but the database decides: after another store revokes the
+// family or rotates it on, the first store's guess neither resurrects nor
+// overrides anything.
+func TestSharedStaleGuess(t *testing.T) {
+	ss := twoStores(t)
+	mk := func(id string) {
+		code := data.AuthCode{Hash: data.AuthCodeKey("oauthd_ac_" + id), ClientID: "c", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+		if err := ss[0].CreateAuthCode(ctx, code); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ss[0].ExchangeAuthCode(ctx, code.Hash, func(data.AuthCode) (data.Family, error) {
+			return data.Family{ID: id, ClientID: "c", TokenHash: data.Hash("rt0"), ExpiresAt: t0.Add(time.Hour)}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	to := func(tok string) func(data.Family) (data.Family, error) {
+		return func(f data.Family) (data.Family, error) { f.TokenHash = data.Hash(tok); f.Generation++; return f, nil }
+	}
+	mk("revoked")
+	if _, err := ss[0].RotateRefreshToken(ctx, "revoked", data.Hash("rt0"), to("rt1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss[1].DeleteFamily(ctx, "revoked"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss[0].RotateRefreshToken(ctx, "revoked", data.Hash("rt1"), to("rt2")); !errors.Is(err, data.ErrNotFound) {
+		t.Fatalf("rotation of a family revoked by the other store: %v; want ErrNotFound", err)
+	}
+	mk("moved")
+	if _, err := ss[0].RotateRefreshToken(ctx, "moved", data.Hash("rt0"), to("rt1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss[1].RotateRefreshToken(ctx, "moved", data.Hash("rt1"), to("rt2")); err != nil {
+		t.Fatal(err)
+	}
+	// Store 0 still remembers rt1 as current; rt1 is rotated away.
+	if _, err := ss[0].RotateRefreshToken(ctx, "moved", data.Hash("rt1"), to("rt3")); !errors.Is(err, data.ErrTokenReused) {
+		t.Fatalf("rotation with a token the other store rotated away: %v; want ErrTokenReused", err)
+	}
+}

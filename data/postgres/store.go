@@ -62,6 +62,7 @@ type Store struct {
 	log    *slog.Logger
 	closed atomic.Bool
 	stop   context.CancelFunc // stops the listener
+	fams   famCache           // a guess of each family's version, see famCache
 }
 
 func parseConfig(raw string, opts Options) (*pgxpool.Config, error) {
@@ -508,7 +509,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 // statement, code included.
 const redeem = `WITH c AS (
 	UPDATE auth_codes SET used = true, body = $2 WHERE hash = $1 AND NOT used RETURNING 1)
-INSERT INTO families (id, client_id, expires_ns, body) SELECT $3, $4, $5, $6 FROM c`
+INSERT INTO families (id, client_id, expires_ns, gc_ns, body) SELECT $3, $4, $5, $5, $6 FROM c`
 
 // ExchangeAuthCode implements [data.Store.ExchangeAuthCode]. Of any number
 // of concurrent exchanges of one code, on any number of replicas, exactly
@@ -558,6 +559,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		case err != nil:
 			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, err)
 		case tag.RowsAffected() == 1:
+			s.fams.put(fam.ID, 1, fb)
 			c, err := decode[data.AuthCode](cb)
 			if err != nil {
 				return data.AuthCode{}, data.Family{}, err
@@ -594,7 +596,9 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 // so of n concurrent rotations with the same token exactly one stores its
 // successor, and the others find a token that is no longer current, which
 // revokes the family. One read and one autocommitted write: two round
-// trips and one durable commit per rotation.
+// trips and one durable commit per rotation; one round trip when this
+// process rotated or created the family last (famCache: the read is
+// skipped, and a stale guess costs only the retry with a read).
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	const op = "rotate refresh token"
 	if err := s.begin(ctx, op); err != nil {
@@ -603,12 +607,17 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 	for attempt := 1; ; attempt++ {
 		var version int64
 		var b []byte
-		err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
-		}
-		if err != nil {
-			return data.Family{}, fmt.Errorf("%s: %w", op, err)
+		if e, ok := s.fams.get(id); ok && attempt == 1 {
+			version, b = e.version, e.body // a guess; the write checks it
+		} else {
+			err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
+			if errors.Is(err, pgx.ErrNoRows) {
+				s.fams.drop(id)
+				return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
+			}
+			if err != nil {
+				return data.Family{}, fmt.Errorf("%s: %w", op, err)
+			}
 		}
 		old, err := decode[data.Family](b)
 		if err != nil {
@@ -624,6 +633,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
+			s.fams.drop(id)
 			if tag.RowsAffected() == 1 {
 				return old, fmt.Errorf("%s: family %q: %w", op, id, data.ErrTokenReused)
 			}
@@ -637,7 +647,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			}
 			nb := encode(next)
 			err = retry(ctx, func() (err error) {
-				tag, err = s.pool.Exec(ctx, "UPDATE families SET version = version + 1, expires_ns = $3, body = $4 WHERE id = $1 AND version = $2",
+				tag, err = s.pool.Exec(ctx, "UPDATE families SET version = version + 1, expires_ns = $3, gc_ns = least(gc_ns, $3), body = $4 WHERE id = $1 AND version = $2",
 					id, version, familyExpiry(next), nb)
 				return err
 			})
@@ -645,8 +655,10 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
 			if tag.RowsAffected() == 1 {
+				s.fams.put(id, version+1, nb)
 				return decode[data.Family](nb)
 			}
+			s.fams.drop(id)
 		}
 		if attempt >= maxAttempts {
 			return data.Family{}, fmt.Errorf("%s: family %q: %w: it kept changing", op, id, data.ErrConflict)
@@ -664,6 +676,7 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete family %q: %w", id, err)
 	}
+	s.fams.drop(id)
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
 	}
@@ -846,9 +859,12 @@ func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) (
 	return out, nil
 }
 
-// gc deletes every expired code, family and session in one statement.
+// gc deletes every expired code, family and session in one statement,
+// and moves up the gc_ns of the families it found alive (see the
+// migration).
 const gc = `WITH a AS (DELETE FROM auth_codes WHERE expires_ns < $1 RETURNING 1),
-	f AS (DELETE FROM families WHERE expires_ns < $1 RETURNING 1),
+	f AS (DELETE FROM families WHERE gc_ns < $1 AND expires_ns < $1 RETURNING 1),
+	fl AS (UPDATE families SET gc_ns = expires_ns WHERE gc_ns < $1 AND expires_ns >= $1),
 	s AS (DELETE FROM sessions WHERE expires_ns < $1 RETURNING 1)
 SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s)`
 
