@@ -73,6 +73,16 @@ func TestPostgresCLI(t *testing.T) {
 		t.Fatalf("clients list = %q; want %s", out, id)
 	}
 
+	// The CLI's audit records are in the database, for every replica's
+	// operator to read.
+	var events int
+	pgQueryRow(t, db, "SELECT count(*) FROM audit_events WHERE event IN ('user_added', 'client_created', 'client_approved') AND body->'actor'->>'via' = 'cli'", nil, &events)
+	if events < 3 {
+		var all string
+		pgQueryRow(t, db, "SELECT coalesce(string_agg(event || ' ' || body::text, E'\n'), '') FROM audit_events", nil, &all)
+		t.Fatalf("%d audit records of the CLI's user_added, client_created, client_approved in the database; want 3. All:\n%s", events, all)
+	}
+
 	// A schema newer than this build: every command refuses it.
 	pgExec(t, db, "INSERT INTO oauthd_schema (version, name) VALUES ($1, 'future')", postgres.SchemaVersion()+1)
 	for _, args := range [][]string{{"clients", "list"}, {"store", "migrate"}} {

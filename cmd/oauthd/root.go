@@ -129,6 +129,7 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 			return nil, nil, fmt.Errorf("open database %s: %w", postgres.Redact(o.db), err)
 		}
 		store = pg
+		logger = slog.New(newAuditTee(logger.Handler(), pg))
 	} else {
 		if c, err := admin.Dial(o.socketPath()); err == nil {
 			return c, c.Close, nil

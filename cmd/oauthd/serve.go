@@ -273,7 +273,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
-	w.local = admin.NewLocal(store, km, logger, time.Now)
+	adminLog := logger
+	if w.pg != nil {
+		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
+	}
+	w.local = admin.NewLocal(store, km, adminLog, time.Now)
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
