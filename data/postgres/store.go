@@ -656,7 +656,10 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			}
 			if tag.RowsAffected() == 1 {
 				s.fams.put(id, version+1, nb)
-				return decode[data.Family](nb)
+				// next shares no memory with the store (which keeps
+				// only nb), so it is returned as it is, in UTC.
+				toUTC(reflect.ValueOf(&next).Elem())
+				return next, nil
 			}
 			s.fams.drop(id)
 		}
