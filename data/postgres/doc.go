@@ -13,8 +13,8 @@
 // concurrent writers. Serialization failures and deadlocks (SQLSTATE 40001,
 // 40P01) are retried inside the store.
 //
-// Every change that other replicas cache (clients, signing keys, grants,
-// families) sends a notification on [Channel] in the same transaction;
+// Every change that other replicas cache (clients, signing keys) or may
+// want to hear of (grants) sends a notification on [Channel] in the same transaction;
 // [Store.Listen] delivers them, and reports a reconnection as a reset
 // after which everything is to be re-read.
 //

@@ -626,8 +626,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 		var tag pgconn.CommandTag
 		if !data.Equal(old.TokenHash, presented) {
 			err = retry(ctx, func() (err error) {
-				tag, err = s.pool.Exec(ctx, `WITH d AS (DELETE FROM families WHERE id = $1 AND version = $2 RETURNING id)
-					SELECT pg_notify('`+Channel+`', 'family '||id) FROM d`, id, version)
+				tag, err = s.pool.Exec(ctx, "DELETE FROM families WHERE id = $1 AND version = $2", id, version)
 				return err
 			})
 			if err != nil {
@@ -674,8 +673,7 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 	if err := s.begin(ctx, "delete family"); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM families WHERE id = $1 RETURNING id)
-		SELECT pg_notify('`+Channel+`', 'family '||id) FROM d`, id)
+	tag, err := s.pool.Exec(ctx, "DELETE FROM families WHERE id = $1", id)
 	if err != nil {
 		return fmt.Errorf("delete family %q: %w", id, err)
 	}
