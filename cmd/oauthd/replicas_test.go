@@ -261,6 +261,39 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 
+	t.Run("code exchange race across replicas", func(t *testing.T) {
+		verifier, challenge := consenttest.PKCE()
+		conf := front.config(id, secret, e2eRedirect, oauth2.AuthStyleInParams, "PROFILE_READ")
+		code := front.codeFlow(t, ctx, consenttest.New(), conf, oauth2.SetAuthURLParam("code_challenge", challenge), oauth2.SetAuthURLParam("code_challenge_method", "S256"))
+		const n = 15
+		statuses := make([]int, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				v := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {e2eRedirect},
+					"code_verifier": {verifier}, "client_id": {id}, "client_secret": {secret}}
+				statuses[i] = e2ePost(t, direct[i%3].tokenURL(), v, "", "").Status
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for _, s := range statuses {
+			switch s {
+			case http.StatusOK:
+				won++
+			case http.StatusBadRequest:
+			default:
+				t.Fatalf("a racing code exchange got %d; want 200 or 400", s)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d of %d racing exchanges of one code won; want exactly 1 (statuses %v)", won, n, statuses)
+		}
+	})
+
 	t.Run("propagation", func(t *testing.T) {
 		// Client settings: the redirect URIs, changed N times by the
 		// CLI; each time, every replica must accept the new URI.
