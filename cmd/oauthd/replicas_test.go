@@ -298,7 +298,7 @@ func TestReplicas(t *testing.T) {
 		// Client settings: the redirect URIs, changed N times by the
 		// CLI; each time, every replica must accept the new URI.
 		var all []time.Duration
-		for k := range 15 {
+		for k := range 30 {
 			uri := fmt.Sprintf("http://127.0.0.1:9/cb%d", k)
 			mustOauthd(t, rs.db, "", "clients", "redirect-uris", "set", id, e2eRedirect, uri)
 			start := time.Now()
@@ -342,10 +342,12 @@ func TestReplicas(t *testing.T) {
 		// Key rotation: the new next key is published by every replica,
 		// and every replica signs with the promoted key.
 		before := jwksKIDs(t, direct[0].base)
-		mustOauthd(t, rs.db, "", "keys", "rotate")
+		var rot struct {
+			Active, Next struct{ KID string }
+		}
+		oneJSON(t, mustOauthd(t, rs.db, "", "keys", "rotate", "--json"), &rot)
 		start = time.Now()
-		states := keyStates(t, rs.db)
-		active, next := kidIn(states, "active"), kidIn(states, "next")
+		active, next := rot.Active.KID, rot.Next.KID
 		took = awaitAll(t, "key rotation", 3, start, time.Second, func(i int) bool {
 			return slices.Contains(jwksKIDs(t, direct[i].base), next)
 		})
@@ -369,6 +371,15 @@ func TestReplicas(t *testing.T) {
 				t.Fatalf("replica %d signed with %s after the rotation; want the new active key %s", i, kid, active)
 			}
 		}
+
+		// Key revocation: the retired key leaves every replica's JWKS.
+		retired := kidIn(keyStates(t, rs.db), "retired")
+		mustOauthd(t, rs.db, "", "keys", "revoke", "--", retired)
+		start = time.Now()
+		took = awaitAll(t, "key revocation", 3, start, time.Second, func(i int) bool {
+			return !slices.Contains(jwksKIDs(t, direct[i].base), retired)
+		})
+		t.Logf("key revocation withdrawn by the replicas after %v", took)
 
 		// Client rejection: every replica refuses the client at once.
 		other, otherSecret := front.client(t, e2eRedirect, []string{"PROFILE_READ"})

@@ -75,3 +75,29 @@ func TestListen(t *testing.T) {
 		t.Fatalf("event = %+v; want client c", e)
 	}
 }
+
+// TestListenResync: the safety net, a reset every Resync even when no
+// notification came.
+func TestListenResync(t *testing.T) {
+	ss := twoStores(t)
+	resets := make(chan struct{}, 100)
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ss[0].Listen(lctx, postgres.ListenOptions{Resync: 200 * time.Millisecond, Probe: time.Second}, func(_ context.Context, e postgres.Event) {
+			if e.Reset {
+				resets <- struct{}{}
+			}
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.After(5 * time.Second)
+	for n := 0; n < 4; n++ { // the first LISTEN, then three resyncs
+		select {
+		case <-resets:
+		case <-deadline:
+			t.Fatalf("%d resets within 5s; want 4 with Resync 200ms", n)
+		}
+	}
+}
