@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,6 +200,16 @@ func setup() {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		cluster.err = fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
 		return
+	}
+	// A test process killed before Main's Stop (a timeout, kill -9) must
+	// not leave the server running: a watchdog stops it and removes the
+	// directory once this process is gone.
+	watch := exec.Command("sh", "-c", `p=$1; shift; while kill -0 "$p" 2>/dev/null; do sleep 1; done; "$@" >/dev/null 2>&1; rm -rf "$0"`,
+		dir, strconv.Itoa(os.Getpid()))
+	watch.Args = append(watch.Args, pgCommand(cluster.asUser, cluster.pgctl, "stop", "-D", pgdata, "-m", "immediate").Args...)
+	watch.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := watch.Start(); err == nil {
+		go watch.Wait()
 	}
 	cluster.url = (&url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/postgres", RawQuery: url.Values{"host": {dir}}.Encode()}).String()
 }
