@@ -304,3 +304,22 @@ func (e *e2e) clientNoUser(t *testing.T) (id, secret string) {
 		"--name", e2eName, "--time-zone", e2eTimeZone, "--password-stdin", "--json")
 	return e.client(t, e2eRedirect, []string{"PROFILE_READ"})
 }
+
+// TestBenchPostgres: oauthd bench --db postgres://… drives refresh chains
+// on that database; every request succeeds and every chain stays alive.
+func TestBenchPostgres(t *testing.T) {
+	db := pgtest.New(t)
+	var rep refreshReport
+	oneJSON(t, mustOauthd(t, db, "", "bench", "-c", "4", "-d", "300ms", "--json"), &rep)
+	if rep.Chains != 4 || rep.ChainsAlive != 4 || rep.Errors != 0 || rep.OK < 4 || rep.OK != rep.Requests {
+		t.Fatalf("bench on PostgreSQL = %+v; want every request 200 and 4 chains alive", rep)
+	}
+	if !strings.Contains(rep.Target, "postgres://") {
+		t.Fatalf("target %q does not name the database", rep.Target)
+	}
+	var fams int
+	pgQueryRow(t, db, "SELECT count(*) FROM families", nil, &fams)
+	if fams != 4 {
+		t.Fatalf("%d families in the database; want the bench's 4", fams)
+	}
+}
