@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -391,6 +392,15 @@ func TestReplicas(t *testing.T) {
 			return e2ePost(t, direct[i].introspectURL(), url.Values{"token": {"x"}}, other, otherSecret).Status != http.StatusOK
 		})
 		t.Logf("client rejection seen by the replicas after %v", took)
+
+		// Each replica's metrics count what it heard.
+		for i, d := range direct {
+			_, body := e2eGet(t, d.base+"/metrics", "", nil)
+			m := regexp.MustCompile(`(?m)^oauthd_db_notifications_total (\d+)`).FindStringSubmatch(body)
+			if m == nil || m[1] == "0" {
+				t.Fatalf("replica %d: oauthd_db_notifications_total = %v; want the notifications it received", i, m)
+			}
+		}
 	})
 
 	t.Run("concurrent keys rotate", func(t *testing.T) {

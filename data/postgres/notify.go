@@ -81,6 +81,7 @@ func (s *Store) Listen(ctx context.Context, opts ListenOptions, fn func(context.
 		if ctx.Err() != nil {
 			return
 		}
+		s.stats.reconnects.Add(1)
 		s.log.WarnContext(ctx, "database change listener lost its connection; reconnecting", "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
@@ -102,6 +103,7 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, opts Listen
 	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
 		return err
 	}
+	s.stats.resets.Add(1)
 	fn(ctx, Event{Reset: true})
 	resync := time.Now().Add(opts.Resync)
 	for {
@@ -112,9 +114,11 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, opts Listen
 			return ctx.Err()
 		}
 		if n != nil {
+			s.stats.notifications.Add(1)
 			fn(ctx, parseEvent(n.Payload))
 		}
 		if time.Now().After(resync) {
+			s.stats.resets.Add(1)
 			fn(ctx, Event{Reset: true})
 			resync = time.Now().Add(opts.Resync)
 		}

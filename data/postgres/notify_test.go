@@ -68,6 +68,9 @@ func TestListen(t *testing.T) {
 	if e := next("a reconnection"); !e.Reset {
 		t.Fatalf("event after the connection was cut = %+v; want a reset", e)
 	}
+	if st := ss[1].Stats(); st.Reconnects < 1 || st.Resets < 2 || st.Notifications < 4 {
+		t.Fatalf("Stats = %+v; want a reconnect, two resets and the four notifications", st)
+	}
 	if _, err := ss[0].UpdateClient(ctx, "c", func(c data.Client) (data.Client, error) { c.Name = "y"; return c, nil }); err != nil {
 		t.Fatal(err)
 	}

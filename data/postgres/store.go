@@ -63,6 +63,30 @@ type Store struct {
 	closed atomic.Bool
 	stop   context.CancelFunc // stops the listener
 	fams   famCache           // a guess of each family's version, see famCache
+	stats  struct {
+		retries, casLost, reconnects, notifications, resets atomic.Int64
+	}
+}
+
+// Stats counts what the store did to keep its rules under concurrency,
+// for metrics.
+type Stats struct {
+	// Retries of a transaction after a serialization failure or deadlock.
+	Retries int64
+	// CASLost counts rotations and exchanges whose conditional write lost
+	// to a concurrent one (or to a stale guess) and read again.
+	CASLost int64
+	// Reconnects of the change listener; Notifications it delivered;
+	// Resets (connects, reconnects and periodic resyncs).
+	Reconnects, Notifications, Resets int64
+}
+
+// Stats returns the counters since Open.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Retries: s.stats.retries.Load(), CASLost: s.stats.casLost.Load(),
+		Reconnects: s.stats.reconnects.Load(), Notifications: s.stats.notifications.Load(), Resets: s.stats.resets.Load(),
+	}
 }
 
 func parseConfig(raw string, opts Options) (*pgxpool.Config, error) {
@@ -193,7 +217,13 @@ func retry(ctx context.Context, fn func() error) error {
 // tx runs fn in a read-committed transaction, retried on serialization
 // failures and deadlocks.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+	return retry(ctx, func() error {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if retryable(err) {
+			s.stats.retries.Add(1)
+		}
+		return err
+	})
 }
 
 // isUnique reports a unique violation, optionally of the named constraint.
@@ -571,6 +601,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		}
 		// Another exchange redeemed the code between our read and our
 		// write: read it again (it is used now).
+		s.stats.casLost.Add(1)
 	}
 }
 
@@ -662,6 +693,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			}
 			s.fams.drop(id)
 		}
+		s.stats.casLost.Add(1)
 		if attempt >= maxAttempts {
 			return data.Family{}, fmt.Errorf("%s: family %q: %w: it kept changing", op, id, data.ErrConflict)
 		}
