@@ -73,6 +73,27 @@ func TestPostgresCLI(t *testing.T) {
 		t.Fatalf("clients list = %q; want %s", out, id)
 	}
 
+	// Four operators generate a secret at once from four processes: the
+	// client had one, so exactly one gets a second.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	stderrs := make([]string, 4)
+	for i := range errs {
+		wg.Go(func() { _, stderrs[i], errs[i] = oauthd(t, db, "", "clients", "secrets", "generate", id) })
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		if err == nil {
+			won++
+		} else if !strings.Contains(stderrs[i], "2 active secrets") {
+			t.Fatalf("a refused secrets generate said %q; want the 2-secret limit", stderrs[i])
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of 4 concurrent secrets generate succeeded; want 1", won)
+	}
+
 	// The CLI's audit records are in the database, for every replica's
 	// operator to read.
 	var events int
