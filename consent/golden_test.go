@@ -50,8 +50,8 @@ func TestGoldenPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess := &http.Cookie{Name: sessionCookie, Value: fixedSession}
-	csrf := &http.Cookie{Name: loginCSRFCookie, Value: fixedCSRF}
+	sess := &http.Cookie{Name: en.h.sessionName, Value: fixedSession}
+	csrf := &http.Cookie{Name: en.h.csrfName, Value: fixedCSRF}
 	rt := authorizePath + "?" + authorizeQuery().Encode()
 
 	pages := []struct {

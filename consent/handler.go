@@ -17,9 +17,12 @@ import (
 	"unicode"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"oauthd/consent/password"
 	"oauthd/data"
 	"oauthd/issuer"
+	"oauthd/issuer/throttle"
 )
 
 // Authorizer validates authorization requests and records the user's
@@ -57,22 +60,46 @@ type Config struct {
 	// Clients, when set, mounts the developers' client settings pages
 	// under /settings/clients (an *admin.Local). nil: not mounted.
 	Clients ClientAdmin
+	// Registerer receives the login limiter's and the password gate's
+	// metrics; nil means none.
+	Registerer prometheus.Registerer
+	// PasswordSlots is how many password checks (argon2id, 19 MiB each)
+	// run at once; default the usable cores (password.DefaultSlots).
+	PasswordSlots int
+}
+
+// Limits of failed logins (issuer/throttle). Per account (by user ID,
+// whatever login name was typed) *and source address*: login names are
+// public, and a limit per account alone would let anyone lock a user out.
+// A login that names no user is limited like an account, so that the
+// limit does not tell the two apart. The address ceiling covers a spray
+// over many accounts from one address; it is higher because many users
+// may share one address (NAT).
+var loginLimits = throttle.Rules{
+	throttle.Account: {Burst: 5, Every: time.Minute},       // 5 at once, then one a minute
+	throttle.Login:   {Burst: 5, Every: time.Minute},       // the same for unknown logins
+	throttle.Addr:    {Burst: 20, Every: 15 * time.Second}, // 20 at once, then 4 a minute
 }
 
 // Handler serves the login, consent and error pages. Create it with [New].
 type Handler struct {
-	store      Store
-	authz      Authorizer
-	log        *slog.Logger
-	now        func() time.Time
-	secure     bool
-	origin     string // scheme://host of AppURL, or ""
-	sessionTTL time.Duration
-	pages      map[string]*template.Template
-	css        []byte
-	cssURL     string
-	limiter    *limiter
-	clients    ClientAdmin
+	store  Store
+	authz  Authorizer
+	log    *slog.Logger
+	now    func() time.Time
+	secure bool
+	// sessionName and csrfName are the cookies' names (__Host- prefixed
+	// when secure), csrfPath the login CSRF cookie's path ("/" when
+	// secure, as __Host- requires; else the login page).
+	sessionName, csrfName, csrfPath string
+	origin                          string // scheme://host of AppURL, or ""
+	sessionTTL                      time.Duration
+	pages                           map[string]*template.Template
+	css                             []byte
+	cssURL                          string
+	limiter                         *throttle.Limiter
+	gate                            *password.Gate // bounds the password checks running at once
+	clients                         ClientAdmin
 }
 
 //go:embed templates/*.html
@@ -123,6 +150,11 @@ func New(cfg Config) (*Handler, error) {
 		h.secure = u.Scheme == "https"
 		h.origin = u.Scheme + "://" + strings.ToLower(u.Host)
 	}
+	h.sessionName, h.csrfName = cookieNames(h.secure)
+	h.csrfPath = loginPath
+	if h.secure {
+		h.csrfPath = "/"
+	}
 	sum := sha256.Sum256(cssFile)
 	h.cssURL = staticCSSPath + "?v=" + hex.EncodeToString(sum[:6])
 
@@ -144,7 +176,8 @@ func New(cfg Config) (*Handler, error) {
 		}
 		h.pages[name] = t
 	}
-	h.limiter = newLimiter(h.now)
+	h.limiter = throttle.New(throttle.Config{Name: "login", Rules: loginLimits, Now: h.now, Registerer: cfg.Registerer})
+	h.gate = password.NewGate(password.GateConfig{Slots: cfg.PasswordSlots, Registerer: cfg.Registerer})
 	return h, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"oauthd/data"
 	"oauthd/issuer"
+	"oauthd/issuer/throttle"
 )
 
 func TestNewNeedsStoreAndAuthorizer(t *testing.T) {
@@ -226,76 +228,104 @@ func TestReturnToOpenRedirect(t *testing.T) {
 	}
 }
 
+// loginFrom posts a login form from remote ("" = httptest's default
+// address, 192.0.2.1).
+func (en *env) loginFrom(remote, login, pw string) *httptest.ResponseRecorder {
+	en.t.Helper()
+	ck, tok := en.loginForm()
+	req := httptest.NewRequest(http.MethodPost, "/auth/login", strings.NewReader(url.Values{
+		"login": {login}, "password": {pw}, csrfField: {tok}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if remote != "" {
+		req.RemoteAddr = remote
+	}
+	req.AddCookie(ck)
+	return en.serve(req)
+}
+
+// TestLoginRateLimit: failed logins are counted per (account, address),
+// the account found by user ID whichever login name was typed. Past the
+// limit that address gets 429 with Retry-After, even for the right
+// password (no oracle), until the budget refills; the same user from
+// another address is never stopped by it.
 func TestLoginRateLimit(t *testing.T) {
 	en := newEnv(t, "")
-	fail := func(login string) *httptest.ResponseRecorder {
-		ck, tok := en.loginForm()
-		return en.post("/auth/login", url.Values{"login": {login}, "password": {"wrong"}, csrfField: {tok}}, ck)
-	}
-	good := func(login, pw string) *httptest.ResponseRecorder {
-		ck, tok := en.loginForm()
-		return en.post("/auth/login", url.Values{"login": {login}, "password": {pw}, csrfField: {tok}}, ck)
-	}
+	burst := loginLimits[throttle.Account].Burst
 	// Successful logins are never throttled.
-	for i := range 8 {
-		if rec := good("bob", bobPassword); rec.Code != http.StatusOK {
+	for i := range 3 * burst {
+		if rec := en.loginFrom("", "bob", bobPassword); rec.Code != http.StatusOK {
 			t.Fatalf("successful login %d = %d; want 200", i, rec.Code)
 		}
 	}
-	for i := range maxFailuresByName {
-		if rec := fail("alice"); rec.Code != http.StatusUnauthorized {
+	// Email and username, any case: one account.
+	names := []string{"alice", "ALICE@example.com", "Alice", "alice@EXAMPLE.com", "aLiCe"}
+	for i := range burst {
+		if rec := en.loginFrom("", names[i%len(names)], "wrong"); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d = %d; want 401", i, rec.Code)
 		}
-		en.advance(time.Second)
 	}
-	rec := fail("Alice") // names are compared case-insensitively
+	rec := en.loginFrom("", "alice@example.com", "wrong")
 	if rec.Code != http.StatusTooManyRequests {
-		t.Fatalf("6th failure = %d; want 429", rec.Code)
+		t.Fatalf("failure %d = %d; want 429", burst+1, rec.Code)
 	}
 	ra, err := strconv.Atoi(rec.Header().Get("Retry-After"))
-	if err != nil || ra <= 0 || ra > int(loginWindow.Seconds()) {
-		t.Errorf("Retry-After = %q; want 1..300 seconds", rec.Header().Get("Retry-After"))
+	if err != nil || ra != 60 {
+		t.Errorf("Retry-After = %q; want 60 (one attempt a minute)", rec.Header().Get("Retry-After"))
 	}
 	if !strings.Contains(rec.Body.String(), "Too many failed sign-in attempts") {
 		t.Error("429 page does not explain the wait")
 	}
 	checkPageHeaders(t, rec)
-	// While blocked, even the right password is refused (no oracle).
-	if rec := good("alice", alicePassword); rec.Code != http.StatusTooManyRequests {
-		t.Errorf("right password while blocked = %d; want 429", rec.Code)
+	// From that address, even the right password waits (no oracle).
+	if rec := en.loginFrom("", "alice", alicePassword); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("right password from the limited address = %d; want 429", rec.Code)
+	}
+	// From another address alice logs in: no per-account lockout.
+	if rec := en.loginFrom("198.51.100.7:5555", "alice", alicePassword); rec.Code != http.StatusOK {
+		t.Errorf("right password from another address = %d; want 200", rec.Code)
 	}
 	// Another user from the same address is not blocked by alice's limit.
-	if rec := good("bob", bobPassword); rec.Code != http.StatusOK {
+	if rec := en.loginFrom("", "bob", bobPassword); rec.Code != http.StatusOK {
 		t.Errorf("bob while alice blocked = %d; want 200", rec.Code)
 	}
 	// The block lifts by itself.
-	en.advance(loginWindow)
-	if rec := good("alice", alicePassword); rec.Code != http.StatusOK {
-		t.Errorf("right password after the window = %d; want 200", rec.Code)
+	en.advance(time.Minute)
+	if rec := en.loginFrom("", "alice", alicePassword); rec.Code != http.StatusOK {
+		t.Errorf("right password after a minute = %d; want 200", rec.Code)
 	}
 }
 
+// TestLoginRateLimitUnknownLogin: a login that names no user is limited
+// like an account, so the limit does not reveal which logins exist.
+func TestLoginRateLimitUnknownLogin(t *testing.T) {
+	en := newEnv(t, "")
+	codes := func(login string) []int {
+		var got []int
+		for range loginLimits[throttle.Account].Burst + 1 {
+			got = append(got, en.loginFrom("203.0.113.1:1", login, "wrong").Code)
+		}
+		return got
+	}
+	known, unknown := codes("alice"), codes("Mallory@example.com")
+	if !slices.Equal(known, unknown) || known[len(known)-1] != http.StatusTooManyRequests {
+		t.Errorf("statuses for a known login %v, an unknown one %v; want the same, ending in 429", known, unknown)
+	}
+}
+
+// TestLoginRateLimitPerAddress: failures spread over many logins from one
+// address hit the address's ceiling; other addresses are unaffected.
 func TestLoginRateLimitPerAddress(t *testing.T) {
 	en := newEnv(t, "")
-	for i := range maxFailuresByAddr {
-		ck, tok := en.loginForm()
-		rec := en.post("/auth/login", url.Values{"login": {"user" + strconv.Itoa(i)}, "password": {"x"}, csrfField: {tok}}, ck)
-		if rec.Code != http.StatusUnauthorized {
+	for i := range loginLimits[throttle.Addr].Burst {
+		if rec := en.loginFrom("", "user"+strconv.Itoa(i), "x"); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d = %d; want 401", i, rec.Code)
 		}
 	}
-	ck, tok := en.loginForm()
-	rec := en.post("/auth/login", url.Values{"login": {"bob"}, "password": {bobPassword}, csrfField: {tok}}, ck)
+	rec := en.loginFrom("", "bob", bobPassword)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("login from a spraying address = %d Retry-After %q; want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	// A different address is unaffected.
-	req := httptest.NewRequest(http.MethodPost, "/auth/login", strings.NewReader(url.Values{
-		"login": {"bob"}, "password": {bobPassword}, csrfField: {tok}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.RemoteAddr = "198.51.100.7:5555"
-	req.AddCookie(ck)
-	if rec := en.serve(req); rec.Code != http.StatusOK {
+	if rec := en.loginFrom("198.51.100.7:5555", "bob", bobPassword); rec.Code != http.StatusOK {
 		t.Errorf("login from another address = %d; want 200", rec.Code)
 	}
 }
@@ -695,30 +725,5 @@ func TestRedirectOrigin(t *testing.T) {
 		if got := redirectOrigin(tc.in); got != tc.want {
 			t.Errorf("redirectOrigin(%q) = %q; want %q", tc.in, got, tc.want)
 		}
-	}
-}
-
-func TestLimiterExpires(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newLimiter(func() time.Time { return now })
-	for range 3 {
-		l.fail("k")
-		now = now.Add(time.Minute)
-	}
-	if _, b := l.blocked("k", 3); !b {
-		t.Fatal("3 failures, limit 3: not blocked")
-	}
-	wait, _ := l.blocked("k", 3)
-	if want := 2 * time.Minute; wait != want { // first failure at t0, now t0+3m, window 5m
-		t.Errorf("wait = %v; want %v", wait, want)
-	}
-	now = now.Add(2 * time.Minute)
-	if _, b := l.blocked("k", 3); b {
-		t.Error("still blocked after the oldest failure left the window")
-	}
-	now = now.Add(loginWindow)
-	l.blocked("k", 3)
-	if len(l.m) != 0 {
-		t.Errorf("limiter keeps %d expired keys; want 0", len(l.m))
 	}
 }

@@ -208,9 +208,11 @@ func (en *env) post(target string, form url.Values, cookies ...*http.Cookie) *ht
 	return en.serve(req)
 }
 
+// cookie returns the response's cookie named name, with or without the
+// __Host- prefix (the pages use it when AppURL is https).
 func cookie(rec *httptest.ResponseRecorder, name string) *http.Cookie {
 	for _, c := range rec.Result().Cookies() {
-		if c.Name == name {
+		if c.Name == name || c.Name == hostPrefix+name {
 			return c
 		}
 	}

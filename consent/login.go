@@ -10,12 +10,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"oauthd/consent/password"
 	"oauthd/data"
+	"oauthd/issuer/throttle"
 )
 
 // maxLoginLen bounds the login field (an email is at most 254 bytes).
@@ -95,7 +98,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	}
 
 	// CSRF: double-submit cookie, compared in constant time.
-	ck, err := r.Cookie(loginCSRFCookie)
+	ck, err := r.Cookie(h.csrfName)
 	if !h.sameOrigin(r) || err != nil || !equalToken(ck.Value, r.PostForm.Get(csrfField)) {
 		v.CSRF = h.loginCSRF(c)
 		v.Message = "Your sign-in form expired. Please try again."
@@ -103,40 +106,67 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	}
 	v.CSRF = ck.Value
 
-	nameKey := "name:" + strings.ToLower(login)
-	addrKey := "addr:" + addr
-	wait, byName := h.limiter.blocked(nameKey, maxFailuresByName)
-	if w, byAddr := h.limiter.blocked(addrKey, maxFailuresByAddr); byAddr {
-		byName = true
-		wait = max(wait, w)
-	}
-	if byName {
-		secs := int(math.Ceil(wait.Seconds()))
-		h.log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_throttled"),
-			slog.String("remote_addr", addr))
-		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-		v.Retry = secs
-		v.Message = "Too many failed sign-in attempts. Please wait " + humanSeconds(secs) + " and try again."
-		return h.render(c, http.StatusTooManyRequests, pageLogin, v, "")
-	}
-
-	user, ok, err := h.authenticate(c, login, pw)
+	// The attempt is counted when its password check starts, against
+	// (account, address) and the address, and given back if the password
+	// is right (issuer/throttle): a flood of guesses cannot run more
+	// password checks than the limit, and nothing anyone does from
+	// another address can stop the user who knows the password.
+	user, known, err := h.lookupLogin(c, login, pw)
 	if err != nil {
 		return h.internalError(c, "login", err)
 	}
+	ip := throttle.ParseAddr(addr)
+	var ks throttle.Keys
+	if known {
+		ks.Add(throttle.UserKey(user.ID, ip))
+	} else {
+		ks.Add(h.limiter.NameKey(throttle.Login, strings.ToLower(login), ip))
+	}
+	ks.Add(throttle.AddrKey(ip))
+	// A limited key is refused before it can queue for a password check.
+	if wait, ok := h.limiter.Check(ks); !ok {
+		return h.throttled(c, v, addr, wait)
+	}
+	// At most a few password checks run at once (19 MiB each); past a
+	// short queue the login is turned away with 503 and is not counted.
+	if err := h.gate.Enter(ctx); err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		v.Message = "The server is busy. Please try again in a moment."
+		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
+	}
+	leave := sync.OnceFunc(h.gate.Leave) // after the check, and on every return
+	defer leave()
+	// Counted only once the check has its slot, so that attempts queued
+	// for a slot hold no budget; attempts in flight do, and one that finds
+	// the rest of the budget held by them waits for them to end (a right
+	// password gives its place back): right passwords never refuse each
+	// other.
+	res, wait, err := h.limiter.Reserve(ctx, ks, loginReserveWait)
+	if err != nil {
+		if errors.Is(err, throttle.ErrLimited) {
+			return h.throttled(c, v, addr, wait)
+		}
+		h.log.LogAttrs(ctx, slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+		v.Message = "The server is busy. Please try again in a moment."
+		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
+	}
+	defer res.Refund() // a no-op after Fail; ends the attempt on a panic
+	ok := h.checkPassword(c, user, known, pw)
+	leave()
 	if !ok {
-		h.limiter.fail(nameKey)
-		h.limiter.fail(addrKey)
+		res.Fail()
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"),
 			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
 		v.Message = msgWrongLogin
 		return h.render(c, http.StatusUnauthorized, pageLogin, v, "")
 	}
-	h.limiter.reset(nameKey)
+	res.Refund()
 
 	// A fresh session ID on every login (no session fixation); the previous
 	// session of this browser, if any, is deleted.
-	if old, err := r.Cookie(sessionCookie); err == nil && wellFormed(old.Value, data.PrefixSession) {
+	if old, err := r.Cookie(h.sessionName); err == nil && wellFormed(old.Value, data.PrefixSession) {
 		if err := h.store.DeleteSession(ctx, data.Hash(old.Value)); err != nil && !errors.Is(err, data.ErrNotFound) {
 			return h.internalError(c, "delete old session", err)
 		}
@@ -154,21 +184,49 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	return h.render(c, http.StatusOK, pageLoggedIn, view{Title: "Signed in", User: user}, "")
 }
 
-// authenticate checks login and password. When no such user exists it still
-// spends the time of one password verification, so that timing does not
-// reveal which logins exist. user.ID is set when the login named a user.
-func (h *Handler) authenticate(c echo.Context, login, pw string) (data.User, bool, error) {
+// throttled renders the 429 of a login whose limit is reached.
+func (h *Handler) throttled(c echo.Context, v view, addr string, wait time.Duration) error {
+	secs := int(math.Ceil(wait.Seconds()))
+	h.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "audit", slog.String("event", "login_throttled"),
+		slog.String("remote_addr", addr))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+	v.Retry = secs
+	v.Message = "Too many failed sign-in attempts. Please wait " + humanSeconds(secs) + " and try again."
+	return h.render(c, http.StatusTooManyRequests, pageLogin, v, "")
+}
+
+// loginReserveWait is how long a login with its password check slot waits
+// for other attempts in flight under its keys to end.
+const loginReserveWait = 2 * time.Second
+
+// busyRetryAfter is the Retry-After (seconds) of a login turned away
+// because every password check slot was taken.
+const busyRetryAfter = 1
+
+// lookupLogin finds the user that login names (email or username, any
+// case). known is false when the login is malformed or names no user.
+func (h *Handler) lookupLogin(c echo.Context, login, pw string) (user data.User, known bool, err error) {
 	if login == "" || pw == "" || len(login) > maxLoginLen || len(pw) > password.MaxLength {
-		password.DummyVerify(pw)
 		return data.User{}, false, nil
 	}
-	user, err := h.store.GetUserByLogin(c.Request().Context(), login)
+	user, err = h.store.GetUserByLogin(c.Request().Context(), login)
 	if errors.Is(err, data.ErrNotFound) {
-		password.DummyVerify(pw)
 		return data.User{}, false, nil
 	}
 	if err != nil {
 		return data.User{}, false, err
+	}
+	return user, true, nil
+}
+
+// checkPassword verifies pw against the known user's hash. When there is
+// no such user (or the hash is unusable) it spends the time of one
+// verification all the same, so that timing does not reveal which logins
+// exist. Call it between h.gate.Enter and Leave.
+func (h *Handler) checkPassword(c echo.Context, user data.User, known bool, pw string) bool {
+	if !known {
+		password.DummyVerify(pw)
+		return false
 	}
 	ok, err := password.Verify(user.PasswordHash, pw)
 	if err != nil {
@@ -177,9 +235,9 @@ func (h *Handler) authenticate(c echo.Context, login, pw string) (data.User, boo
 		password.DummyVerify(pw)
 		h.log.WarnContext(c.Request().Context(), "unusable password hash",
 			slog.Int64("user_id", user.ID), slog.Any("err", err))
-		return user, false, nil
+		return false
 	}
-	return user, ok, nil
+	return ok
 }
 
 // humanSeconds renders a wait for the throttling message.

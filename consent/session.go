@@ -21,7 +21,21 @@ const (
 	loginCSRFCookie = "oauthd_csrf"
 	// csrfField is the form field that carries the CSRF token.
 	csrfField = "csrf_token"
+	// hostPrefix is prepended to the cookie names when the pages are
+	// served over https: a browser accepts a __Host- cookie only when it
+	// is Secure, has Path=/ and no Domain, so no subdomain (and no
+	// plain-http page) can set or shadow it (RFC 6265bis §4.1.3.2).
+	hostPrefix = "__Host-"
 )
+
+// cookieNames returns the session and login-CSRF cookie names: with the
+// __Host- prefix when secure.
+func cookieNames(secure bool) (session, csrf string) {
+	if secure {
+		return hostPrefix + sessionCookie, hostPrefix + loginCSRFCookie
+	}
+	return sessionCookie, loginCSRFCookie
+}
 
 // tokenLen is the length of data.NewSecret("") (256 bits, base64url).
 var tokenLen = len(data.NewSecret(""))
@@ -44,7 +58,7 @@ func equalToken(a, b string) bool {
 // session returns the live session of the request's cookie and its user.
 // errNoSession means there is none (no cookie, unknown, expired, user gone).
 func (h *Handler) session(ctx context.Context, r *http.Request) (data.Session, data.User, error) {
-	ck, err := r.Cookie(sessionCookie)
+	ck, err := r.Cookie(h.sessionName)
 	if err != nil || !wellFormed(ck.Value, data.PrefixSession) {
 		return data.Session{}, data.User{}, errNoSession
 	}
@@ -90,7 +104,7 @@ func (h *Handler) newSession(ctx context.Context, userID int64) (string, data.Se
 // setSessionCookie sets (or, with value "", clears) the session cookie.
 func (h *Handler) setSessionCookie(c echo.Context, value string) {
 	ck := &http.Cookie{
-		Name:     sessionCookie,
+		Name:     h.sessionName,
 		Value:    value,
 		Path:     "/",
 		HttpOnly: true,
@@ -107,14 +121,14 @@ func (h *Handler) setSessionCookie(c echo.Context, value string) {
 // loginCSRF returns the login form's CSRF token: the one of the request's
 // oauthd_csrf cookie when it is well formed, or a new one, set as cookie.
 func (h *Handler) loginCSRF(c echo.Context) string {
-	if ck, err := c.Request().Cookie(loginCSRFCookie); err == nil && wellFormed(ck.Value, "") {
+	if ck, err := c.Request().Cookie(h.csrfName); err == nil && wellFormed(ck.Value, "") {
 		return ck.Value
 	}
 	v := data.NewSecret("")
 	c.SetCookie(&http.Cookie{
-		Name:     loginCSRFCookie,
+		Name:     h.csrfName,
 		Value:    v,
-		Path:     loginPath,
+		Path:     h.csrfPath,
 		HttpOnly: true,
 		Secure:   h.secure,
 		SameSite: http.SameSiteStrictMode,

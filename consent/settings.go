@@ -17,9 +17,11 @@ import (
 
 // ClientAdmin is the slice of [admin.Service] the client settings pages
 // call; *admin.Local is one. Every rule (validation, the two-secret limit,
-// the last secret, migration) is its, never the pages': they only check
-// that the signed-in user owns the client and turn its errors into
-// sentences.
+// the last secret, migration, the review of widening changes) is its, never
+// the pages': they only check that the signed-in user owns the client and
+// turn its errors into sentences. The pages change settings only through
+// EditClient, the owner's change, never through the operator's SetScopes
+// or SetRedirectURIs, which apply without review.
 type ClientAdmin interface {
 	CreateClient(ctx context.Context, c admin.NewClient) (admin.CreatedClient, error)
 	ListClients(ctx context.Context, status string) ([]admin.ClientView, error)
@@ -27,8 +29,7 @@ type ClientAdmin interface {
 	GenerateSecret(ctx context.Context, id string) (admin.CreatedSecret, error)
 	ListSecrets(ctx context.Context, id string) ([]admin.SecretView, error)
 	RevokeSecret(ctx context.Context, id, secretID string) error
-	SetScopes(ctx context.Context, id string, scopes []string) (admin.ClientView, error)
-	SetRedirectURIs(ctx context.Context, id string, uris []string) (admin.ClientView, error)
+	EditClient(ctx context.Context, id string, e admin.ClientEdit) (admin.EditResult, error)
 }
 
 var _ ClientAdmin = (*admin.Local)(nil)
@@ -69,6 +70,7 @@ var flashes = map[string]string{
 	"redirect_uris_saved": "The redirect URIs were saved.",
 	"scopes_saved":        "The scopes were saved.",
 	"migrated":            "The client is migrated: scopes now apply to every new authorization request. Tokens issued earlier keep working until users authorize again.",
+	"change_pending":      "Saved for review: what you added waits for a platform administrator, and until then the client works with its approved settings. Anything you removed no longer applies.",
 }
 
 // settingsView is what the settings templates get (in view.S).
@@ -82,6 +84,8 @@ type settingsView struct {
 	Flash       string               // a fixed notice (see flashes)
 	Secrets     []secretRow          // detail
 	Migration   *migrationView       // legacy clients
+	Pending     *changePanel         // the client's change waiting for review
+	Rejected    *changePanel         // the owner's last change, rejected
 	Error       string               // the section the Message belongs to: "uris", "scopes", "secrets", "migration"
 	Max         struct{ URIs, Secrets int }
 	CanGenerate bool
@@ -107,6 +111,45 @@ type choiceGroup struct {
 type scopeChoice struct {
 	Name, Description string
 	Checked           bool
+	Pending           bool // asked for, waiting for review
+}
+
+// changePanel shows a change of the client's settings: each row with the
+// approved values and what the change adds.
+type changePanel struct {
+	When, By, Reason string
+	Rows             []changeRow
+}
+
+type changeRow struct {
+	Label    string
+	Approved []string
+	Added    []string
+}
+
+// newChangePanel shows change p of client cv (nil for nil).
+func newChangePanel(cv admin.ClientView, p *admin.ChangeView) *changePanel {
+	if p == nil {
+		return nil
+	}
+	cp := &changePanel{When: p.ProposedAt.UTC().Format(timeLayout), By: p.ProposedBy, Reason: p.RejectReason}
+	if len(p.AddScopes) > 0 {
+		cp.Rows = append(cp.Rows, changeRow{"Scopes", cv.Scopes, p.AddScopes})
+	}
+	if len(p.AddRedirectURIs) > 0 {
+		cp.Rows = append(cp.Rows, changeRow{"Redirect URIs", cv.RedirectURIs, p.AddRedirectURIs})
+	}
+	if p.ClientType != "" {
+		cp.Rows = append(cp.Rows, changeRow{"Client type", []string{typeName(cv.ClientType)}, []string{typeName(p.ClientType)}})
+	}
+	return cp
+}
+
+func typeName(t string) string {
+	if t == string(data.Public) {
+		return "Public"
+	}
+	return "Confidential"
 }
 
 type secretRow struct {
@@ -120,8 +163,9 @@ type migrationView struct {
 }
 
 // choices returns every scope as a checkbox, grouped by level, with the
-// names in checked ticked.
-func choices(checked []string) []choiceGroup {
+// names in checked ticked and those in pending marked as waiting for
+// review.
+func choices(checked []string, pending ...string) []choiceGroup {
 	headings := []struct {
 		level   scope.Level
 		heading string
@@ -131,7 +175,7 @@ func choices(checked []string) []choiceGroup {
 		g := choiceGroup{Heading: hd.heading, Level: hd.level.String()}
 		for _, s := range scope.All() {
 			if s.Level == hd.level {
-				g.Scopes = append(g.Scopes, scopeChoice{s.Name, s.Description, slices.Contains(checked, s.Name)})
+				g.Scopes = append(g.Scopes, scopeChoice{s.Name, s.Description, slices.Contains(checked, s.Name), slices.Contains(pending, s.Name)})
 			}
 		}
 		out = append(out, g)
@@ -390,6 +434,14 @@ func (h *Handler) detail(c echo.Context, status int, u data.User, s data.Session
 			RedirectURIs: strings.Join(cv.RedirectURIs, "\n"),
 			Groups:       choices(cv.Scopes),
 		},
+		Pending:  newChangePanel(cv, cv.PendingChange),
+		Rejected: newChangePanel(cv, cv.RejectedChange),
+	}
+	if p := cv.PendingChange; p != nil {
+		// The forms show what the owner asked for; the panel says which
+		// part of it waits.
+		sv.Form.RedirectURIs = strings.Join(p.RedirectURIs, "\n")
+		sv.Form.Groups = choices(p.Scopes, p.AddScopes...)
 	}
 	sv.CanGenerate = cv.ClientType == string(data.Confidential) && len(cv.Secrets) < data.MaxActiveSecrets
 	if cv.Legacy && cv.AuthorizationRequests != nil {
@@ -458,8 +510,16 @@ func (h *Handler) saveRedirectURIs(c echo.Context) error {
 		return err
 	}
 	text := c.Request().PostForm.Get("redirect_uris")
-	if _, err := h.clients.SetRedirectURIs(c.Request().Context(), cv.ClientID, splitLines(text)); err != nil {
+	uris := splitLines(text)
+	if uris == nil {
+		uris = []string{} // none: refused by the rules, with their sentence
+	}
+	res, err := h.clients.EditClient(c.Request().Context(), cv.ClientID, admin.ClientEdit{RedirectURIs: uris})
+	if err != nil {
 		return h.failed(c, "set redirect URIs", err, u, s, cv, "uris", func(sv *settingsView) { sv.Form.RedirectURIs = text })
+	}
+	if res.Pending && res.Client.PendingChange != nil && len(res.Client.PendingChange.AddRedirectURIs) > 0 {
+		return done(c, cv.ClientID, "change_pending")
 	}
 	return done(c, cv.ClientID, "redirect_uris_saved")
 }
@@ -496,10 +556,14 @@ func (h *Handler) saveScopes(c echo.Context) error {
 		return fail("Authorization requests without a scope parameter were seen recently. " +
 			"Confirm that your authorization URL now carries scope before saving: users opening the old URL will fail to authorize.")
 	}
-	if _, err := h.clients.SetScopes(r.Context(), cv.ClientID, scopes); err != nil {
+	res, err := h.clients.EditClient(r.Context(), cv.ClientID, admin.ClientEdit{Scopes: scopes, Force: confirm})
+	if err != nil {
 		return h.failed(c, "set scopes", err, u, s, cv, section, keep)
 	}
 	code := "scopes_saved"
+	if res.Pending && res.Client.PendingChange != nil && len(res.Client.PendingChange.AddScopes) > 0 {
+		code = "change_pending"
+	}
 	if cv.Legacy {
 		code = "migrated"
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "audit", slog.String("event", "settings_client_migrated"),

@@ -141,11 +141,36 @@ func TestSettingsBrowser(t *testing.T) {
 		t.Error("no explanation for the disabled button")
 	}
 
-	// 3. The legacy client's migration panel.
+	// 3. Widen the approved client as its owner: a new redirect URI and a
+	// new scope wait for review, shown plainly; the client keeps its
+	// approved settings.
+	step("add a redirect URI",
+		chromedp.SetValue(chromedp.ID("redirect_uris"), "https://app.acme.example/callback\nhttp://localhost:8080/callback\nhttps://new.acme.example/cb"),
+		chromedp.Click(chromedp.CSS(`#redirect-uris button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("pending-change")))
+	step("add a scope",
+		chromedp.Click(chromedp.CSS(`#scopes input[value="SCHEDULE_READ"]`)),
+		chromedp.Click(chromedp.CSS(`#scopes button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#scopes .badge-pending`)))
+	page := text()
+	for _, want := range []string{"Saved for review:", "Your change is not in force yet", "Until then the client works only with its approved settings",
+		"https://new.acme.example/cb", "Change waiting for review"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page with a pending change lacks %q", want)
+		}
+	}
+	if c, _ := en.store.GetClient(ctx, "c0ffee0000000001"); len(c.RedirectURIs) != 2 || len(c.Scopes) != 3 || c.Pending == nil ||
+		strings.Join(c.Pending.AddRedirectURIs, " ") != "https://new.acme.example/cb" || strings.Join(c.Pending.AddScopes, " ") != "SCHEDULE_READ" {
+		t.Errorf("stored client after widening edits: %+v, pending %+v", c, c.Pending)
+	}
+	shot(filepath.Join(shotDir, "settings-pending.png"), 1280, 1100, false)
+	shot(filepath.Join(shotDir, "settings-pending-390.png"), 390, 844, true)
+
+	// 4. The legacy client's migration panel.
 	step("open legacy", chromedp.Navigate(appSrv.URL+clientsPath+"/legacy-importer"), chromedp.WaitVisible(chromedp.ID("migration")))
 	shot(filepath.Join(shotDir, "settings-legacy.png"), 1280, 1100, false)
 
-	// 4. Register a new client.
+	// 5. Register a new client.
 	step("open form", chromedp.Navigate(appSrv.URL+newClientPath), chromedp.WaitVisible(chromedp.ID("name")))
 	shot(filepath.Join(shotDir, "settings-new.png"), 1280, 1100, false)
 	step("fill form",

@@ -47,7 +47,7 @@ func (se *settingsEnv) session(u data.User) (*http.Cookie, string) {
 	if err != nil {
 		se.t.Fatal(err)
 	}
-	return &http.Cookie{Name: sessionCookie, Value: id}, s.CSRF
+	return &http.Cookie{Name: se.h.sessionName, Value: id}, s.CSRF
 }
 
 // create registers a client for owner through admin (as the form does).
@@ -582,7 +582,7 @@ func TestSettingsGolden(t *testing.T) {
 		CreatedAt: now, ExpiresAt: now.Add(se.h.sessionTTL)}); err != nil {
 		t.Fatal(err)
 	}
-	sess := &http.Cookie{Name: sessionCookie, Value: fixedSession}
+	sess := &http.Cookie{Name: se.h.sessionName, Value: fixedSession}
 	used := now.Add(-2 * 3600e9)
 	for _, c := range []data.Client{
 		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", Owner: se.alice.Email, Type: data.Confidential,
@@ -602,6 +602,15 @@ func TestSettingsGolden(t *testing.T) {
 			RedirectURIs: []string{"https://old.example/cb"}, Legacy: true, Status: data.StatusApproved,
 			Secrets: []data.ClientSecret{{ID: "cs_000000004", Hash: data.Hash("d"), CreatedAt: now.AddDate(-1, 0, 0), LastUsedAt: used}},
 			Usage:   []data.UsageDay{{Day: now.AddDate(0, 0, -2).Format("2006-01-02"), WithScope: 41, WithoutScope: 7}}},
+		{ID: "c0ffee0000000004", Name: "Shift Planner", Owner: se.alice.Email, Type: data.Confidential,
+			RedirectURIs: []string{"https://shifts.example/cb"}, Scopes: []string{"SCHEDULE_READ", "PROFILE_READ"}, Status: data.StatusApproved,
+			Secrets: []data.ClientSecret{{ID: "cs_000000005", Hash: data.Hash("e"), CreatedAt: now}},
+			Pending: &data.ClientChange{AddScopes: []string{"TEAM_SCHEDULE_READ"}, AddRedirectURIs: []string{"https://shifts.example/cb2"},
+				ProposedBy: "user 1 (settings_page)", ProposedAt: now.Add(-30 * 60e9)}},
+		{ID: "c0ffee0000000005", Name: "Room Finder", Owner: se.alice.Email, Type: data.Public,
+			RedirectURIs: []string{"https://rooms.example/cb"}, Scopes: []string{"APPS_READ"}, Status: data.StatusApproved,
+			RejectedChange: &data.ClientChange{AddScopes: []string{"ORG_MEMBERSHIP_WRITE"}, ProposedBy: "user 1 (settings_page)",
+				ProposedAt: now.Add(-48 * 3600e9), RejectReason: "Room search does not need to edit memberships."}},
 		{ID: "b0b0000000000001", Name: "Bob's", Owner: se.bob.Email, Type: data.Public,
 			RedirectURIs: []string{"https://bob.example/cb"}, Scopes: []string{"PROFILE_READ"}, Status: data.StatusPending},
 	} {
@@ -614,6 +623,8 @@ func TestSettingsGolden(t *testing.T) {
 		{"settings_list", clientsPath},
 		{"settings_client", clientsPath + "/c0ffee0000000001?done=secret_revoked"},
 		{"settings_legacy", clientsPath + "/legacy-importer"},
+		{"settings_pending", clientsPath + "/c0ffee0000000004?done=change_pending"},
+		{"settings_rejected_change", clientsPath + "/c0ffee0000000005"},
 		{"settings_new", newClientPath},
 	} {
 		t.Run(p.name, func(t *testing.T) {
@@ -623,5 +634,47 @@ func TestSettingsGolden(t *testing.T) {
 			}
 			checkGolden(t, p.name, rec.Body.Bytes())
 		})
+	}
+}
+
+// TestSettingsWideningWaits: on an approved client the owner's additions
+// wait for review (the approved settings stay), removals apply at once,
+// and replacing every approved redirect URI is refused with a sentence.
+func TestSettingsWideningWaits(t *testing.T) {
+	se := newSettingsEnv(t)
+	a := se.create(se.alice, "Alice App", false)
+	if _, err := se.adm.ApproveClient(context.Background(), a.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	sess, csrf := se.session(se.alice)
+	path := clientsPath + "/" + a.ClientID
+	rec := se.post(path+"/redirect-uris", url.Values{csrfField: {csrf}, "redirect_uris": {"https://app.example.org/cb\nhttps://new.example.org/cb"}}, sess)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=change_pending" {
+		t.Fatalf("widening save = %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	c := se.client(a.ClientID)
+	if strings.Join(c.RedirectURIs, " ") != "https://app.example.org/cb" || c.Pending == nil || c.Pending.AddRedirectURIs[0] != "https://new.example.org/cb" {
+		t.Fatalf("stored = %+v, pending %+v", c, c.Pending)
+	}
+	page := se.get(rec.Header().Get("Location"), sess).Body.String()
+	for _, want := range []string{"Saved for review:", `id="pending-change"`, "Your change is not in force yet", `<td class="added"><code>https://new.example.org/cb</code>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	rec = se.post(path+"/redirect-uris", url.Values{csrfField: {csrf}, "redirect_uris": {"https://moved.example.org/cb"}}, sess)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "Keep at least one of the approved redirect URIs") {
+		t.Errorf("replacing every approved URI = %d\n%s", rec.Code, rec.Body)
+	}
+	rec = se.post(path+"/scopes", url.Values{csrfField: {csrf}, "scope": {"PROFILE_READ", "BOOKING_READ"}}, sess)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("scope save = %d", rec.Code)
+	}
+	if c := se.client(a.ClientID); strings.Join(c.Scopes, " ") != "PROFILE_READ" || strings.Join(c.Pending.AddScopes, " ") != "BOOKING_READ" {
+		t.Errorf("scopes %v, pending %+v; want PROFILE_READ approved and BOOKING_READ waiting", c.Scopes, c.Pending)
+	}
+	rec = se.post(path+"/scopes", url.Values{csrfField: {csrf}, "scope": {"NOPE"}}, sess)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "Unknown scope NOPE") {
+		t.Errorf("forged unknown scope = %d\n%s", rec.Code, rec.Body)
 	}
 }

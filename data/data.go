@@ -3,6 +3,7 @@ package data
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -24,8 +25,10 @@ var (
 	// ErrCodeUsed: the authorization code was already exchanged. The returned
 	// AuthCode names the refresh-token family issued from it.
 	ErrCodeUsed = errors.New("authorization code already used")
-	// ErrTokenReused: a refresh token that is no longer the family's current
-	// one was presented; the backend has deleted the whole family.
+	// ErrTokenReused: a refresh token the family issued earlier was
+	// presented again (RFC 9700 §4.14.2); the whole family is revoked.
+	// An update function of [Store.RotateRefreshToken] returns it to have
+	// the store delete the family.
 	ErrTokenReused = errors.New("refresh token reused; family revoked")
 	// ErrConflict: the update lost a race it cannot merge (e.g. a state
 	// transition from a state the record is no longer in).
@@ -99,10 +102,78 @@ type Client struct {
 	Status       ClientStatus `json:"status"`
 	RejectReason string       `json:"reject_reason,omitempty"`
 	// Secrets are the active secrets (revoked ones are removed at once).
-	Secrets   []ClientSecret `json:"secrets,omitempty"`
-	Usage     []UsageDay     `json:"usage,omitempty"` // legacy clients only, newest last
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	Secrets []ClientSecret `json:"secrets,omitempty"`
+	Usage   []UsageDay     `json:"usage,omitempty"` // legacy clients only, newest last
+	// Pending is the owner's change that widens the client, waiting for an
+	// administrator; nil when there is none. Nothing but the review reads
+	// it: the client works with the settings above until it is approved.
+	Pending *ClientChange `json:"pending,omitempty"`
+	// RejectedChange is the owner's last change an administrator rejected
+	// (with its RejectReason), kept to tell the owner until their next
+	// edit; nil when there is none.
+	RejectedChange *ClientChange `json:"rejected_change,omitempty"`
+	CreatedAt      time.Time     `json:"created_at"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+}
+
+// ClientChange is the part of a change by a client's owner that widens what
+// an approved client can do: scopes and redirect URIs it does not have, or
+// the other client type. It waits in [Client.Pending] until an
+// administrator approves it ([Client.WithPending] is the client then) or
+// rejects it. The part of an owner's change that narrows the client
+// (removing a scope or a redirect URI) is applied at once and never waits.
+type ClientChange struct {
+	AddScopes       []string `json:"add_scopes,omitempty"`
+	AddRedirectURIs []string `json:"add_redirect_uris,omitempty"`
+	// Type is the client type asked for; "" when the type stays.
+	Type ClientType `json:"type,omitempty"`
+	// Secret is, for a public client that asked to become confidential, the
+	// secret it will have (its hash; the owner saw the secret once, when
+	// asking). It is not accepted before the change is approved.
+	Secret *ClientSecret `json:"secret,omitempty"`
+	// ProposedBy names who asked (e.g. "user 3 (settings page)").
+	ProposedBy string    `json:"proposed_by"`
+	ProposedAt time.Time `json:"proposed_at"`
+	// RejectReason is set only on [Client.RejectedChange].
+	RejectReason string `json:"reject_reason,omitempty"`
+}
+
+// Clone returns a deep copy of p (nil for nil).
+func (p *ClientChange) Clone() *ClientChange {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.AddScopes = slices.Clone(q.AddScopes)
+	q.AddRedirectURIs = slices.Clone(q.AddRedirectURIs)
+	if q.Secret != nil {
+		s := *q.Secret
+		s.Hash = slices.Clone(s.Hash)
+		q.Secret = &s
+	}
+	return &q
+}
+
+// WithPending returns c as it will be once its pending change is approved
+// (with Pending nil), or c itself when it has none.
+func (c Client) WithPending() Client {
+	p := c.Pending
+	if p == nil {
+		return c
+	}
+	c.Pending = nil
+	c.Scopes = append(slices.Clone(c.Scopes), p.AddScopes...)
+	c.RedirectURIs = append(slices.Clone(c.RedirectURIs), p.AddRedirectURIs...)
+	if p.Type != "" && p.Type != c.Type {
+		c.Type = p.Type
+		c.Secrets = nil
+		if p.Secret != nil {
+			s := *p.Secret
+			s.Hash = slices.Clone(s.Hash)
+			c.Secrets = []ClientSecret{s}
+		}
+	}
+	return c
 }
 
 // AuthCode is an issued authorization code, keyed by [AuthCodeKey] of the
@@ -125,15 +196,16 @@ type AuthCode struct {
 }
 
 // Family is a refresh-token family: one user's grant to one client, renewed
-// by rotation. Only the current token's hash is stored; the token itself
-// carries the family ID, so a token that names a live family but does not
-// match its current hash is a reused (rotated-away) or forged token, and the
-// family is revoked (RFC 9700 §4.14.2).
+// by rotation. Only hashes of its refresh tokens are stored; the token
+// itself carries the family ID (and a tag, see [NewRefreshToken]). The
+// issuer decides what a presented token is worth (current, the previous
+// one within the reuse grace, a genuine replay that revokes the family, or
+// a forgery that changes nothing); see [Store.RotateRefreshToken].
 type Family struct {
 	ID           string    `json:"id"`
 	ClientID     string    `json:"client_id"`
 	UserID       int64     `json:"user_id"`
-	Scopes       []string  `json:"scopes"`
+	Scopes       []string  `json:"scopes"` // only ever narrowed (the client lost a scope)
 	Unrestricted bool      `json:"unrestricted"`
 	TokenHash    []byte    `json:"token_hash"` // SHA-256 of the current refresh token
 	Generation   uint64    `json:"generation"` // rotations so far
@@ -142,6 +214,17 @@ type Family struct {
 	ExpiresAt    time.Time `json:"expires_at"`   // idle expiry, never after AbsoluteExpiresAt
 	AbsoluteExp  time.Time `json:"absolute_exp"` // the family's hard end
 	CodeHash     []byte    `json:"code_hash,omitempty"`
+	// Tagged: the current token carries a tag ([NewRefreshToken]). False
+	// only for a family last rotated by a release before tags.
+	Tagged bool `json:"tagged,omitempty"`
+	// PrevHash is the SHA-256 of the token the current one replaced, while
+	// the reuse grace may still accept it once; nil after a grace rotation
+	// and before the first rotation.
+	PrevHash []byte `json:"prev_hash,omitempty"`
+	// LegacyHash is, for a family made before tags, the SHA-256 of its
+	// last untagged token once a rotation replaced it: a replay of that
+	// token is genuine (it revokes), any other untagged token is a forgery.
+	LegacyHash []byte `json:"legacy_hash,omitempty"`
 }
 
 // Grant records a user's consent to a client for some scopes.
@@ -171,6 +254,10 @@ const (
 	KeyNext    KeyState = "next"
 	KeyActive  KeyState = "active"
 	KeyRetired KeyState = "retired"
+	// KeySecret is not a signing key: the one record (kid
+	// keys.RefreshSecretKID) holding the secret that keys the refresh-token
+	// tags. Never published.
+	KeySecret KeyState = "secret"
 )
 
 // SigningKey is a JWT signing key. Private holds the private key as a JWK,
@@ -237,13 +324,17 @@ type Store interface {
 	// Refresh-token families.
 
 	GetFamily(ctx context.Context, id string) (Family, error)
-	// RotateRefreshToken compares presented (a token hash) with the family's
-	// current TokenHash in constant time. On a match it stores update(old)
-	// (which sets the new TokenHash, RotatedAt, ExpiresAt, Generation) and
-	// returns it. On a mismatch it deletes the family and returns the old
-	// record with ErrTokenReused. An error from update aborts with nothing
-	// written.
-	RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(Family) (Family, error)) (Family, error)
+	// RotateRefreshToken runs update on the family id inside one
+	// transaction; the store makes no decision of its own. update sees the
+	// stored record and returns:
+	//   - a family (same ID and ClientID; else a *RuleError): it is stored
+	//     and returned;
+	//   - an error wrapping ErrTokenReused: the family is deleted in the
+	//     same transaction, and the stored record is returned with that
+	//     error (as update returned it);
+	//   - any other error: nothing is written; the error is returned as is.
+	// ErrNotFound when there is no family id (update is not called).
+	RotateRefreshToken(ctx context.Context, id string, update func(Family) (Family, error)) (Family, error)
 	// DeleteFamily revokes a family; ErrNotFound when there is none.
 	DeleteFamily(ctx context.Context, id string) error
 	// ListFamilies lists the families of a client ("" for all).

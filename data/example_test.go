@@ -8,20 +8,24 @@ import (
 
 // A refresh token carries its family's ID, so the server finds the family
 // with one lookup; only the token's hash is stored, and a presented token is
-// compared with it in constant time.
+// compared with it in constant time. Its tag, keyed by the server, says
+// whether the server issued it for that family.
 func ExampleParseRefreshToken() {
+	key := make([]byte, data.RefreshKeySize) // the server's key (keys.Manager.RefreshTokenKey)
 	familyID := data.NewFamilyID()
-	token := data.NewRefreshToken(familyID)
+	token := data.NewRefreshToken(familyID, key)
 	stored := data.Hash(token) // what the Family keeps as TokenHash
 
 	id, ok := data.ParseRefreshToken(token)
 	fmt.Println(ok, id == familyID)
 	fmt.Println(data.Equal(data.Hash(token), stored))
+	fmt.Println(data.CheckRefreshTag(token, key) == data.TagValid)
 
 	_, ok = data.ParseRefreshToken("oauthd_rt_not-a-token")
 	fmt.Println(ok)
 	// Output:
 	// true true
+	// true
 	// true
 	// false
 }

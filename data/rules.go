@@ -138,16 +138,82 @@ func ValidateClient(c Client) error {
 			return ruleErr("secrets", "secret ID %q is listed twice", cs.ID)
 		}
 	}
+	if c.Pending != nil {
+		if err := validatePending(c); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// ValidateClientChange checks that next may follow old: the ID, type and
-// creation time never change, a client never becomes legacy again or goes
+// validatePending checks c.Pending: only an approved client has one (a
+// client under review takes its owner's edits directly); it adds something
+// the client does not have, and the client with it applied
+// ([Client.WithPending]) obeys every rule.
+func validatePending(c Client) error {
+	p := c.Pending
+	if c.Status != StatusApproved {
+		return ruleErr("pending", "only an approved client can have a pending change; a client that is %s takes its owner's edits directly", c.Status)
+	}
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" {
+		return ruleErr("pending", "a pending change must add a scope or a redirect URI or change the client type")
+	}
+	if strings.TrimSpace(p.ProposedBy) == "" || p.ProposedAt.IsZero() {
+		return ruleErr("pending", "a pending change must say who proposed it and when")
+	}
+	if p.RejectReason != "" {
+		return ruleErr("pending", "a pending change has no rejection reason")
+	}
+	if c.Legacy && len(p.AddScopes) > 0 {
+		return ruleErr("pending", "a legacy client gets scopes only by migration, which applies at once")
+	}
+	for _, s := range p.AddScopes {
+		if slices.Contains(c.Scopes, s) {
+			return ruleErr("pending", "scope %s is already approved", s)
+		}
+	}
+	for _, u := range p.AddRedirectURIs {
+		if slices.Contains(c.RedirectURIs, u) {
+			return ruleErr("pending", "redirect URI %q is already approved", u)
+		}
+	}
+	switch {
+	case p.Type == "":
+		if p.Secret != nil {
+			return ruleErr("pending", "a pending secret goes only with a change to a confidential client")
+		}
+	case p.Type == c.Type:
+		return ruleErr("pending", "the client is already %s", c.Type)
+	case p.Type == Confidential && p.Secret == nil:
+		return ruleErr("pending", "a change to a confidential client needs the secret it will have")
+	case p.Type == Public && p.Secret != nil:
+		return ruleErr("pending", "a public client has no secret")
+	}
+	next := c.WithPending()
+	if len(next.RedirectURIs) > MaxRedirectURIs {
+		return ruleErr("redirect_uris", "the approved and the pending redirect URIs together are %d; a client has at most %d: approve or reject the pending change first", len(next.RedirectURIs), MaxRedirectURIs)
+	}
+	if err := ValidateClient(next); err != nil {
+		if re, ok := err.(*RuleError); ok {
+			return &RuleError{Field: re.Field, Reason: "in the pending change: " + re.Reason}
+		}
+		return fmt.Errorf("pending change: %w", err)
+	}
+	return nil
+}
+
+// ValidateClientChange checks that next may follow old: the ID and
+// creation time never change; the type of an approved client changes only
+// by the approval of its pending change (a client under review takes its
+// owner's edits directly); a client never becomes legacy again or goes
 // back to pending, and the status moves only pending → approved | rejected,
 // approved → rejected, or rejected → approved.
 func ValidateClientChange(old, next Client) error {
-	if next.ID != old.ID || next.Type != old.Type || !next.CreatedAt.Equal(old.CreatedAt) {
-		return ruleErr("client", "the client ID, type and creation time cannot change")
+	if next.ID != old.ID || !next.CreatedAt.Equal(old.CreatedAt) {
+		return ruleErr("client", "the client ID and creation time cannot change")
+	}
+	if next.Type != old.Type && old.Status == StatusApproved && (old.Pending == nil || old.Pending.Type != next.Type) {
+		return ruleErr("client_type", "the type of an approved client changes only when an administrator approves the change")
 	}
 	if next.Legacy && !old.Legacy {
 		return ruleErr("legacy", "a scoped client cannot become legacy again")
@@ -175,7 +241,7 @@ func ValidateKeySet(keys []SigningKey) error {
 		switch k.State {
 		case KeyActive:
 			active++
-		case KeyNext, KeyRetired:
+		case KeyNext, KeyRetired, KeySecret:
 		default:
 			return ruleErr("state", "%q is not a key state", k.State)
 		}

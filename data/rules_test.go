@@ -82,6 +82,14 @@ func validClient() Client {
 	}
 }
 
+// pending returns a valid pending change for validClient, edited by edit.
+func pending(edit func(*ClientChange)) *ClientChange {
+	p := &ClientChange{AddScopes: []string{"TEAM_BOOKING_READ"}, AddRedirectURIs: []string{"https://new.example.com/cb"},
+		ProposedBy: "user 1 (settings page)", ProposedAt: t0}
+	edit(p)
+	return p
+}
+
 func TestValidateClient(t *testing.T) {
 	secret := func(id string) ClientSecret { return ClientSecret{ID: id, Hash: Hash(id)} }
 	uris := func(n int) []string {
@@ -127,6 +135,47 @@ func TestValidateClient(t *testing.T) {
 		{"confidential, no secret", func(c *Client) { c.Secrets = nil }, ErrLastSecret, ""},
 		{"public, no secret", func(c *Client) { c.Type, c.Secrets = Public, nil }, nil, ""},
 		{"public with secret", func(c *Client) { c.Type = Public }, ErrInvalid, "secrets"},
+		{"pending change", func(c *Client) { c.Status, c.Pending = StatusApproved, pending(func(*ClientChange) {}) }, nil, ""},
+		{"pending change on a client under review", func(c *Client) { c.Pending = pending(func(*ClientChange) {}) }, ErrInvalid, "pending"},
+		{"empty pending change", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, &ClientChange{ProposedBy: "u", ProposedAt: t0}
+		}, ErrInvalid, "pending"},
+		{"pending change without proposer", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, pending(func(p *ClientChange) { p.ProposedBy = "" })
+		}, ErrInvalid, "pending"},
+		{"pending scope already approved", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, pending(func(p *ClientChange) { p.AddScopes = c.Scopes[:1] })
+		}, ErrInvalid, "pending"},
+		{"pending redirect URI already approved", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, pending(func(p *ClientChange) { p.AddRedirectURIs = c.RedirectURIs[:1] })
+		}, ErrInvalid, "pending"},
+		{"pending unknown scope", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, pending(func(p *ClientChange) { p.AddScopes = []string{"ADMIN"} })
+		}, ErrInvalid, "scopes"},
+		{"pending http redirect URI", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, pending(func(p *ClientChange) { p.AddRedirectURIs = []string{"http://evil.example/cb"} })
+		}, ErrInvalid, "redirect_uri"},
+		{"pending URIs beyond 10", func(c *Client) {
+			c.Status, c.RedirectURIs, c.Pending = StatusApproved, uris(10), pending(func(p *ClientChange) {})
+		}, ErrInvalid, "redirect_uris"},
+		{"pending scopes on a legacy client", func(c *Client) {
+			c.Status, c.Legacy, c.Scopes, c.Pending = StatusApproved, true, nil, pending(func(*ClientChange) {})
+		}, ErrInvalid, "pending"},
+		{"pending type: public", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, &ClientChange{Type: Public, ProposedBy: "u", ProposedAt: t0}
+		}, nil, ""},
+		{"pending type: the same", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, &ClientChange{Type: Confidential, ProposedBy: "u", ProposedAt: t0}
+		}, ErrInvalid, "pending"},
+		{"pending type: confidential without its secret", func(c *Client) {
+			c.Type, c.Secrets = Public, nil
+			c.Status, c.Pending = StatusApproved, &ClientChange{Type: Confidential, ProposedBy: "u", ProposedAt: t0}
+		}, ErrInvalid, "pending"},
+		{"pending type: confidential with its secret", func(c *Client) {
+			c.Type, c.Secrets = Public, nil
+			s := secret("cs_9")
+			c.Status, c.Pending = StatusApproved, &ClientChange{Type: Confidential, Secret: &s, ProposedBy: "u", ProposedAt: t0}
+		}, nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,7 +223,14 @@ func TestValidateClientChange(t *testing.T) {
 		{"approved to pending", func(c *Client) { c.Status = StatusApproved }, func(c *Client) { c.Status = StatusPending }, ErrConflict},
 		{"rejected to pending", func(c *Client) { c.Status = StatusRejected }, func(c *Client) { c.Status = StatusPending }, ErrConflict},
 		{"new ID", nil, func(c *Client) { c.ID = "c2" }, ErrInvalid},
-		{"new type", nil, func(c *Client) { c.Type = Public }, ErrInvalid},
+		{"new type, approved", func(c *Client) { c.Status = StatusApproved }, func(c *Client) { c.Type = Public }, ErrInvalid},
+		{"new type, under review", nil, func(c *Client) { c.Type = Public }, nil},
+		{"new type, approved change", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, &ClientChange{Type: Public, ProposedBy: "u", ProposedAt: t0}
+		}, func(c *Client) { *c = c.WithPending() }, nil},
+		{"other type than the approved change", func(c *Client) {
+			c.Status, c.Pending = StatusApproved, &ClientChange{AddScopes: []string{"TEAM_BOOKING_READ"}, ProposedBy: "u", ProposedAt: t0}
+		}, func(c *Client) { c.Type = Public }, ErrInvalid},
 		{"new creation time", nil, func(c *Client) { c.CreatedAt = c.CreatedAt.Add(time.Nanosecond) }, ErrInvalid},
 		{"same creation time in another zone", nil, func(c *Client) { c.CreatedAt = c.CreatedAt.In(time.FixedZone("X", 3600)) }, nil},
 		{"scoped to legacy", nil, func(c *Client) { c.Legacy = true }, ErrInvalid},

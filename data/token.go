@@ -1,11 +1,15 @@
 package data
 
 import (
+	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"hash"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -122,22 +126,151 @@ func newFamilyID(now time.Time) string {
 	return string(id[:])
 }
 
-// NewRefreshToken returns a refresh token of the family: the prefix, the
-// family ID, a dot, and 256 random bits. The family ID lets the server find
-// the family with one lookup and detect the reuse of a rotated token.
-func NewRefreshToken(familyID string) string {
-	return PrefixRefreshToken + familyID + "." + randomString(secretBytes)
+// RefreshKeySize is the size of the key that tags refresh tokens.
+const RefreshKeySize = 32
+
+// tagBytes is the size of a refresh token's tag: 128 bits of HMAC-SHA256.
+const tagBytes = 16
+
+// tagChars is the length of the tag in base64url.
+const tagChars = 22 // base64.RawURLEncoding.EncodedLen(tagBytes)
+
+// NewRefreshToken returns a refresh token of the family, tagged with key
+// (of [RefreshKeySize] bytes): the prefix, the family ID, a dot, 256
+// random bits, a dot, and the tag, HMAC-SHA256(key, everything before the
+// second dot) cut to 128 bits. The family ID lets the server find the
+// family with one lookup; the tag lets it tell, without storing anything
+// more, a token it issued for that family from one made up around a known
+// family ID (see [CheckRefreshTag]). A server tags many tokens with one
+// key: [RefreshTagger] does the same without setting up the HMAC each time.
+func NewRefreshToken(familyID string, key []byte) string {
+	return NewRefreshTagger(key).NewToken(familyID)
+}
+
+// TagCheck is what [CheckRefreshTag] finds in a refresh token.
+type TagCheck int
+
+const (
+	// Untagged: the token has the form issued before refresh tokens
+	// carried a tag (prefix, family ID, a dot, 256 random bits). Only the
+	// family's stored hashes can tell whether it was issued.
+	Untagged TagCheck = iota
+	// TagValid: the tag is the server's for this family ID and random
+	// part: the server issued this token for this family.
+	TagValid
+	// TagInvalid: the token has the tagged form but the tag is not the
+	// server's: nobody was ever given this token.
+	TagInvalid
+)
+
+// CheckRefreshTag checks the tag of a token that [ParseRefreshToken]
+// accepted, in constant time.
+func CheckRefreshTag(token string, key []byte) TagCheck {
+	return NewRefreshTagger(key).Check(token)
+}
+
+// RefreshTagger makes and checks refresh-token tags under one key. It is
+// safe for concurrent use and keeps keyed HMAC states for reuse (the token
+// endpoint is a hot path).
+type RefreshTagger struct {
+	key  []byte
+	pool sync.Pool // *tagState
+}
+
+type tagState struct {
+	mac hash.Hash
+	buf []byte
+	sum [sha256.Size]byte
+}
+
+// NewRefreshTagger returns a tagger for key (copied).
+func NewRefreshTagger(key []byte) *RefreshTagger {
+	t := &RefreshTagger{key: bytes.Clone(key)}
+	t.pool.New = func() any { return &tagState{mac: hmac.New(sha256.New, t.key), buf: make([]byte, 0, 128)} }
+	return t
+}
+
+// sum returns HMAC-SHA256(key, body) cut to tagBytes.
+func (t *RefreshTagger) sum(body []byte) [tagBytes]byte {
+	st := t.pool.Get().(*tagState)
+	st.mac.Reset()
+	st.mac.Write(body)
+	var tag [tagBytes]byte
+	copy(tag[:], st.mac.Sum(st.sum[:0]))
+	t.pool.Put(st)
+	return tag
+}
+
+// NewToken is [NewRefreshToken] under the tagger's key.
+func (t *RefreshTagger) NewToken(familyID string) string {
+	var b [len(PrefixRefreshToken) + 22 + 1 + 43 + 1 + tagChars]byte
+	out := append(b[:0], PrefixRefreshToken...)
+	out = append(out, familyID...)
+	out = append(out, '.')
+	var r [secretBytes]byte
+	rand.Read(r[:])
+	out = base64.RawURLEncoding.AppendEncode(out, r[:])
+	tag := t.sum(out)
+	out = append(out, '.')
+	out = base64.RawURLEncoding.AppendEncode(out, tag[:])
+	return string(out)
+}
+
+// Check is [CheckRefreshTag] under the tagger's key.
+func (t *RefreshTagger) Check(token string) TagCheck {
+	if strings.Count(token, ".") != 2 {
+		return Untagged
+	}
+	dot := strings.LastIndexByte(token, '.')
+	enc := token[dot+1:]
+	var got [tagBytes]byte
+	if len(enc) != tagChars {
+		return TagInvalid
+	}
+	var encb [tagChars]byte
+	copy(encb[:], enc)
+	if n, err := base64.RawURLEncoding.Strict().Decode(got[:], encb[:]); err != nil || n != tagBytes {
+		return TagInvalid
+	}
+	st := t.pool.Get().(*tagState)
+	st.buf = append(st.buf[:0], token[:dot]...)
+	want := t.sumLocked(st)
+	t.pool.Put(st)
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		return TagInvalid
+	}
+	return TagValid
+}
+
+// sumLocked is sum of st.buf on a state already taken from the pool.
+func (t *RefreshTagger) sumLocked(st *tagState) [tagBytes]byte {
+	st.mac.Reset()
+	st.mac.Write(st.buf)
+	var tag [tagBytes]byte
+	copy(tag[:], st.mac.Sum(st.sum[:0]))
+	return tag
 }
 
 // ParseRefreshToken returns the family ID carried by a refresh token, or
-// false when the token is not of our form.
+// false when the token is not of our form. Both forms are accepted: the
+// tagged one of [NewRefreshToken] and the untagged one of earlier
+// releases; [CheckRefreshTag] tells them apart.
 func ParseRefreshToken(token string) (familyID string, ok bool) {
 	rest, ok := strings.CutPrefix(token, PrefixRefreshToken)
 	if !ok {
 		return "", false
 	}
 	id, secret, ok := strings.Cut(rest, ".")
-	if !ok || len(id) != base64.RawURLEncoding.EncodedLen(familyIDBytes) ||
+	if !ok {
+		return "", false
+	}
+	if random, tag, tagged := strings.Cut(secret, "."); tagged {
+		if len(tag) != tagChars || !isBase64URL(tag) {
+			return "", false
+		}
+		secret = random
+	}
+	if len(id) != base64.RawURLEncoding.EncodedLen(familyIDBytes) ||
 		len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) ||
 		!isBase64URL(id) || !isBase64URL(secret) {
 		return "", false

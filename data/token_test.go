@@ -42,15 +42,20 @@ func TestNewID(t *testing.T) {
 	}
 }
 
+var testRefreshKey = bytes.Repeat([]byte{7}, RefreshKeySize)
+
 func TestRefreshTokenRoundTrip(t *testing.T) {
 	for range 100 {
 		id := NewFamilyID()
-		tok := NewRefreshToken(id)
+		tok := NewRefreshToken(id, testRefreshKey)
 		got, ok := ParseRefreshToken(tok)
 		if !ok || got != id {
 			t.Fatalf("ParseRefreshToken(%q) = %q, %v; want %q, true", tok, got, ok, id)
 		}
-		if NewRefreshToken(id) == tok {
+		if got := CheckRefreshTag(tok, testRefreshKey); got != TagValid {
+			t.Fatalf("CheckRefreshTag(%q) = %v; want TagValid", tok, got)
+		}
+		if NewRefreshToken(id, testRefreshKey) == tok {
 			t.Fatal("NewRefreshToken repeated a token")
 		}
 	}
@@ -58,8 +63,10 @@ func TestRefreshTokenRoundTrip(t *testing.T) {
 
 func TestParseRefreshTokenRejects(t *testing.T) {
 	id := NewFamilyID()
-	good := NewRefreshToken(id)
+	good := untagged(id)
 	secret := good[strings.IndexByte(good, '.')+1:]
+	tagged := NewRefreshToken(id, testRefreshKey)
+	tag := tagged[strings.LastIndexByte(tagged, '.')+1:]
 	tests := map[string]string{
 		"empty":              "",
 		"no prefix":          strings.TrimPrefix(good, PrefixRefreshToken),
@@ -77,12 +84,68 @@ func TestParseRefreshTokenRejects(t *testing.T) {
 		"NUL in family ID":   PrefixRefreshToken + id[:21] + "\x00." + secret,
 		"trailing newline":   good + "\n",
 		"client secret form": NewSecret(PrefixClientSecret),
+		"short tag":          PrefixRefreshToken + id + "." + secret + "." + tag[1:],
+		"long tag":           PrefixRefreshToken + id + "." + secret + "." + tag + "A",
+		"empty tag":          PrefixRefreshToken + id + "." + secret + ".",
+		"three dots":         PrefixRefreshToken + id + "." + secret + "." + tag + "." + tag,
+		"tag, short secret":  PrefixRefreshToken + id + "." + secret[1:] + "." + tag,
+		"padded tag":         PrefixRefreshToken + id + "." + secret + "." + tag[:21] + "=",
 	}
 	for name, tok := range tests {
 		if got, ok := ParseRefreshToken(tok); ok {
 			t.Errorf("%s: ParseRefreshToken(%q) = %q, true; want false", name, tok, got)
 		}
 	}
+}
+
+// untagged returns a refresh token of the form of earlier releases.
+func untagged(familyID string) string {
+	return PrefixRefreshToken + familyID + "." + NewSecret("")
+}
+
+func TestCheckRefreshTag(t *testing.T) {
+	id := NewFamilyID()
+	tok := NewRefreshToken(id, testRefreshKey)
+	body, tag, _ := strings.Cut(tok[len(PrefixRefreshToken):], ".")
+	random, tag, _ := strings.Cut(tag, ".")
+	otherKey := bytes.Repeat([]byte{8}, RefreshKeySize)
+	other := NewFamilyID()
+	// The last tag character carries 2 unused bits: a spelling with one
+	// of them set decodes, without Strict, to the same tag.
+	last := strings.IndexByte(sortedB64, tag[21])
+	tests := []struct {
+		name  string
+		token string
+		want  TagCheck
+	}{
+		{"issued", tok, TagValid},
+		{"untagged form", untagged(id), Untagged},
+		{"other key", NewRefreshToken(id, otherKey), TagInvalid},
+		{"tag moved to another family", PrefixRefreshToken + other + "." + random + "." + tag, TagInvalid},
+		{"other random part", PrefixRefreshToken + body + "." + NewSecret("") + "." + tag, TagInvalid},
+		{"tag flipped", PrefixRefreshToken + body + "." + random + "." + flip(tag), TagInvalid},
+		{"unused bits set", PrefixRefreshToken + body + "." + random + "." + tag[:21] + string(sortedB64[last^1]), TagInvalid},
+	}
+	for _, tc := range tests {
+		if _, ok := ParseRefreshToken(tc.token); !ok {
+			t.Fatalf("%s: ParseRefreshToken(%q) = false", tc.name, tc.token)
+		}
+		if got := CheckRefreshTag(tc.token, testRefreshKey); got != tc.want {
+			t.Errorf("%s: CheckRefreshTag = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// sortedB64 is the base64url alphabet in encoding order.
+const sortedB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// flip changes the first character of s to another of the alphabet.
+func flip(s string) string {
+	c := byte('A')
+	if s[0] == 'A' {
+		c = 'B'
+	}
+	return string(c) + s[1:]
 }
 
 func TestHash(t *testing.T) {
@@ -128,7 +191,7 @@ func TestFamilyIDsSortByTime(t *testing.T) {
 		if id <= prev {
 			t.Fatalf("ID at %v (%s) does not sort after the one before (%s)", now, id, prev)
 		}
-		if _, ok := ParseRefreshToken(NewRefreshToken(id)); !ok {
+		if _, ok := ParseRefreshToken(NewRefreshToken(id, testRefreshKey)); !ok {
 			t.Fatalf("refresh token of family %q does not parse", id)
 		}
 		if id[0] == '-' {

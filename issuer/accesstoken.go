@@ -17,6 +17,13 @@ import (
 // Signer sets the header (typ at+jwt, kid, alg). aud is a single string.
 // scope is absent on an unrestricted legacy token, which instead carries
 // "unrestricted": true; a scoped token never carries unrestricted.
+// grant_id is the ID of the refresh-token family (the grant) the token was
+// issued from: the server's own checks (/v2/me, introspection) refuse the
+// token once that grant is revoked. It is a private claim (RFC 9068 §2.2
+// allows more claims); not "sid", which OpenID Connect registers for a
+// login session at the provider, a different thing with its own logout
+// semantics. The family ID is not a secret: it cannot refresh, and since
+// refresh tokens carry a tag it cannot revoke either.
 type accessClaims struct {
 	Issuer       string `json:"iss"`
 	Subject      string `json:"sub"`
@@ -25,6 +32,7 @@ type accessClaims struct {
 	IssuedAt     int64  `json:"iat"`
 	ID           string `json:"jti"`
 	ClientID     string `json:"client_id"`
+	GrantID      string `json:"grant_id,omitempty"`
 	Scope        string `json:"scope,omitempty"`
 	Unrestricted bool   `json:"unrestricted,omitempty"`
 }
@@ -49,6 +57,10 @@ func (c *accessClaims) AppendJSON(b []byte) []byte {
 	b = appendJSONString(b, c.ID)
 	b = append(b, `,"client_id":`...)
 	b = appendJSONString(b, c.ClientID)
+	if c.GrantID != "" {
+		b = append(b, `,"grant_id":`...)
+		b = appendJSONString(b, c.GrantID)
+	}
 	if c.Scope != "" {
 		b = append(b, `,"scope":`...)
 		b = appendJSONString(b, c.Scope)
@@ -79,9 +91,10 @@ func newAccessTokenID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// mintAccessToken signs an access token for userID and clientID at now.
-// scopes are joined with spaces; unrestricted marks a legacy grant.
-func (s *Server) mintAccessToken(now time.Time, userID int64, clientID string, scopes []string, unrestricted bool) (string, error) {
+// mintAccessToken signs an access token of grant (a family ID) for userID
+// and clientID at now. scopes are joined with spaces; unrestricted marks a
+// legacy grant.
+func (s *Server) mintAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool) (string, error) {
 	iat := now.Unix()
 	claims := &accessClaims{
 		Issuer:    s.cfg.Issuer,
@@ -91,6 +104,7 @@ func (s *Server) mintAccessToken(now time.Time, userID int64, clientID string, s
 		ExpiresAt: iat + int64(s.cfg.AccessTTL/time.Second),
 		ID:        newAccessTokenID(),
 		ClientID:  clientID,
+		GrantID:   grant,
 	}
 	if unrestricted {
 		claims.Unrestricted = true
@@ -120,11 +134,11 @@ type pendingToken struct {
 // store runs again (a retried transaction) starts a new token and the
 // earlier one is dropped. scopes are copied: the store keeps using the
 // family's slice.
-func (s *Server) startAccessToken(now time.Time, userID int64, clientID string, scopes []string, unrestricted bool) *pendingToken {
+func (s *Server) startAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool) *pendingToken {
 	p := &pendingToken{done: make(chan struct{})}
 	scopes = slices.Clone(scopes)
 	s.signers.run(func() {
-		p.tok, p.err = s.mintAccessToken(now, userID, clientID, scopes, unrestricted)
+		p.tok, p.err = s.mintAccessToken(now, grant, userID, clientID, scopes, unrestricted)
 		close(p.done)
 	})
 	return p

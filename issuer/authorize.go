@@ -164,6 +164,11 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage boo
 	// Exact string comparison (RFC 6749 §3.1.2.3, RFC 9700 §4.1.3): no
 	// normalisation, no prefix or pattern matching.
 	if !slices.Contains(client.RedirectURIs, redirectURI) {
+		if client.Pending != nil && slices.Contains(client.Pending.AddRedirectURIs, redirectURI) {
+			// Asked for by the owner, not approved: never a redirect there.
+			return nil, &PageError{Title: "Redirect URI not approved yet",
+				Message: "The redirect_uri was added to " + authzQuote(client.Name) + " recently and is waiting for a platform administrator's review. It cannot be used until it is approved."}
+		}
 		return nil, &PageError{Title: "Unregistered redirect URI",
 			Message: "The redirect_uri is not one of the redirect URIs registered for " + authzQuote(client.Name) + ". It must match a registered URI exactly."}
 	}
@@ -226,12 +231,21 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage boo
 
 	scopes, err := scope.Parse(q.Get("scope"))
 	if u, ok := errors.AsType[*scope.UnknownError](err); ok {
-		return nil, fail(authzCodeInvalidScope, "unknown scope "+authzNames(u.Names))
+		desc := "unknown scope " + authzNames(u.Names)
+		if len(u.Names) == 1 {
+			if sug := scope.Suggest(u.Names[0]); len(sug) > 0 {
+				desc += " (did you mean " + strings.Join(sug, " or ") + "?)"
+			}
+		}
+		return nil, fail(authzCodeInvalidScope, desc)
 	} else if err != nil {
 		return nil, fail(authzCodeInvalidScope, "scope cannot be parsed")
 	}
 	if !client.Legacy {
 		if outside, ok := scope.Subset(scopes, client.Scopes); !ok {
+			if client.Pending != nil && !slices.ContainsFunc(outside, func(s string) bool { return !slices.Contains(client.Pending.AddScopes, s) }) {
+				return nil, fail(authzCodeInvalidScope, "scope "+authzNames(outside)+" is waiting for review and not approved for this client yet")
+			}
 			return nil, fail(authzCodeInvalidScope, "scope "+authzNames(outside)+" is not registered for this client")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
+	"oauthd/issuer/throttle"
 )
 
 // secretTouchInterval is how stale a secret's LastUsedAt may get before a
@@ -17,14 +18,30 @@ import (
 // write on every request.
 const secretTouchInterval = time.Minute
 
+// Limits of failed client authentications (the token, revocation and
+// introspection endpoints share them). Client secrets are 256-bit random
+// values, so these limits do not slow guessing down (nothing could); they
+// save the CPU and the log lines of a flood. They are per client ID *and
+// source address*: client IDs are public, and a limit per client ID alone
+// would let anyone lock a client out. The address ceiling covers a spray
+// over many client IDs from one address.
+var tokenLimits = throttle.Rules{
+	throttle.Client: {Burst: 10, Every: 6 * time.Second}, // 10 at once, then 10 a minute
+	throttle.Addr:   {Burst: 30, Every: 2 * time.Second}, // 30 at once, then 30 a minute
+}
+
 // authenticateClient authenticates the client of a token, revocation or
 // introspection request (RFC 6749 §2.3.1): HTTP Basic or client_id and
 // client_secret in the body, never both; a public client sends only its
-// client_id. Failures are invalid_client (401) and count against the
-// client ID and the source address; once either has used up its failures,
-// every authentication for it answers 429 with Retry-After, without
-// checking the secret (else the limit would still be an oracle), until the
-// bucket refills by itself. Successes are never counted.
+// client_id. Failures are invalid_client (401) and count against (client
+// ID, source address) and the source address (issuer/throttle); once
+// either key has used up its failures, authentications under it answer
+// 429 with Retry-After, without checking the secret (else the limit would
+// still be an oracle), until the budget refills by itself. The same client
+// from another address is unaffected. Failures are counted when they
+// happen, not when the attempt starts: comparing a secret's hash costs
+// next to nothing, and a client may legitimately send many requests at
+// once, which must never hold each other's budget.
 //
 // It returns an *Error for every client mistake and a plain error only for
 // a storage failure.
@@ -44,17 +61,16 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 	}
 	now := s.now()
 	addr := c.RealIP()
-	clientKey, addrKey := "c:"+id, "a:"+addr
 	lim := s.tok.limiter
-	if wait, blocked := lim.blocked(addrKey, now); blocked {
-		return data.Client{}, tooMany(wait)
-	}
-	if wait, blocked := lim.blocked(clientKey, now); blocked {
+	ip := throttle.ParseAddr(addr)
+	var ks throttle.Keys
+	ks.Add(lim.NameKey(throttle.Client, id, ip))
+	ks.Add(throttle.AddrKey(ip))
+	if wait, ok := lim.Check(ks); !ok {
 		return data.Client{}, tooMany(wait)
 	}
 	fail := func(e *Error) (data.Client, error) {
-		lim.fail(clientKey, now)
-		lim.fail(addrKey, now)
+		lim.Fail(ks)
 		s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
 			slog.String("event", "client_auth_failed"),
 			slog.String("client_id", id),
@@ -116,8 +132,9 @@ func (s *Server) touchSecret(ctx context.Context, clientID, secretID string, now
 }
 
 // tooMany is the 429 of a limited client or address.
-func tooMany(retryAfter int) *Error {
-	e := WithDescription(ErrTooManyRequests, "too many failed client authentications; retry after %d seconds", retryAfter)
-	e.retryAfter = retryAfter
+func tooMany(wait time.Duration) *Error {
+	secs := int((wait + time.Second - 1) / time.Second)
+	e := WithDescription(ErrTooManyRequests, "too many failed client authentications from this address; retry after %d seconds", secs)
+	e.retryAfter = secs
 	return e
 }

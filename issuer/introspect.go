@@ -31,7 +31,9 @@ type introspection struct {
 // handleIntrospect is POST /v2/auth/oauth2/introspect (RFC 7662). The
 // client authenticates as at the token endpoint and may introspect only
 // tokens issued to it: anything else (another client's, invalid, expired,
-// revoked, unknown) is {"active":false}.
+// revoked, unknown) is {"active":false}. An access token is inactive as
+// soon as its grant is revoked or its client no longer approved
+// (grantLive).
 func (s *Server) handleIntrospect(c echo.Context) error {
 	resp, err := s.introspect(c)
 	if err != nil {
@@ -65,6 +67,13 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 	if !ok {
 		claims, err := s.cfg.Verifier.Verify(ctx, req.Token)
 		if err != nil || claims.ClientID != client.ID {
+			return inactive, nil
+		}
+		switch live, err := s.grantLive(ctx, claims); {
+		case err != nil:
+			return inactive, fmt.Errorf("introspect: %w", err)
+		case !live:
+			s.metrics.grantRefused.Inc()
 			return inactive, nil
 		}
 		r := introspection{

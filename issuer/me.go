@@ -40,7 +40,9 @@ type meError struct {
 
 // handleMe serves GET /v2/me: the profile of the user the access token was
 // issued for. Config.MeAuth has verified the token and the scope already;
-// the checks here are a second line of defence.
+// the checks here are a second line of defence. A token whose grant was
+// revoked, or whose client is no longer approved, is refused here at once
+// (grantLive), unlike at resource servers that verify offline.
 func (s *Server) handleMe(c echo.Context) error {
 	ctx := c.Request().Context()
 	h := c.Response().Header()
@@ -48,6 +50,13 @@ func (s *Server) handleMe(c echo.Context) error {
 	claims, ok := guard.ClaimsFrom(ctx)
 	if !ok {
 		return meInvalidToken(c, "the request carries no valid access token")
+	}
+	switch live, err := s.grantLive(ctx, claims); {
+	case err != nil:
+		return fmt.Errorf("me: %w", err)
+	case !live:
+		s.metrics.grantRefused.Inc()
+		return meInvalidToken(c, "the token's grant was revoked")
 	}
 	if _, covered := scope.Covers(claims.Scopes, []string{meScope}); !claims.Unrestricted && !covered {
 		h.Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+meScope+`"`)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,6 +26,26 @@ func meRouter(t *testing.T, claims **verify.Claims) *echo.Echo {
 	ctx := context.Background()
 	if _, err := store.CreateUser(ctx, data.User{Email: "ada@example.com", Username: "ada", Name: "Ada Lovelace",
 		TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$x", CreatedAt: authzT0}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []data.Client{
+		{ID: "conf", Type: data.Public, Scopes: []string{"PROFILE_READ"}, Status: data.StatusApproved},
+		{ID: "legacy", Type: data.Public, Legacy: true, Status: data.StatusApproved},
+		{ID: "rejected", Type: data.Public, Scopes: []string{"PROFILE_READ"}, Status: data.StatusRejected, RejectReason: "spam"},
+	} {
+		c.Name, c.Owner, c.RedirectURIs, c.CreatedAt, c.UpdatedAt = "App", "dev@example.com", []string{"https://app.example.com/cb"}, authzT0, authzT0
+		if err := store.CreateClient(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A live grant of user 1 to conf: the family "fam-live".
+	if err := store.CreateAuthCode(ctx, data.AuthCode{Hash: data.Hash("code"), ClientID: "conf", UserID: 1, ExpiresAt: authzT0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.ExchangeAuthCode(ctx, data.Hash("code"), func(c data.AuthCode) (data.Family, error) {
+		return data.Family{ID: "fam-live", ClientID: "conf", UserID: 1, Scopes: []string{"PROFILE_READ"}, TokenHash: data.Hash("rt"),
+			ExpiresAt: authzT0.Add(time.Hour), AbsoluteExp: authzT0.Add(time.Hour)}, nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	fakeGuard := func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -56,12 +77,23 @@ func TestMe(t *testing.T) {
 		wantAuth   string // WWW-Authenticate
 	}{
 		{"profile scope", &verify.Claims{Subject: "1", ClientID: "conf", Scopes: []string{"BOOKING_READ", "PROFILE_READ"}}, http.StatusOK, ada, ""},
+		{"live grant", &verify.Claims{Subject: "1", ClientID: "conf", GrantID: "fam-live", Scopes: []string{"PROFILE_READ"}}, http.StatusOK, ada, ""},
+		{"revoked grant", &verify.Claims{Subject: "1", ClientID: "conf", GrantID: "fam-gone", Scopes: []string{"PROFILE_READ"}},
+			http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"grant of another client", &verify.Claims{Subject: "1", ClientID: "legacy", GrantID: "fam-live", Unrestricted: true},
+			http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"grant of another user", &verify.Claims{Subject: "2", ClientID: "conf", GrantID: "fam-live", Scopes: []string{"PROFILE_READ"}},
+			http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"rejected client", &verify.Claims{Subject: "1", ClientID: "rejected", Scopes: []string{"PROFILE_READ"}},
+			http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"unknown client", &verify.Claims{Subject: "1", ClientID: "gone", Scopes: []string{"PROFILE_READ"}},
+			http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
 		{"unrestricted legacy token", &verify.Claims{Subject: "1", ClientID: "legacy", Unrestricted: true}, http.StatusOK, ada, ""},
 		{"no claims", nil, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
-		{"unknown user", &verify.Claims{Subject: "2", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
-		{"non-numeric subject", &verify.Claims{Subject: "ada", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
-		{"zero subject", &verify.Claims{Subject: "0", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
-		{"wrong scope (guard bypassed)", &verify.Claims{Subject: "1", Scopes: []string{"PROFILE_WRITE"}}, http.StatusForbidden, "insufficient_scope",
+		{"unknown user", &verify.Claims{Subject: "2", ClientID: "conf", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"non-numeric subject", &verify.Claims{Subject: "ada", ClientID: "conf", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"zero subject", &verify.Claims{Subject: "0", ClientID: "conf", Scopes: []string{"PROFILE_READ"}}, http.StatusUnauthorized, "invalid_token", `Bearer error="invalid_token"`},
+		{"wrong scope (guard bypassed)", &verify.Claims{Subject: "1", ClientID: "conf", Scopes: []string{"PROFILE_WRITE"}}, http.StatusForbidden, "insufficient_scope",
 			`Bearer error="insufficient_scope", scope="PROFILE_READ"`},
 	}
 	for _, tc := range tests {

@@ -37,6 +37,9 @@ func buildMetadata(cfg Config) []byte {
 		names[i] = sc.Name
 	}
 	clientAuth := []string{"client_secret_basic", "client_secret_post"}
+	// Public clients revoke their refresh tokens with client_id alone
+	// (authenticateClient; RFC 7009 §5, RFC 9700 §4.14.2).
+	revokeAuth := []string{"client_secret_basic", "client_secret_post", "none"}
 	m := serverMetadata{
 		Issuer:                                     cfg.Issuer,
 		AuthorizationEndpoint:                      cfg.AppURL + "/auth/oauth2/authorize",
@@ -48,7 +51,7 @@ func buildMetadata(cfg Config) []byte {
 		ResponseModesSupported:                     []string{"query"},
 		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
 		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
-		RevocationEndpointAuthMethodsSupported:     clientAuth,
+		RevocationEndpointAuthMethodsSupported:     revokeAuth,
 		IntrospectionEndpointAuthMethodsSupported:  clientAuth,
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		ScopesSupported:                            names,

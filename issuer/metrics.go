@@ -11,6 +11,17 @@ type metrics struct {
 	tokenRequests *prometheus.CounterVec   // grant_type, result
 	tokenDuration *prometheus.HistogramVec // grant_type
 	refreshReuse  prometheus.Counter
+	// refreshForged counts refresh tokens never issued for the family
+	// they name (refused, nothing changed); refreshGrace the rotations by
+	// the previous token within the reuse grace; refreshNarrowed the
+	// rotations that dropped scopes the client lost (result "narrowed")
+	// and the grants revoked for having none left ("revoked").
+	refreshForged   prometheus.Counter
+	refreshGrace    prometheus.Counter
+	refreshNarrowed *prometheus.CounterVec
+	// grantRefused counts access tokens refused by /v2/me and introspection
+	// because their grant is revoked or their client no longer approved.
+	grantRefused prometheus.Counter
 }
 
 // newMetrics creates the metrics and registers them on reg when it is not
@@ -29,13 +40,33 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"grant_type"}),
 		refreshReuse: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oauthd_refresh_reuse_detected_total",
-			Help: "Refresh tokens presented after rotation; each revoked its family.",
+			Help: "Refresh tokens the family issued earlier, presented again (outside the reuse grace); each revoked its family.",
+		}),
+		refreshForged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oauthd_refresh_forged_total",
+			Help: "Refresh tokens refused as never issued for the family they name (bad tag, or an unknown untagged token on a tagged family); nothing was changed.",
+		}),
+		refreshGrace: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oauthd_refresh_reuse_grace_total",
+			Help: "Rotations by the immediately previous refresh token within --refresh-reuse-grace (a lost response), instead of a revocation.",
+		}),
+		refreshNarrowed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oauthd_refresh_narrowed_total",
+			Help: "Refreshes of grants whose client lost scopes: narrowed (the grant keeps the rest) or revoked (none left).",
+		}, []string{"result"}),
+		grantRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oauthd_access_token_grant_revoked_total",
+			Help: "Access tokens refused at /v2/me or introspection because their grant was revoked or their client is no longer approved.",
 		}),
 	}
 	if reg != nil {
 		m.tokenRequests = registerCollector(reg, m.tokenRequests)
 		m.tokenDuration = registerCollector(reg, m.tokenDuration)
 		m.refreshReuse = registerCollector(reg, m.refreshReuse)
+		m.refreshForged = registerCollector(reg, m.refreshForged)
+		m.refreshGrace = registerCollector(reg, m.refreshGrace)
+		m.refreshNarrowed = registerCollector(reg, m.refreshNarrowed)
+		m.grantRefused = registerCollector(reg, m.grantRefused)
 	}
 	return m
 }

@@ -13,11 +13,15 @@ import (
 
 // handleRevoke is POST /v2/auth/oauth2/revoke (RFC 7009). The client
 // authenticates as at the token endpoint. Revoking one of its refresh
-// tokens revokes the whole family; a token that is unknown, not current or
-// another client's is answered 200 and changes nothing (RFC 7009 §2.2).
-// Access tokens are short-lived JWTs that cannot be revoked one by one:
-// they get unsupported_token_type (RFC 7009 §2.2.1). token_type_hint is
-// accepted and ignored: the token's form says what it is.
+// tokens, or one of its access tokens, revokes the whole family (RFC 7009
+// §2.1 allows revoking the related tokens), and the family's access tokens
+// become invalid at /v2/me and inactive at introspection at once. A token
+// that is unknown, invalid, not current or another client's is answered
+// 200 and changes nothing (RFC 7009 §2.2). An access token issued before
+// tokens named their grant cannot be tied to one: unsupported_token_type
+// (§2.2.1); it expires within 30 minutes. token_type_hint is accepted and
+// ignored: the token's form says what it is, and §2.1 has the server
+// search every type anyway.
 func (s *Server) handleRevoke(c echo.Context) error {
 	if err := s.revoke(c); err != nil {
 		return writeOAuthError(c, toOAuthError(c, s.log, err))
@@ -44,7 +48,7 @@ func (s *Server) revoke(c echo.Context) error {
 	familyID, ok := data.ParseRefreshToken(req.Token)
 	if !ok {
 		if looksLikeJWT(req.Token) {
-			return WithDescription(ErrUnsupportedTokenType, "access tokens are short-lived JWTs; revoke the refresh token")
+			return s.revokeAccessToken(c, client, req.Token)
 		}
 		return nil
 	}
@@ -61,6 +65,33 @@ func (s *Server) revoke(c echo.Context) error {
 		return nil
 	}
 	if err := s.store.DeleteFamily(ctx, familyID); err != nil && !errors.Is(err, data.ErrNotFound) {
+		return fmt.Errorf("revoke: %w", err)
+	}
+	s.audit(ctx, c, "token_revoked", client.ID, fam.UserID)
+	return nil
+}
+
+// revokeAccessToken revokes the grant of an access token issued to client.
+func (s *Server) revokeAccessToken(c echo.Context, client data.Client, token string) error {
+	ctx := c.Request().Context()
+	claims, err := s.cfg.Verifier.Verify(ctx, token)
+	if err != nil || claims.ClientID != client.ID {
+		return nil // invalid, expired or another client's: 200, nothing changes
+	}
+	if claims.GrantID == "" {
+		return WithDescription(ErrUnsupportedTokenType, "this access token was issued before access tokens named their grant; revoke the refresh token (the access token expires within 30 minutes)")
+	}
+	fam, err := s.store.GetFamily(ctx, claims.GrantID)
+	switch {
+	case errors.Is(err, data.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("revoke: %w", err)
+	}
+	if fam.ClientID != client.ID {
+		return nil
+	}
+	if err := s.store.DeleteFamily(ctx, fam.ID); err != nil && !errors.Is(err, data.ErrNotFound) {
 		return fmt.Errorf("revoke: %w", err)
 	}
 	s.audit(ctx, c, "token_revoked", client.ID, fam.UserID)

@@ -2,7 +2,9 @@ package issuer
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -48,7 +50,23 @@ type Config struct {
 	CodeTTL     time.Duration // default 60 s; at most 10 min
 	RefreshIdle time.Duration // default 30 days, renewed by each rotation
 	RefreshMax  time.Duration // default 365 days from the authorization
+
+	// RefreshTokenKey ([data.RefreshKeySize] bytes) tags refresh tokens
+	// ([data.NewRefreshToken]); serve passes keys.Manager.RefreshTokenKey,
+	// the same on every replica and after restarts. Nil makes a random
+	// key for this Server only (tests): its refresh tokens are refused as
+	// forged by any other Server.
+	RefreshTokenKey []byte
+	// RefreshReuseGrace: within it after a rotation, the immediately
+	// previous refresh token may be presented once more (a lost response)
+	// and rotates the family again instead of revoking it. 0 disables it
+	// (the default here; serve's default is DefaultRefreshReuseGrace).
+	RefreshReuseGrace time.Duration
 }
+
+// DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace
+// (README, "Refresh-token reuse grace").
+const DefaultRefreshReuseGrace = 30 * time.Second
 
 // Server is the authorization server. Create it with [New].
 type Server struct {
@@ -59,6 +77,10 @@ type Server struct {
 	metrics *metrics
 	tok     *tokenState // token side: limiter, metadata (token.go)
 	signers *workerPool // access tokens are signed on these (accesstoken.go)
+
+	refreshKey []byte              // Config.RefreshTokenKey
+	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
+	grace      time.Duration       // Config.RefreshReuseGrace
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -99,7 +121,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RefreshMax <= 0 {
 		cfg.RefreshMax = 365 * 24 * time.Hour
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool()}
+	switch len(cfg.RefreshTokenKey) {
+	case 0:
+		cfg.RefreshTokenKey = make([]byte, data.RefreshKeySize)
+		rand.Read(cfg.RefreshTokenKey)
+	case data.RefreshKeySize:
+	default:
+		return nil, fmt.Errorf("issuer: Config.RefreshTokenKey must be %d bytes", data.RefreshKeySize)
+	}
+	if cfg.RefreshReuseGrace < 0 {
+		return nil, errors.New("issuer: Config.RefreshReuseGrace must not be negative (0 disables the grace)")
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
+		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil

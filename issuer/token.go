@@ -17,18 +17,21 @@ import (
 
 	"oauthd/data"
 	"oauthd/issuer/scope"
+	"oauthd/issuer/throttle"
 )
 
 // tokenState is the token side's part of a [Server]: the failed-
 // authentication limiter and the precomputed metadata document.
 type tokenState struct {
-	limiter  *failureLimiter
+	limiter  *throttle.Limiter
 	metadata []byte
 }
 
 func newTokenState(cfg Config) *tokenState {
 	return &tokenState{
-		limiter:  newFailureLimiter(authFailuresPerMinute, authFailureBurst, authLimiterMaxKeys),
+		limiter: throttle.New(throttle.Config{
+			Name: "token", Rules: tokenLimits, Now: cfg.Now, Registerer: cfg.Registerer,
+		}),
 		metadata: buildMetadata(cfg),
 	}
 }
@@ -103,8 +106,8 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 			return data.Family{}, e
 		}
 		id := data.NewFamilyID()
-		refreshToken = data.NewRefreshToken(id)
-		access = s.startAccessToken(now, code.UserID, code.ClientID, code.Scopes, code.Unrestricted)
+		refreshToken = s.tagger.NewToken(id)
+		access = s.startAccessToken(now, id, code.UserID, code.ClientID, code.Scopes, code.Unrestricted)
 		abs := now.Add(s.cfg.RefreshMax)
 		return data.Family{
 			ID:           id,
@@ -118,6 +121,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 			ExpiresAt:    minTime(now.Add(s.cfg.RefreshIdle), abs),
 			AbsoluteExp:  abs,
 			CodeHash:     code.Hash,
+			Tagged:       true,
 		}, nil
 	})
 	var oe *Error
@@ -205,78 +209,6 @@ func pkceMatches(verifier, challenge string) bool {
 	var enc [43]byte
 	base64.RawURLEncoding.Encode(enc[:], sum[:])
 	return subtle.ConstantTimeCompare(enc[:], []byte(challenge)) == 1
-}
-
-// refresh runs the refresh_token grant (RFC 6749 §6) with rotation (RFC
-// 9700 §4.14.2).
-func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest) (tokenResponse, error) {
-	if req.RefreshToken == "" {
-		return tokenResponse{}, tokBadRequest("refresh_token is required")
-	}
-	familyID, ok := data.ParseRefreshToken(req.RefreshToken)
-	if !ok {
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token is invalid")
-	}
-	var narrowed []string
-	if req.Scope != "" {
-		var err error
-		narrowed, err = scope.Parse(req.Scope)
-		if err != nil {
-			return tokenResponse{}, WithDescription(ErrInvalidScope, "scope names an unknown scope")
-		}
-	}
-	now := s.now()
-	var refreshToken string
-	var access *pendingToken
-	fam, err := s.store.RotateRefreshToken(ctx, familyID, data.Hash(req.RefreshToken), func(f data.Family) (data.Family, error) {
-		if f.ClientID != client.ID {
-			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token was issued to another client")
-		}
-		if !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp) {
-			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token has expired")
-		}
-		if len(narrowed) > 0 && !f.Unrestricted {
-			if _, ok := scope.Subset(narrowed, f.Scopes); !ok {
-				return data.Family{}, WithDescription(ErrInvalidScope, "scope must be a subset of the scopes originally granted")
-			}
-		}
-		refreshToken = data.NewRefreshToken(f.ID)
-		if len(narrowed) > 0 {
-			// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-			access = s.startAccessToken(now, f.UserID, f.ClientID, narrowed, false)
-		} else {
-			access = s.startAccessToken(now, f.UserID, f.ClientID, f.Scopes, f.Unrestricted)
-		}
-		f.TokenHash = data.Hash(refreshToken)
-		f.Generation++
-		f.RotatedAt = now
-		f.ExpiresAt = minTime(now.Add(s.cfg.RefreshIdle), f.AbsoluteExp)
-		return f, nil
-	})
-	var oe *Error
-	switch {
-	case err == nil:
-	case errors.As(err, &oe):
-		return tokenResponse{}, oe
-	case errors.Is(err, data.ErrNotFound):
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token is invalid, expired or revoked")
-	case errors.Is(err, data.ErrTokenReused):
-		s.metrics.refreshReuse.Inc()
-		s.audit(ctx, c, "refresh_token_reuse", fam.ClientID, fam.UserID)
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token was already used; its grant is revoked")
-	default:
-		return tokenResponse{}, fmt.Errorf("rotate refresh token: %w", err)
-	}
-	scopes, unrestricted := fam.Scopes, fam.Unrestricted
-	if len(narrowed) > 0 {
-		// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-		scopes, unrestricted = narrowed, false
-	}
-	tok, err := access.wait()
-	if err != nil {
-		return tokenResponse{}, err
-	}
-	return s.newTokenResponse(tok, refreshToken, scopes, unrestricted), nil
 }
 
 func (s *Server) newTokenResponse(access, refresh string, scopes []string, unrestricted bool) tokenResponse {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -49,8 +50,27 @@ func (s *tkSigner) Sign(claims jwt.Claims) (string, error) {
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
 	t.Header["typ"] = "at+jwt"
 	t.Header["kid"] = s.kid
-	return t.SignedString(s.key)
+	input, err := t.SigningString()
+	if err != nil {
+		return "", err
+	}
+	// As golang-jwt's ES256, with the low S of the pair (r, s), (r, n − s)
+	// that keys/verify requires.
+	d := sha256.Sum256([]byte(input))
+	r, sv, err := ecdsa.Sign(rand.Reader, s.key, d[:])
+	if err != nil {
+		return "", err
+	}
+	if n := elliptic.P256().Params().N; sv.Cmp(tkHalfN) > 0 {
+		sv.Sub(n, sv)
+	}
+	var sig [64]byte
+	r.FillBytes(sig[:32])
+	sv.FillBytes(sig[32:])
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig[:]), nil
 }
+
+var tkHalfN = new(big.Int).Rsh(elliptic.P256().Params().N, 1)
 
 // Key implements verify.KeySource.
 func (s *tkSigner) Key(_ context.Context, kid string) (crypto.PublicKey, string, error) {

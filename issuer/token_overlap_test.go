@@ -29,8 +29,8 @@ func (s *tkCommitFails) ExchangeAuthCode(ctx context.Context, hash []byte, issue
 	return c, f, err
 }
 
-func (s *tkCommitFails) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
-	f, err := s.Store.RotateRefreshToken(ctx, id, presented, update)
+func (s *tkCommitFails) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
+	f, err := s.Store.RotateRefreshToken(ctx, id, update)
 	if err == nil && s.fail.Load() {
 		return data.Family{}, errTkCommit
 	}

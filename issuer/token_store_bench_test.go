@@ -55,6 +55,7 @@ func newProdEnvOn(b *testing.B, under data.Store) *prodEnv {
 		Store: store, Signer: km, Verifier: v, Logger: logger, Registerer: prometheus.NewRegistry(),
 		MeAuth: func(next echo.HandlerFunc) echo.HandlerFunc { return next },
 		Issuer: tkIssuer, AppURL: "https://app.example.com",
+		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: DefaultRefreshReuseGrace,
 	})
 	if err != nil {
 		b.Fatal(err)

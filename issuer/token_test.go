@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"oauthd/data"
+	"oauthd/issuer/throttle"
 )
 
 // TestTokenErrors runs every /token error case through the router, each on
@@ -185,7 +187,7 @@ func TestTokenErrors(t *testing.T) {
 			return env.refreshReq("conf", env.secretA, "oauthd_rt_short.x")
 		}, 400, "invalid_grant", false},
 		{"unknown refresh_token", func(env *tkEnv) tkReq {
-			return env.refreshReq("conf", env.secretA, data.NewRefreshToken(data.NewFamilyID()))
+			return env.refreshReq("conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(), env.s.refreshKey))
 		}, 400, "invalid_grant", false},
 		{"refresh token of another client", func(env *tkEnv) tkReq {
 			return env.refreshReq("other", env.otherSecret, env.exchange().RefreshToken)
@@ -527,73 +529,68 @@ func TestTokenRejectedClientRefreshFails(t *testing.T) {
 	}
 }
 
-// TestTokenFailureLimit: failed client authentications are limited per
-// client ID and per source address. Once a client ID is limited, every
-// authentication for it gets 429 (the right secret too, else the limit
-// would still answer the guess), until the bucket refills by itself.
+// TestTokenFailureLimit: failed client authentications are counted per
+// (client ID, source address) and per address. Once (client, address) is
+// limited, every authentication for it gets 429 (the right secret too,
+// else the limit would still answer the guess), until the budget refills
+// by itself; the same client from another address is never limited by it.
 func TestTokenFailureLimit(t *testing.T) {
 	env := newTkEnv(t)
+	burst := tokenLimits[throttle.Client].Burst
 	bad := func(remote string) tkReq {
 		r := env.refreshReq("conf", "oauthd_cs_wrong", "x")
 		r.remote = remote
 		return r
 	}
-	for i := range authFailureBurst {
+	for i := range burst {
 		if rec := env.do(bad("192.0.2.1:1000")); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("failure %d: status %d; want 401", i+1, rec.Code)
 		}
 	}
 	rec := env.do(bad("192.0.2.1:1000"))
 	if rec.Code != http.StatusTooManyRequests || tkOAuthErr(t, rec) != "too_many_requests" {
-		t.Fatalf("after %d failures: %d %s; want 429 too_many_requests", authFailureBurst, rec.Code, rec.Body)
+		t.Fatalf("after %d failures: %d %s; want 429 too_many_requests", burst, rec.Code, rec.Body)
 	}
 	if ra := rec.Header().Get("Retry-After"); ra != "6" {
 		t.Errorf("Retry-After = %q; want 6 (10 per minute)", ra)
 	}
-	// The client is limited from any address, even with the right secret.
+	// From the flooding address, even the right secret waits.
 	rt := env.refreshReq("conf", env.secretA, "x")
-	rt.remote = "198.51.100.9:1"
+	rt.remote = "192.0.2.1:1"
 	if rec := env.do(rt); rec.Code != http.StatusTooManyRequests {
-		t.Errorf("limited client, right secret: %d; want 429", rec.Code)
+		t.Errorf("limited (client, address), right secret: %d; want 429", rec.Code)
 	}
-	// The address is limited for other clients too.
+	// From another address the client authenticates: client IDs are
+	// public, a flood must not lock the holder of the secret out.
+	rt.remote = "198.51.100.9:1"
+	if got := tkOAuthErr(t, env.do(rt)); got != "invalid_grant" {
+		t.Errorf("right secret from another address: error %q; want invalid_grant (authenticated)", got)
+	}
+	// Other clients from the flooding address still have the address's
+	// budget; spraying client IDs hits the address ceiling.
 	ro := env.refreshReq("other", env.otherSecret, "x")
 	ro.remote = "192.0.2.1:2000"
-	if rec := env.do(ro); rec.Code != http.StatusTooManyRequests {
-		t.Errorf("limited address, other client: %d; want 429", rec.Code)
-	}
-	// Another client from another address is untouched.
-	ro.remote = "203.0.113.5:1"
 	if got := tkOAuthErr(t, env.do(ro)); got != "invalid_grant" {
-		t.Errorf("unrelated client: error %q; want invalid_grant (authenticated)", got)
+		t.Errorf("other client from the flooding address: error %q; want invalid_grant", got)
+	}
+	ceiling := tokenLimits[throttle.Addr].Burst
+	for i := range ceiling - burst {
+		r := env.refreshReq(fmt.Sprintf("sprayed-%d", i), "oauthd_cs_wrong", "x")
+		r.remote = "192.0.2.1:3000"
+		env.do(r)
+	}
+	if rec := env.do(ro); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("address past its ceiling, other client: %d; want 429", rec.Code)
 	}
 	// No permanent lockout: after one refill interval the right secret works.
 	env.advance(6 * time.Second)
 	env.mustTokens(env.do(env.refreshReq("conf", env.secretA, env.exchange().RefreshToken)))
 	// Successes are never counted.
 	env.advance(time.Minute)
-	for range 3 * authFailureBurst {
+	for range 3 * burst {
 		if got := tkOAuthErr(t, env.do(env.refreshReq("conf", env.secretA, "oauthd_rt_x"))); got != "invalid_grant" {
 			t.Fatalf("successful authentication throttled: %q", got)
 		}
-	}
-}
-
-func TestFailureLimiterBounded(t *testing.T) {
-	l := newFailureLimiter(10, 2, 3)
-	for i := range 10 {
-		l.fail(string(rune('a'+i)), tkT0)
-		if n := l.size(); n > 3 {
-			t.Fatalf("size = %d after %d keys; want ≤ 3", n, i+1)
-		}
-	}
-	l.fail("z", tkT0)
-	l.fail("z", tkT0)
-	if _, blocked := l.blocked("z", tkT0); !blocked {
-		t.Errorf("z not blocked after burst failures")
-	}
-	if wait, blocked := l.blocked("z", tkT0.Add(6*time.Second)); blocked {
-		t.Errorf("z still blocked after refill (wait %d)", wait)
 	}
 }
 
@@ -634,17 +631,49 @@ func TestRevoke(t *testing.T) {
 	})
 	t.Run("unknown token", func(t *testing.T) {
 		env := newTkEnv(t)
-		for _, tok := range []string{"garbage", data.NewRefreshToken(data.NewFamilyID())} {
+		for _, tok := range []string{"garbage", data.NewRefreshToken(data.NewFamilyID(), env.s.refreshKey)} {
 			if rec := env.do(revokeReq("conf", env.secretA, tok)); rec.Code != http.StatusOK {
 				t.Errorf("revoke %q: %d; want 200", tok, rec.Code)
 			}
 		}
 	})
-	t.Run("access token", func(t *testing.T) {
+	t.Run("access token revokes its grant", func(t *testing.T) {
+		for _, hint := range []string{"access_token", "", "refresh_token"} {
+			env := newTkEnv(t)
+			tok := env.exchange()
+			extra := []string{}
+			if hint != "" {
+				extra = []string{"token_type_hint", hint}
+			}
+			// Another client's revocation of it changes nothing.
+			if rec := env.do(revokeReq("other", env.otherSecret, tok.AccessToken, extra...)); rec.Code != http.StatusOK {
+				t.Fatalf("hint %q: another client's revocation: %d %s", hint, rec.Code, rec.Body)
+			}
+			env.mustTokens(env.do(env.refreshReq("conf", env.secretA, tok.RefreshToken)))
+			tok2 := env.exchange()
+			rec := env.do(revokeReq("conf", env.secretA, tok2.AccessToken, extra...))
+			if rec.Code != http.StatusOK || rec.Header().Get("Cache-Control") != "no-store" {
+				t.Fatalf("hint %q: revoke access token: %d %s", hint, rec.Code, rec.Body)
+			}
+			if got := tkOAuthErr(t, env.do(env.refreshReq("conf", env.secretA, tok2.RefreshToken))); got != "invalid_grant" {
+				t.Errorf("hint %q: refresh after revoking the access token: %q; want invalid_grant", hint, got)
+			}
+		}
+	})
+	t.Run("access token without grant_id", func(t *testing.T) {
 		env := newTkEnv(t)
-		rec := env.do(revokeReq("conf", env.secretA, env.exchange().AccessToken, "token_type_hint", "access_token"))
+		old, err := env.s.mintAccessToken(env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := env.do(revokeReq("conf", env.secretA, old, "token_type_hint", "access_token"))
 		if rec.Code != 400 || tkOAuthErr(t, rec) != "unsupported_token_type" {
-			t.Errorf("revoke access token: %d %s", rec.Code, rec.Body)
+			t.Errorf("revoke an access token without grant_id: %d %s; want 400 unsupported_token_type", rec.Code, rec.Body)
+		}
+		for _, bad := range []string{"eyJhbGciOiJub25lIn0.e30.", "eyJ.x.y"} {
+			if rec := env.do(revokeReq("conf", env.secretA, bad)); rec.Code != http.StatusOK {
+				t.Errorf("revoke invalid JWT %q: %d; want 200", bad, rec.Code)
+			}
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
@@ -694,7 +723,7 @@ func TestIntrospect(t *testing.T) {
 		{"another client's access token", "other", env.otherSecret, tok.AccessToken, inactive},
 		{"another client's refresh token", "other", env.otherSecret, tok.RefreshToken, inactive},
 		{"garbage", "conf", env.secretA, "eyJ.x.y", inactive},
-		{"unknown refresh token", "conf", env.secretA, data.NewRefreshToken(data.NewFamilyID()), inactive},
+		{"unknown refresh token", "conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(), env.s.refreshKey), inactive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -768,7 +797,7 @@ func TestMetadata(t *testing.T) {
 		"response_modes_supported":                       []any{"query"},
 		"grant_types_supported":                          []any{"authorization_code", "refresh_token"},
 		"token_endpoint_auth_methods_supported":          []any{"client_secret_basic", "client_secret_post", "none"},
-		"revocation_endpoint_auth_methods_supported":     []any{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":     []any{"client_secret_basic", "client_secret_post", "none"},
 		"introspection_endpoint_auth_methods_supported":  []any{"client_secret_basic", "client_secret_post"},
 		"code_challenge_methods_supported":               []any{"S256"},
 		"authorization_response_iss_parameter_supported": true,

@@ -10,6 +10,10 @@
 // (TokenTTL + Leeway), then [Manager.Prune] removes it. [Manager.Revoke]
 // is the emergency exit: the key leaves the JWKS at once.
 //
+// The key set also holds one record that is not a signing key: the secret
+// behind [Manager.RefreshTokenKey], which tags refresh tokens. It is sealed
+// like the private keys and never published, listed, rotated or revoked.
+//
 // Every lifecycle change is one [data.Store.UpdateKeys] transaction, so
 // concurrent rotations serialize and there is always exactly one active key.
 // Signing and key lookups use an immutable in-memory snapshot and never

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -38,8 +39,19 @@ func (m *Manager) newKey(alg string) (data.SigningKey, error) {
 }
 
 // generate makes a fresh key pair of alg with its private and public JWKs;
-// kid is the RFC 7638 thumbprint (SHA-256, base64url).
+// kid is the RFC 7638 thumbprint (SHA-256, base64url). A key whose
+// thumbprint begins with '-' (one in 64) is thrown away and another made,
+// so that no kid reads as a command-line flag (`oauthd keys revoke KID`).
 func generate(alg string) (data.SigningKey, error) {
+	for {
+		k, err := generateOnce(alg)
+		if err != nil || !strings.HasPrefix(k.KID, "-") {
+			return k, err
+		}
+	}
+}
+
+func generateOnce(alg string) (data.SigningKey, error) {
 	var priv crypto.Signer
 	var err error
 	var jalg jwa.SignatureAlgorithm

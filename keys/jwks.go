@@ -7,11 +7,12 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,9 @@ type snapshot struct {
 	pub    map[string]verify.PublicKey // published keys by kid
 	jwks   []byte                      // {"keys":[...]}: next, active, retired
 	etag   string
+	// refreshKey tags refresh tokens (Manager.RefreshTokenKey); nil when
+	// the set has no secret yet.
+	refreshKey []byte
 }
 
 // signer signs with one key; everything but the signature is precomputed.
@@ -124,7 +128,39 @@ func signES256(dst []byte, key *ecdsa.PrivateKey, signingInput []byte) ([]byte, 
 	var out [64]byte
 	copy(out[32-len(r):32], r)
 	copy(out[64-len(s):], s)
+	lowS((*[32]byte)(out[32:]))
 	return append(dst, out[:]...), nil
+}
+
+// p256N is the order n of P-256, as four big-endian 64-bit words.
+var p256N = [4]uint64{0xffffffff00000000, 0xffffffffffffffff, 0xbce6faada7179e84, 0xf3b9cac2fc632551}
+
+// lowS replaces s (32 bytes, big-endian, 0 < s < n) by n − s when s > n/2.
+// (r, s) and (r, n − s) are both valid signatures of the same message;
+// verifiers (keys/verify) accept only the low one, so that a token has a
+// single valid spelling (no malleable tokens).
+func lowS(s *[32]byte) {
+	var w [4]uint64
+	for i := range w {
+		w[i] = binary.BigEndian.Uint64(s[8*i:])
+	}
+	// s > n/2 ⇔ 2s > n; n is odd, so 2s ≠ n.
+	var d [4]uint64 // n − s
+	var borrow uint64
+	for i := 3; i >= 0; i-- {
+		d[i], borrow = bits.Sub64(p256N[i], w[i], borrow)
+	}
+	// d < s ⇔ n − s < s ⇔ s > n/2.
+	for i := range 4 {
+		if d[i] != w[i] {
+			if d[i] < w[i] {
+				for j := range d {
+					binary.BigEndian.PutUint64(s[8*j:], d[j])
+				}
+			}
+			return
+		}
+	}
 }
 
 // install builds the snapshot of ks and makes it current.
@@ -141,7 +177,14 @@ func (m *Manager) install(ks []data.SigningKey) error {
 // key that does not parse, or whose kid is not its thumbprint, is left out
 // of the JWKS and logged; an active key that cannot sign is an error.
 func (m *Manager) build(ks []data.SigningKey) (*snapshot, error) {
-	ks = slices.Clone(ks)
+	var refreshKey []byte
+	if hasRefreshSecret(ks) {
+		var err error
+		if refreshKey, err = m.refreshKeyOf(ks); err != nil {
+			return nil, fmt.Errorf("refresh-token secret: %w", err)
+		}
+	}
+	ks = signingKeys(ks)
 	sortKeys(ks)
 	set := jwk.NewSet()
 	for _, k := range ks {
@@ -167,7 +210,7 @@ func (m *Manager) build(ks []data.SigningKey) (*snapshot, error) {
 		return nil, fmt.Errorf("build jwks: %w", err)
 	}
 	sum := sha256.Sum256(jwks)
-	s := &snapshot{pub: pub, jwks: jwks, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`}
+	s := &snapshot{pub: pub, jwks: jwks, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`, refreshKey: refreshKey}
 	if i := indexOf(ks, data.KeyActive); i >= 0 {
 		sg, err := m.signerOf(ks[i], pub[ks[i].KID])
 		if err != nil {

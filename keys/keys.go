@@ -173,8 +173,14 @@ func (m *Manager) Reload(ctx context.Context) error {
 	defer m.mu.Unlock()
 	for range 3 {
 		needKeys, needSeal := m.needsRepair(ks)
-		if needKeys == 0 && !needSeal {
+		needSecret := !hasRefreshSecret(ks)
+		if needKeys == 0 && !needSeal && !needSecret {
 			break
+		}
+		var secret *data.SigningKey
+		if needSecret {
+			sk := newRefreshSecret(m.cfg.Now())
+			secret = &sk
 		}
 		var cands []data.SigningKey
 		for range needKeys {
@@ -186,7 +192,7 @@ func (m *Manager) Reload(ctx context.Context) error {
 		}
 		now := m.cfg.Now()
 		ks, err = m.cfg.Store.UpdateKeys(ctx, func(cur []data.SigningKey) ([]data.SigningKey, error) {
-			return m.repair(cur, cands, now)
+			return m.repair(cur, cands, secret, now)
 		})
 		if errors.Is(err, errNeedMoreKeys) {
 			if ks, err = m.cfg.Store.ListKeys(ctx); err != nil {
@@ -248,9 +254,16 @@ func (m *Manager) needsRepair(ks []data.SigningKey) (newKeys int, seal bool) {
 var errNeedMoreKeys = errors.New("key set changed; more new keys needed")
 
 // repair is an UpdateKeys function: it gives the set an active and a next
-// key (from cands as needed) and seals unsealed private keys.
-func (m *Manager) repair(cur, cands []data.SigningKey, now time.Time) ([]data.SigningKey, error) {
+// key (from cands as needed), the refresh-token secret (secret, when the
+// set has none) and seals unsealed private keys.
+func (m *Manager) repair(cur, cands []data.SigningKey, secret *data.SigningKey, now time.Time) ([]data.SigningKey, error) {
 	out := slices.Clone(cur)
+	if !hasRefreshSecret(out) {
+		if secret == nil {
+			return nil, errNeedMoreKeys
+		}
+		out = append(out, *secret)
+	}
 	take := func() (data.SigningKey, bool) {
 		if len(cands) == 0 {
 			return data.SigningKey{}, false
@@ -323,6 +336,7 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list signing keys: %w", err)
 	}
+	ks = signingKeys(ks)
 	sortKeys(ks)
 	out := make([]Info, len(ks))
 	for i, k := range ks {

@@ -94,7 +94,7 @@ func (m *Manager) Revoke(ctx context.Context, kid string) error {
 	now := m.cfg.Now()
 	var state data.KeyState
 	ks, err := m.cfg.Store.UpdateKeys(ctx, func(cur []data.SigningKey) ([]data.SigningKey, error) {
-		i := slices.IndexFunc(cur, func(k data.SigningKey) bool { return k.KID == kid })
+		i := slices.IndexFunc(cur, func(k data.SigningKey) bool { return k.KID == kid && !isRefreshSecret(k) })
 		if i < 0 {
 			return nil, ErrUnknownKey
 		}

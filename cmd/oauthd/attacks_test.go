@@ -644,9 +644,12 @@ func TestAuditLog(t *testing.T) {
 	if u, err := b.Authorize(ctx, authorizeURL(s.base, otherCl, "st", ch2), cl.Login, testPassword, false); err != nil || u.Query().Get("error") != "access_denied" {
 		t.Fatalf("deny: %v %v", u, err)
 	}
-	// Rotation, then reuse of the rotated token.
+	// Two rotations, then reuse of the first rotated token (two rotations
+	// back: the reuse grace accepts only the immediately previous one).
 	r1, _ := refresh(ctx, http.DefaultClient, s.base, cl, tok.RefreshToken, nil)
 	secrets = append(secrets, r1.AccessToken, r1.RefreshToken)
+	r2, _ := refresh(ctx, http.DefaultClient, s.base, cl, r1.RefreshToken, nil)
+	secrets = append(secrets, r2.AccessToken, r2.RefreshToken)
 	if r, _ := refresh(ctx, http.DefaultClient, s.base, cl, tok.RefreshToken, nil); r.Error != "invalid_grant" {
 		t.Fatalf("reuse = %+v", r)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"oauthd/data"
 	"oauthd/data/postgres"
+	"oauthd/issuer"
 	"oauthd/issuer/admin"
 )
 
@@ -222,7 +223,7 @@ type benchServer struct {
 }
 
 func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (*benchServer, error) {
-	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour}
+	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, reuseGrace: issuer.DefaultRefreshReuseGrace}
 	tuneGC() // as serve runs
 	w, err := so.wire(ctx, logger, dbPath, nil)
 	if err != nil {
@@ -694,7 +695,7 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 	if err != nil {
 		return err
 	}
-	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour}
+	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, reuseGrace: issuer.DefaultRefreshReuseGrace}
 	w, err := so.wire(ctx, logger, root.db, mk)
 	if err != nil {
 		return err

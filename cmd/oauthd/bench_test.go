@@ -17,6 +17,9 @@ import (
 
 func TestBenchInProcess(t *testing.T) {
 	c := newCLI(t)
+	if err := os.Remove(c.db); err != nil { // bench must not need, nor create, --db
+		t.Fatal(err)
+	}
 	var rep refreshReport
 	oneJSON(t, c.ok("", "bench", "--concurrency", "3", "--duration", "200ms", "--json"), &rep)
 	if rep.Mode != "refresh" || rep.Chains != 3 || rep.ChainsAlive != 3 {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"oauthd/data/bolt"
 )
 
 // cli runs the oauthd command line in-process (through NewRootCommand) on
@@ -22,7 +24,22 @@ type cli struct {
 func newCLI(t *testing.T) *cli {
 	t.Setenv("OAUTHD_MASTER_KEY", "")
 	t.Setenv("OAUTHD_DB", "")
-	return &cli{t: t, db: filepath.Join(t.TempDir(), "o.db")}
+	c := &cli{t: t, db: filepath.Join(t.TempDir(), "o.db")}
+	setUpDB(t, c.db)
+	return c
+}
+
+// setUpDB creates an empty oauthd database at path, as serve does on its
+// first start (the other commands never create one).
+func setUpDB(t *testing.T, path string) {
+	t.Helper()
+	s, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // run returns stdout, stderr and the error.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/issuer/admin"
+	"oauthd/issuer/scope"
 )
 
 func newClientsCommand(o *rootOptions) *cobra.Command {
@@ -33,6 +34,7 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "create --owner EMAIL --name NAME --redirect-uri URI... --scope SCOPE... [--public]",
 		Short:   "Register a client (status pending until approved); prints its secret once",
+		Long:    "Register a client; it stays pending until an administrator approves it.\n\n" + scopeHelp(),
 		Example: "  oauthd clients create --owner dev@example.com --name 'Calendar Sync' --redirect-uri https://app.example/cb --scope PROFILE_READ,BOOKING_READ",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -141,12 +143,16 @@ func newClientsListCommand(o *rootOptions) *cobra.Command {
 						if c.Legacy {
 							scopes = "(legacy: unrestricted)"
 						}
-						return []string{c.ClientID, c.Name, c.Owner, c.ClientType, c.Status, scopes}
+						status := c.Status
+						if c.PendingChange != nil {
+							status += " (change pending)"
+						}
+						return []string{c.ClientID, c.Name, c.Owner, c.ClientType, status, scopes}
 					})
 			})
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "only clients in this status: pending, approved or rejected")
+	cmd.Flags().StringVar(&status, "status", "", "only clients in this status: pending, approved or rejected (pending also lists approved clients with a pending change)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -179,9 +185,26 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if r := c.AuthorizationRequests; r != nil {
 		kv = append(kv, "authorization_requests", fmt.Sprintf("%d with scope, %d without scope (last %d days)", r.WithScope, r.WithoutScope, r.Days))
 	}
-	kv = append(kv, "created_at", fmtTime(c.CreatedAt), "updated_at", fmtTime(c.UpdatedAt))
+	kv = append(kv, "revision", c.Revision, "created_at", fmtTime(c.CreatedAt), "updated_at", fmtTime(c.UpdatedAt))
+	if p := c.PendingChange; p != nil {
+		kv = append(kv, "pending_change", changeSummary(p),
+			"  proposed", fmt.Sprintf("by %s at %s", p.ProposedBy, fmtTime(p.ProposedAt)),
+			"  once approved", fmt.Sprintf("%s; redirect_uris %s; scopes %s", p.ResultType, strings.Join(p.RedirectURIs, " "), strings.Join(p.Scopes, " ")))
+	}
+	if p := c.RejectedChange; p != nil {
+		kv = append(kv, "rejected_change", fmt.Sprintf("%s (reason: %s)", changeSummary(p), p.RejectReason))
+	}
 	if err := fields(w, kv...); err != nil {
 		return err
+	}
+	if c.Status == "pending" {
+		fmt.Fprintf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --reason TEXT`.\n",
+			c.ClientID, c.Revision, c.ClientID)
+	}
+	if c.PendingChange != nil {
+		fmt.Fprintf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
+			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --reason TEXT` (the client stays approved).\n",
+			c.ClientID, c.Revision, c.ClientID)
 	}
 	if c.MigrationSafe != nil {
 		if *c.MigrationSafe {
@@ -191,6 +214,37 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		}
 	}
 	return nil
+}
+
+// scopeHelp lists the 30 scopes by level, for the commands' help.
+func scopeHelp() string {
+	var b strings.Builder
+	b.WriteString("The scopes (an ORG_ scope implies the TEAM_ scope of the same suffix; README.md, \"Scopes\", says what each grants):\n")
+	for _, lv := range []scope.Level{scope.User, scope.Team, scope.Organization} {
+		var names []string
+		for _, s := range scope.All() {
+			if s.Level == lv {
+				names = append(names, s.Name)
+			}
+		}
+		fmt.Fprintf(&b, "  %s: %s\n", lv, strings.Join(names, " "))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// changeSummary says what a pending (or rejected) change adds.
+func changeSummary(p *admin.ChangeView) string {
+	var parts []string
+	if len(p.AddScopes) > 0 {
+		parts = append(parts, "adds scopes "+strings.Join(p.AddScopes, " "))
+	}
+	if len(p.AddRedirectURIs) > 0 {
+		parts = append(parts, "adds redirect URIs "+strings.Join(p.AddRedirectURIs, " "))
+	}
+	if p.ClientType != "" {
+		parts = append(parts, "makes the client "+p.ClientType)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // clientCommand returns a command that runs op on the Service and prints the
@@ -224,10 +278,16 @@ func newClientsShowCommand(o *rootOptions) *cobra.Command {
 }
 
 func newClientsApproveCommand(o *rootOptions) *cobra.Command {
-	return clientCommand(o, "approve CLIENT_ID", "Approve a pending client so it can be used", exactArgs("CLIENT_ID"),
+	var revision string
+	cmd := clientCommand(o, "approve CLIENT_ID [--revision R]", "Approve a pending client so it can be used, or an approved client's pending change", exactArgs("CLIENT_ID"),
 		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			if revision != "" {
+				return svc.ApproveRevision(ctx, args[0], revision)
+			}
 			return svc.ApproveClient(ctx, args[0])
 		})
+	cmd.Flags().StringVar(&revision, "revision", "", "approve only if the client is still at this revision (from `oauthd clients show`): the owner cannot change what you reviewed in between")
+	return cmd
 }
 
 func newClientsRejectCommand(o *rootOptions) *cobra.Command {
@@ -243,11 +303,20 @@ func newClientsRejectCommand(o *rootOptions) *cobra.Command {
 
 func newClientsScopesCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
-	cmd.AddCommand(clientCommand(o, "set CLIENT_ID SCOPE...",
+	var force bool
+	set := clientCommand(o, "set CLIENT_ID SCOPE... [--force]",
 		"Set the scopes; on a legacy client this is the migration to a scoped client", minArgs("CLIENT_ID", "SCOPE"),
 		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			if force {
+				return svc.ForceScopes(ctx, args[0], args[1:])
+			}
 			return svc.SetScopes(ctx, args[0], args[1:])
-		}))
+		})
+	set.Long = "Set the scopes; they apply at once (the operator is the reviewer). Removing a scope reaches existing grants at their next refresh.\n" +
+		"On a legacy client this is the migration to a scoped client: refused while `oauthd clients show` says migration_safe: false\n" +
+		"(recent authorization requests came without a scope parameter and would fail after it), unless --force is given.\n\n" + scopeHelp()
+	set.Flags().BoolVar(&force, "force", false, "migrate a legacy client even though recent authorization requests came without scope")
+	cmd.AddCommand(set)
 	return cmd
 }
 

@@ -366,13 +366,48 @@ func checkFamilies(t *testing.T, db string, res *loadResult) []bool {
 // checkAfterRestart checks, on the restarted server, that every access
 // token returned before the stop still verifies (its key is in the JWKS and
 // introspection says active) and that every chain's last token works
-// exactly once, or, when its in-flight rotation committed, not at all.
+// exactly once, or, when its in-flight rotation committed, not at all (the
+// server runs without the reuse grace).
 func checkAfterRestart(t *testing.T, s *server, cl testClient, res *loadResult, committed []bool) {
 	t.Helper()
+	checkAccessTokens(t, s, cl, res)
 	ctx := t.Context()
 	hc := newHTTPClient(8)
-	kids := jwksKIDs(t, s.base)
+	for i, c := range res.chains {
+		r, err := refresh(ctx, hc, s.base, cl, c.last, nil)
+		if err != nil {
+			t.Fatalf("chain %d: %v", i, err)
+		}
+		if committed[i] {
+			// The rotation committed but its answer was lost: the last
+			// token the client saw is a rotated one, and without the grace
+			// its reuse revokes the family.
+			if r.Status != http.StatusBadRequest || r.Error != "invalid_grant" {
+				t.Errorf("chain %d (rotation committed, answer lost): last token = %d %s; want invalid_grant", i, r.Status, r.Body)
+			}
+			continue
+		}
+		if r.Status != http.StatusOK || r.RefreshToken == "" {
+			t.Errorf("chain %d (in flight %v): the last returned token after the restart = %d %s; want 200", i, c.inFlight, r.Status, r.Body)
+			continue
+		}
+		again, err := refresh(ctx, hc, s.base, cl, c.last, nil)
+		if err != nil {
+			t.Fatalf("chain %d: %v", i, err)
+		}
+		if again.Status != http.StatusBadRequest || again.Error != "invalid_grant" {
+			t.Errorf("chain %d: the last token presented a second time = %d %s; want invalid_grant (exactly once)", i, again.Status, again.Body)
+		}
+	}
+}
 
+// checkAccessTokens checks, on the restarted server, that every access
+// token returned before the stop still verifies: its key is in the JWKS
+// and introspection says active (its grant stands).
+func checkAccessTokens(t *testing.T, s *server, cl testClient, res *loadResult) {
+	t.Helper()
+	hc := newHTTPClient(8)
+	kids := jwksKIDs(t, s.base)
 	var all []string
 	for _, c := range res.chains {
 		all = append(all, c.access...)
@@ -397,23 +432,39 @@ func checkAfterRestart(t *testing.T, s *server, cl testClient, res *loadResult, 
 	if n := inactive.Load(); n > 0 {
 		t.Errorf("%d of %d access tokens returned before the stop no longer verify after the restart", n, len(all))
 	}
+}
 
+// checkAfterRestartGrace checks, on the restarted server with the reuse
+// grace on, that no chain was lost: every chain's last token rotates, and
+// the token it returns rotates again (so a chain whose rotation committed
+// without its answer reached the client goes on through the grace); then
+// every access token is still active; and a chain whose grace was used
+// does not get it twice: its last token presented again revokes it.
+func checkAfterRestartGrace(t *testing.T, s *server, cl testClient, res *loadResult, committed []bool) {
+	t.Helper()
+	ctx := t.Context()
+	hc := newHTTPClient(8)
 	for i, c := range res.chains {
 		r, err := refresh(ctx, hc, s.base, cl, c.last, nil)
 		if err != nil {
 			t.Fatalf("chain %d: %v", i, err)
 		}
-		if committed[i] {
-			// The rotation committed but its answer was lost: the last
-			// token the client saw is a rotated one, and its reuse revokes
-			// the family.
-			if r.Status != http.StatusBadRequest || r.Error != "invalid_grant" {
-				t.Errorf("chain %d (rotation committed, answer lost): last token = %d %s; want invalid_grant", i, r.Status, r.Body)
-			}
+		if r.Status != http.StatusOK || r.RefreshToken == "" {
+			t.Errorf("chain %d (rotation committed without its answer: %v): the last token the client saw after the restart = %d %s; want 200 (the chain is lost)",
+				i, committed[i], r.Status, r.Body)
 			continue
 		}
-		if r.Status != http.StatusOK || r.RefreshToken == "" {
-			t.Errorf("chain %d (in flight %v): the last returned token after the restart = %d %s; want 200", i, c.inFlight, r.Status, r.Body)
+		next, err := refresh(ctx, hc, s.base, cl, r.RefreshToken, nil)
+		if err != nil {
+			t.Fatalf("chain %d: %v", i, err)
+		}
+		if next.Status != http.StatusOK || next.RefreshToken == "" {
+			t.Errorf("chain %d: the chain does not go on after the restart = %d %s", i, next.Status, next.Body)
+		}
+	}
+	checkAccessTokens(t, s, cl, res)
+	for i, c := range res.chains {
+		if !committed[i] {
 			continue
 		}
 		again, err := refresh(ctx, hc, s.base, cl, c.last, nil)
@@ -421,7 +472,7 @@ func checkAfterRestart(t *testing.T, s *server, cl testClient, res *loadResult, 
 			t.Fatalf("chain %d: %v", i, err)
 		}
 		if again.Status != http.StatusBadRequest || again.Error != "invalid_grant" {
-			t.Errorf("chain %d: the last token presented a second time = %d %s; want invalid_grant (exactly once)", i, again.Status, again.Body)
+			t.Errorf("chain %d: the previous token a second time = %d %s; want invalid_grant (the grace is once)", i, again.Status, again.Body)
 		}
 	}
 }
@@ -449,12 +500,30 @@ func jwtKID(t *testing.T, tok string) string {
 // crashChains is how many refresh-token chains the load drives.
 const crashChains = 24
 
+// TestCrashDuringRefreshLoad: kill -9 under load, without the reuse grace
+// (--refresh-reuse-grace 0): no accepted rotation is lost or half-done; a
+// chain whose rotation committed without its answer reaching the client is
+// revoked when the client presents the token it holds (the behaviour before
+// the grace existed).
 func TestCrashDuringRefreshLoad(t *testing.T) {
+	crashUnderLoad(t, "--refresh-reuse-grace", "0")
+}
+
+// TestCrashDuringRefreshLoadGrace: the same with the default reuse grace:
+// kill -9 under load loses no live chain.
+func TestCrashDuringRefreshLoadGrace(t *testing.T) {
+	crashUnderLoad(t)
+}
+
+// crashUnderLoad runs serve with args, kills it under a refresh load,
+// checks the database and restarts it; with a grace (args empty, the
+// default) every chain must live on.
+func crashUnderLoad(t *testing.T, args ...string) {
 	if testing.Short() {
 		t.Skip("runs the real server under load")
 	}
 	db := filepath.Join(t.TempDir(), "o.db")
-	s := startServe(t, db)
+	s := startServe(t, db, args...)
 	cl := newTestClient(t, db, "crash")
 	firsts := initialTokens(t, s.base, cl, crashChains)
 
@@ -479,7 +548,11 @@ func TestCrashDuringRefreshLoad(t *testing.T) {
 	committed := checkFamilies(t, db, res)
 	t.Logf("in-flight rotations that committed without their answer: %d", count(committed))
 	// The same address: it is the issuer of the tokens.
-	s2 := startServe(t, db, "--addr", strings.TrimPrefix(s.base, "http://"))
+	s2 := startServe(t, db, append([]string{"--addr", strings.TrimPrefix(s.base, "http://")}, args...)...)
+	if len(args) == 0 {
+		checkAfterRestartGrace(t, s2, cl, res, committed)
+		return
+	}
 	checkAfterRestart(t, s2, cl, res, committed)
 }
 
@@ -488,7 +561,9 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 		t.Skip("runs the real server under load")
 	}
 	db := filepath.Join(t.TempDir(), "o.db")
-	s := startServe(t, db)
+	// Without the reuse grace, so that checkAfterRestart can check that
+	// each chain's last token works exactly once.
+	s := startServe(t, db, "--refresh-reuse-grace", "0")
 	cl := newTestClient(t, db, "term")
 	firsts := initialTokens(t, s.base, cl, crashChains)
 
@@ -522,7 +597,7 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 			t.Errorf("chain %d: a request was processed (its rotation committed) but its answer was cut off by the graceful stop", i)
 		}
 	}
-	s2 := startServe(t, db, "--addr", strings.TrimPrefix(s.base, "http://"))
+	s2 := startServe(t, db, "--addr", strings.TrimPrefix(s.base, "http://"), "--refresh-reuse-grace", "0")
 	checkAfterRestart(t, s2, cl, res, committed)
 }
 

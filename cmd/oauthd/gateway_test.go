@@ -75,7 +75,7 @@ func (ti *testIssuer) token(t *testing.T, claims jwt.MapClaims) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return lowS(s)
 }
 
 // startGateway runs `oauthd gateway` with args until the test ends and

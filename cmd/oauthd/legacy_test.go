@@ -170,8 +170,19 @@ func TestSeedRules(t *testing.T) {
 				shown, shown.MigrationSafe)
 		}
 
-		// The migration.
-		e.cli(t, "clients", "scopes", "set", id, "PROFILE_READ")
+		// The migration: refused while migration_safe is false (saying why
+		// and how to go on, and changing nothing), done with --force.
+		out, errOut, err := oauthd(t, e.db, "", "clients", "scopes", "set", id, "PROFILE_READ")
+		if err == nil || out != "" || !strings.Contains(errOut, "1 of its authorization requests of the last 30 days came without a scope parameter") ||
+			!strings.Contains(errOut, "Add scope to the client's authorization URL") || !strings.Contains(errOut, "migration_safe: true") ||
+			!strings.Contains(errOut, "--force") {
+			t.Errorf("clients scopes set on an unsafe legacy client = %v, stdout %q, stderr %q; want a refusal saying why and how", err, out, errOut)
+		}
+		oneJSON(t, e.cli(t, "clients", "show", id, "--json"), &shown)
+		if !shown.Legacy {
+			t.Fatal("a refused migration migrated the client")
+		}
+		e.cli(t, "clients", "scopes", "set", id, "PROFILE_READ", "--force")
 		oneJSON(t, e.cli(t, "clients", "show", id, "--json"), &shown)
 		if shown.Legacy {
 			t.Error("still legacy after clients scopes set")

@@ -90,15 +90,16 @@ func tally(t *testing.T, rs []tokenResult, errs []error) (ok []tokenResult, inva
 	return ok, invalidGrant
 }
 
-// TestRaceRefreshSameToken: N concurrent refreshes of one refresh token.
-// Exactly one gets 200, the others invalid_grant. The documented outcome
-// for the family (RFC 9700 §4.14.2, docs/DESIGN.md): the first loser is a
-// reuse of a rotated token, so the whole family is revoked, including the
-// winner's new refresh token; the access tokens already issued are JWTs and
-// stay valid until they expire. The reuse is audited.
+// TestRaceRefreshSameToken: N concurrent refreshes of one refresh token,
+// without the reuse grace (--refresh-reuse-grace 0). Exactly one gets 200,
+// the others invalid_grant. The documented outcome for the family (RFC 9700
+// §4.14.2, docs/DESIGN.md): the first loser is a reuse of a rotated token,
+// so the whole family is revoked, including the winner's new refresh token,
+// and the winner's access token is refused by introspection at once. The
+// reuse is audited.
 func TestRaceRefreshSameToken(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "o.db")
-	s, logs := startServeLogged(t, db)
+	s, logs := startServeLogged(t, db, "--refresh-reuse-grace", "0")
 	cl := newTestClient(t, db, "racer")
 	first := initialTokens(t, s.base, cl, 1)[0]
 	hc := newHTTPClient(raceN)
@@ -116,14 +117,42 @@ func TestRaceRefreshSameToken(t *testing.T) {
 	if err != nil || r.Status != http.StatusBadRequest || r.Error != "invalid_grant" {
 		t.Errorf("the winner's new refresh token after the reuse = %+v, %v; want invalid_grant (family revoked)", r, err)
 	}
-	if !introspectActive(t, hc, s.base, cl, winner.AccessToken) {
-		t.Error("the winner's access token is inactive; access tokens are JWTs and stay valid until they expire")
+	if introspectActive(t, hc, s.base, cl, winner.AccessToken) {
+		t.Error("the winner's access token is still active at introspection after its family was revoked")
 	}
 	if introspectActive(t, hc, s.base, cl, winner.RefreshToken) {
 		t.Error("introspection says the winner's refresh token is active after the family was revoked")
 	}
 	if got := logs.grep("event=refresh_token_reuse", "client_id="+cl.ID); len(got) == 0 {
 		t.Errorf("no refresh_token_reuse audit record for %s in the log", cl.ID)
+	}
+}
+
+// TestRaceRefreshSameTokenGrace: the same race with the default reuse
+// grace. The token may be presented once more within the grace, so at most
+// two requests get 200; never two live chains: every further presentation
+// is a reuse, so the family ends revoked and no returned refresh token
+// works.
+func TestRaceRefreshSameTokenGrace(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "o.db")
+	s := startServe(t, db)
+	cl := newTestClient(t, db, "racer")
+	first := initialTokens(t, s.base, cl, 1)[0]
+	hc := newHTTPClient(raceN)
+
+	rs, errs := make([]tokenResult, raceN), make([]error, raceN)
+	together(raceN, func(i int) {
+		rs[i], errs[i] = refresh(context.Background(), hc, s.base, cl, first.RefreshToken, nil)
+	})
+	ok, bad := tally(t, rs, errs)
+	if len(ok) < 1 || len(ok) > 2 || len(ok)+bad != raceN {
+		t.Fatalf("%d concurrent refreshes of one token: %d × 200, %d × invalid_grant; want one or two 200", raceN, len(ok), bad)
+	}
+	for i, w := range ok {
+		r, err := refresh(t.Context(), hc, s.base, cl, w.RefreshToken, nil)
+		if err != nil || r.Status != http.StatusBadRequest || r.Error != "invalid_grant" {
+			t.Errorf("winner %d's refresh token after the race = %+v, %v; want invalid_grant (one live chain at most, and the reuses revoked it)", i, r, err)
+		}
 	}
 }
 

@@ -235,6 +235,7 @@ func TestReplicas(t *testing.T) {
 			const n = 30
 			statuses := make([]int, n)
 			errs := make([]string, n)
+			tokens := make([]string, n)
 			start := make(chan struct{})
 			var wg sync.WaitGroup
 			for i := range n {
@@ -242,6 +243,9 @@ func TestReplicas(t *testing.T) {
 					<-start
 					r := direct[i%3].refresh(t, id, secret, rt)
 					statuses[i], errs[i] = r.Status, r.str("error")
+					if r.Status == http.StatusOK {
+						tokens[i] = r.str("refresh_token")
+					}
 				})
 			}
 			close(start)
@@ -256,8 +260,24 @@ func TestReplicas(t *testing.T) {
 					t.Fatalf("round %d: a racing refresh got %d %q; want 200 or 400 invalid_grant", round, s, errs[i])
 				}
 			}
-			if won != 1 {
-				t.Fatalf("round %d: %d of %d racing refreshes won; want exactly 1", round, won, n)
+			// One rotation wins; serve's reuse grace may let one more
+			// racer, presenting what is by then the previous token,
+			// rotate once more (a lost response looks the same), which
+			// kills the first winner's token: never two live chains.
+			if won < 1 || won > 2 {
+				t.Fatalf("round %d: %d of %d racing refreshes won; want 1 (or 2 through the reuse grace)", round, won, n)
+			}
+			live := 0
+			for _, tok := range tokens {
+				if tok == "" {
+					continue
+				}
+				if r := front.refresh(t, id, secret, tok); r.Status == http.StatusOK {
+					live++
+				}
+			}
+			if live > 1 {
+				t.Fatalf("round %d: %d winners' refresh tokens still work; want at most one live chain", round, live)
 			}
 		}
 	})
@@ -488,9 +508,11 @@ func TestReplicas(t *testing.T) {
 		}
 		// A chain cut by the kill: either the killed replica had not
 		// committed (the last received token is still the family's
-		// current one, and must work like any other) or it had, and only
-		// its answer was lost (the family moved one step; presenting the
-		// older token is reuse, unless a reuse grace applies).
+		// current one) or it had, and only its answer was lost (the
+		// family moved one step): the reuse grace (serve's default) lets
+		// the previous token rotate once more. Either way the last token
+		// the client received works.
+		lost := 0
 		for c := range chains {
 			if !cut[c] {
 				continue
@@ -498,18 +520,14 @@ func TestReplicas(t *testing.T) {
 			famID, _ := data.ParseRefreshToken(last[c])
 			var stored []byte
 			pgQueryRow(t, rs.db, "SELECT decode(body->>'token_hash', 'base64') FROM families WHERE id = $1", []any{famID}, &stored)
-			if data.Equal(stored, data.Hash(last[c])) {
-				cut[c] = false // not committed: checked below like the others
-			} else {
+			if !data.Equal(stored, data.Hash(last[c])) {
+				lost++
 				t.Logf("chain %d: the killed replica committed a rotation whose answer was lost", c)
 			}
 		}
 		check := func(when string) {
 			t.Helper()
 			for c := range chains {
-				if cut[c] {
-					continue
-				}
 				r := front.refresh(t, id, secret, last[c])
 				if r.Status != http.StatusOK {
 					t.Fatalf("%s: chain %d's last received token = %d %v; want 200", when, c, r.Status, r.Body)
@@ -535,7 +553,7 @@ func TestReplicas(t *testing.T) {
 				nCut++
 			}
 		}
-		t.Logf("%d of %d chains were cut by the kill (their in-flight answer was lost)", nCut, chains)
+		t.Logf("%d of %d chains were cut by the kill; %d of them had a rotation committed whose answer was lost, and every chain goes on", nCut, chains, lost)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -61,14 +62,45 @@ func NewRootCommand() *cobra.Command {
 	o.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		if strings.Contains(err.Error(), "unknown shorthand flag") {
-			// Key IDs are base64url thumbprints: one in 64 starts with '-'.
+			// oauthd mints no ID that starts with '-', but a key made by an
+			// older version (one in 64) or an imported client ID may.
 			return fmt.Errorf("%w; an ID that starts with '-' goes after `--` (e.g. `%s -- -AbC…`); see `%s --help`", err, cmd.CommandPath(), cmd.CommandPath())
 		}
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
 	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o))
 	addGateway(root)
+	requireSubcommands(root)
 	return root
+}
+
+// requireSubcommands makes every command group below root (`clients`,
+// `clients secrets`, …) refuse an unknown subcommand with a non-zero exit
+// and cobra's did-you-mean suggestions, as root does; cobra would print the
+// group's help and exit 0. A group given no subcommand prints its help.
+func requireSubcommands(root *cobra.Command) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c == root || !c.HasSubCommands() || c.Runnable() {
+			return
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.SuggestionsMinimumDistance = 2 // cobra sets it on root only
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+			}
+			return fmt.Errorf("%s; see `%s --help` for the commands", msg, cmd.CommandPath())
+		}
+	}
+	walk(root)
 }
 
 // logger returns the slog logger for the command's stderr.
@@ -134,7 +166,10 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 		if c, err := admin.Dial(o.socketPath()); err == nil {
 			return c, c.Close, nil
 		}
-		b, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger})
+		b, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger, MustExist: true})
+		if errors.Is(err, bolt.ErrNoDatabase) {
+			return nil, nil, noDatabase(o.db, err)
+		}
 		if errors.Is(err, bolt.ErrLocked) {
 			return nil, nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", o.db, o.socketPath())
 		}
@@ -153,6 +188,34 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 	local := admin.NewLocal(store, lk, logger, time.Now).WithActor(admin.Actor{Via: "cli", UID: os.Getuid(), PID: os.Getpid()})
 	return local, store.Close, nil
 }
+
+// noDatabase is the error of a command other than serve on a missing or
+// empty database: it names the path it tried and how to point elsewhere.
+// Only serve creates a database.
+func noDatabase(db string, err error) error {
+	where := db
+	if abs, aerr := filepath.Abs(db); aerr == nil && abs != db {
+		where = fmt.Sprintf("%s (%s)", db, abs)
+	}
+	why := "it was never set up by `oauthd serve`"
+	if fi, serr := os.Stat(db); serr != nil {
+		why = "the file does not exist"
+	} else if fi.Size() == 0 {
+		why = "the file is empty"
+	}
+	return &messageError{err: err, msg: fmt.Sprintf("there is no oauthd database at %s: %s. Pass --db PATH or set OAUTHD_DB to use another one; "+
+		"`oauthd serve --db PATH` creates a new database on its first start (no other command creates one)", where, why)}
+}
+
+// messageError is an error with its own sentence that still unwraps to
+// the cause (for errors.Is).
+type messageError struct {
+	msg string
+	err error
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.err }
 
 // lazyKeys builds the key manager on first use, so that commands that do not
 // touch keys work without the master key.

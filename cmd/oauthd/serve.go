@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"oauthd/consent"
+	"oauthd/consent/password"
 	"oauthd/data"
 	"oauthd/data/bolt"
 	"oauthd/data/cache"
@@ -46,7 +47,31 @@ type serveOptions struct {
 	codeTTL     time.Duration
 	refreshIdle time.Duration
 	refreshMax  time.Duration
+	reuseGrace  time.Duration
 	debugAddr   string
+	pwSlots     int
+	proxies     []string
+}
+
+// envList splits the comma-separated environment variable name.
+func envList(name string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// envDuration is the duration in the environment variable name, or def
+// when it is unset or does not parse (the flag's own parsing then reports
+// nothing; run checks the value).
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
 }
 
 func envOr(name, def string) string {
@@ -66,6 +91,10 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
 	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
+	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", issuer.DefaultRefreshReuseGrace),
+		"within this time after a rotation, the previous refresh token may be presented once more (a lost response) and rotates again instead of revoking the grant; 0 disables (env OAUTHD_REFRESH_REUSE_GRACE)")
+	fs.StringSliceVar(&o.proxies, "trusted-proxy", envList("OAUTHD_TRUSTED_PROXIES"), "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable; env OAUTHD_TRUSTED_PROXIES, comma-separated); default none: the source address is the TCP peer's")
+	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; default the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", os.Getenv("OAUTHD_DEBUG_ADDR"), "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; env OAUTHD_DEBUG_ADDR; default off)")
 }
 
@@ -93,7 +122,17 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if o.codeTTL <= 0 || o.codeTTL > 10*time.Minute {
 		return fmt.Errorf("--code-ttl %s: use a duration between 1s and 10m", o.codeTTL)
 	}
+	if err := o.checkReuseGrace(); err != nil {
+		return err
+	}
 	tuneGC()
+	if o.pwSlots < 0 {
+		return fmt.Errorf("--password-slots %d: use 1 or more (0 means the usable cores)", o.pwSlots)
+	}
+	if o.pwSlots == 0 {
+		o.pwSlots = password.DefaultSlots()
+	}
+	limitMemory(o.pwSlots)
 	mk, err := root.masterKey()
 	if err != nil {
 		return err
@@ -173,6 +212,25 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	return err
 }
 
+// maxReuseGrace bounds --refresh-reuse-grace: a longer grace keeps the
+// previous refresh token as good as the current one for too long (Hydra
+// caps its own at 5 minutes).
+const maxReuseGrace = 5 * time.Minute
+
+// checkReuseGrace checks --refresh-reuse-grace (and its env variable,
+// which, when it does not parse, is reported here rather than ignored).
+func (o *serveOptions) checkReuseGrace() error {
+	if v := os.Getenv("OAUTHD_REFRESH_REUSE_GRACE"); v != "" {
+		if _, err := time.ParseDuration(v); err != nil {
+			return fmt.Errorf("OAUTHD_REFRESH_REUSE_GRACE=%q is not a duration; use e.g. 30s, or 0 to disable the grace", v)
+		}
+	}
+	if o.reuseGrace < 0 || o.reuseGrace > maxReuseGrace {
+		return fmt.Errorf("--refresh-reuse-grace %s: use a duration between 0 (off) and %s", o.reuseGrace, maxReuseGrace)
+	}
+	return nil
+}
+
 // wired is a server wired as `serve` runs it, listening but not yet
 // serving: serve and bench both start from it.
 type wired struct {
@@ -236,6 +294,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
 	w.km = km
+	if len(km.RefreshTokenKey()) == 0 {
+		// Never run with a key of this process only: every refresh token
+		// would look forged after a restart.
+		return nil, errors.New("load signing keys: the refresh-token secret is missing from the key set; run `oauthd keys list` to check the database")
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -268,6 +331,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
+		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
@@ -278,12 +342,18 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
 	}
 	w.local = admin.NewLocal(store, km, adminLog, time.Now)
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local})
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
+		PasswordSlots: o.pwSlots})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
 
-	e := newEcho(logger, reg)
+	ipx, err := ipExtractor(o.proxies)
+	if err != nil {
+		return nil, err
+	}
+	e := newEcho(logger, reg, ipx)
+	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
@@ -304,7 +374,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 // httpServer is the HTTP server of the wired app.
 func (w *wired) httpServer(logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler: w.e,
+		Handler: issuer.HeadAsGet(w.e),
 		// Bounded reads and writes: a slow client cannot hold a connection
 		// (and its goroutine) for ever. Bodies are at most 64 KiB.
 		ReadHeaderTimeout: 10 * time.Second,
@@ -388,6 +458,26 @@ func tuneGC() {
 	}
 }
 
+// Memory bound of serve (README, "Limits"): the Go runtime's soft limit
+// is memoryBase plus memoryPerSlot for each password check slot, unless
+// GOMEMLIMIT is set. A password check allocates 19 MiB that is garbage a
+// moment later; without a limit, the collector (at GOGC 400) would let
+// five times the live heap pile up (200 MiB at 2 slots) before
+// collecting. The limit does not bind the token endpoint, whose heap
+// stays far below it.
+const (
+	memoryBase    = 64 << 20
+	memoryPerSlot = 32 << 20
+)
+
+// limitMemory sets the runtime's soft memory limit for slots password
+// check slots, unless the operator set GOMEMLIMIT.
+func limitMemory(slots int) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryBase + int64(slots)*memoryPerSlot)
+	}
+}
+
 // listenDebug serves net/http/pprof on addr, which must be a loopback
 // address: profiles show the code's hot paths and must not be public.
 func listenDebug(addr string) (*http.Server, string, error) {
@@ -456,15 +546,34 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 	}
 }
 
+// ipExtractor returns how the source address of a request is found: the
+// TCP peer's, never X-Forwarded-For or X-Real-IP (a client could set those
+// on every request and slip past the per-address limits), unless the peer
+// is one of the trusted proxies: then the nearest address in
+// X-Forwarded-For that is not a trusted proxy. Behind a proxy this must be
+// set, or every client shares the proxy's address and its limits.
+func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
+	if len(cidrs) == 0 {
+		return echo.ExtractIPDirect(), nil
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, c := range cidrs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxy %q: %w; use a CIDR such as 10.0.0.5/32", c, err)
+		}
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...), nil
+}
+
 // newEcho returns Echo with the error handler, request logging and metrics,
 // panic recovery and the body limit.
-func newEcho(logger *slog.Logger, reg prometheus.Registerer) *echo.Echo {
+func newEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtractor) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = issuer.HTTPErrorHandler(logger)
-	// The peer's address, never X-Forwarded-For or X-Real-IP: a client could
-	// set those on every request and slip past the per-address limits.
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = ipx
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
 	}, []string{"method", "route", "status"})

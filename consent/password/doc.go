@@ -6,5 +6,7 @@
 //
 // with salt and hash in unpadded standard base64. [Verify] reads the
 // parameters from the string, so they can be raised later without breaking
-// stored hashes. Package password knows nothing about users or storage.
+// stored hashes. A [Gate] bounds how many verifications run at once (the
+// login page puts every one, the dummy one included, through it). Package
+// password knows nothing about users or storage.
 package password

@@ -31,6 +31,10 @@ var (
 	// ErrFailed: a write to the write-ahead log failed; the store refuses
 	// writes until it is reopened.
 	ErrFailed = errors.New("bolt store failed")
+	// ErrNoDatabase: Options.MustExist was set and there is no oauthd
+	// database at the path (no file, an empty file, or a bbolt file that
+	// oauthd never set up). Nothing was created.
+	ErrNoDatabase = errors.New("no oauthd database")
 )
 
 // schemaVersion is the layout of the buckets below; Open refuses any other.
@@ -86,6 +90,10 @@ type Options struct {
 	// (CommitStats.ReleasedSyncs counts them). See docs/DESIGN.md "Holding
 	// the P through the flush" for the measurements.
 	SyncHoldsProc bool
+	// MustExist makes Open fail with [ErrNoDatabase], creating and
+	// writing nothing, when path holds no oauthd database yet. Only the
+	// commands that set a database up (serve) leave it false.
+	MustExist bool
 }
 
 // Store is a [data.Store] on a bbolt file. Open it with [Open]; Close it.
@@ -125,12 +133,42 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.Timeout})
+	bopts := &bbolt.Options{Timeout: opts.Timeout}
+	if opts.MustExist {
+		if err := checkExists(path); err != nil {
+			return nil, err
+		}
+		// Never O_CREATE, even if the file went away since the check.
+		bopts.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag&^os.O_CREATE, mode)
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%s: %w", name, ErrNoDatabase)
+			}
+			return f, err
+		}
+	}
+	db, err := bbolt.Open(path, 0o600, bopts)
+	if errors.Is(err, ErrNoDatabase) {
+		return nil, err
+	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("database %s is in use by another process (is `oauthd serve` running on it?): %w", path, ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if opts.MustExist {
+		// A bbolt file that oauthd never set up (no schema) is empty.
+		err := db.View(func(tx *bbolt.Tx) error {
+			if b := tx.Bucket(bucketMeta); b == nil || b.Get(keySchema) == nil {
+				return fmt.Errorf("%s holds no oauthd schema: %w", path, ErrNoDatabase)
+			}
+			return nil
+		})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range allBuckets {
@@ -172,6 +210,20 @@ func Open(path string, opts Options) (*Store, error) {
 	go s.commitLoop()
 	opts.Logger.Debug("database opened", "path", path)
 	return s, nil
+}
+
+// checkExists fails with ErrNoDatabase when path is missing or empty.
+func checkExists(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s does not exist: %w", path, ErrNoDatabase)
+	case err != nil:
+		return fmt.Errorf("open database %s: %w", path, err)
+	case fi.Size() == 0:
+		return fmt.Errorf("%s is empty: %w", path, ErrNoDatabase)
+	}
+	return nil
 }
 
 // Close stops the group committer after it has committed every queued write,

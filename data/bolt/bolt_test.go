@@ -319,15 +319,18 @@ func benchFamily(b *testing.B, s *bolt.Store, id string) (rotate func() error) {
 	cur := 0
 	updates := [2]func(data.Family) (data.Family, error){}
 	for i := range updates {
-		next := hashes[1-i]
+		next, want := hashes[1-i], hashes[i]
 		updates[i] = func(f data.Family) (data.Family, error) {
+			if !data.Equal(f.TokenHash, want) {
+				return f, data.ErrTokenReused
+			}
 			f.TokenHash = next
 			f.Generation++
 			return f, nil
 		}
 	}
 	return func() error {
-		_, err := s.RotateRefreshToken(ctx, id, hashes[cur], updates[cur])
+		_, err := s.RotateRefreshToken(ctx, id, updates[cur])
 		cur = 1 - cur
 		return err
 	}

@@ -12,11 +12,12 @@ import (
 // Family records are stored in a compact binary form: every refresh
 // rotation decodes and re-encodes one inside the group commit, and JSON
 // was the bulk of that serial work. The first byte is the format version
-// (familyV1); a record that starts with '{' is the JSON form written by
+// (familyV2, written; familyV1, still read, with the fields V2 added
+// zero); a record that starts with '{' is the JSON form written by
 // earlier versions, which still reads. Every other first byte is refused.
 //
 // familyV1 layout, in field order of data.Family (uvarint/varint are
-// encoding/binary's):
+// encoding/binary's); familyV2 appends Tagged, PrevHash and LegacyHash:
 //
 //	ID, ClientID       uvarint length, bytes
 //	UserID             varint
@@ -27,16 +28,22 @@ import (
 //	CreatedAt, RotatedAt, ExpiresAt, AbsoluteExp
 //	                   varint Unix seconds, uvarint nanoseconds (read as UTC)
 //	CodeHash           uvarint length (0 = nil, as JSON's omitempty), bytes
+//	Tagged             (V2) one byte, 0 or 1
+//	PrevHash, LegacyHash
+//	                   (V2) each uvarint length (0 = nil), bytes
 //
 // A record with bytes left over, cut short, or with a varint longer than
 // its shortest encoding is refused: a family has exactly one encoding.
-const familyV1 = 1
+const (
+	familyV1 = 1
+	familyV2 = 2
+)
 
 var errFamilyRecord = errors.New("malformed family record")
 
-// appendFamily appends the familyV1 form of f to b.
+// appendFamily appends the familyV2 form of f to b.
 func appendFamily(b []byte, f *data.Family) []byte {
-	b = append(b, familyV1)
+	b = append(b, familyV2)
 	b = appendString(b, f.ID)
 	b = appendString(b, f.ClientID)
 	b = binary.AppendVarint(b, f.UserID)
@@ -47,8 +54,17 @@ func appendFamily(b []byte, f *data.Family) []byte {
 	for _, t := range [...]time.Time{f.CreatedAt, f.RotatedAt, f.ExpiresAt, f.AbsoluteExp} {
 		b = appendTime(b, t)
 	}
-	b = binary.AppendUvarint(b, uint64(len(f.CodeHash)))
-	return append(b, f.CodeHash...)
+	b = appendLenBytes(b, f.CodeHash)
+	b = appendBool(b, f.Tagged)
+	b = appendLenBytes(b, f.PrevHash)
+	return appendLenBytes(b, f.LegacyHash)
+}
+
+// appendLenBytes appends p as uvarint length and its bytes (an empty p
+// reads back as nil).
+func appendLenBytes(b, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -62,7 +78,7 @@ func decodeFamily(raw []byte, f *data.Family) error {
 		*f = data.Family{}
 		return json.Unmarshal(raw, f)
 	}
-	if len(raw) == 0 || raw[0] != familyV1 {
+	if len(raw) == 0 || (raw[0] != familyV1 && raw[0] != familyV2) {
 		return errFamilyRecord
 	}
 	r := reader{b: raw[1:]}
@@ -77,8 +93,11 @@ func decodeFamily(raw []byte, f *data.Family) error {
 	for _, t := range [...]*time.Time{&out.CreatedAt, &out.RotatedAt, &out.ExpiresAt, &out.AbsoluteExp} {
 		*t = r.time()
 	}
-	if n := r.uvarint(); n > 0 {
-		out.CodeHash = r.bytes(n)
+	out.CodeHash = r.lenBytes()
+	if raw[0] == familyV2 {
+		out.Tagged = r.bool()
+		out.PrevHash = r.lenBytes()
+		out.LegacyHash = r.lenBytes()
 	}
 	if r.bad || len(r.b) != 0 {
 		return errFamilyRecord
@@ -152,6 +171,14 @@ func (r *reader) bytes(n uint64) []byte {
 	copy(out, r.b)
 	r.b = r.b[n:]
 	return out
+}
+
+// lenBytes reads what appendLenBytes wrote; length 0 is nil.
+func (r *reader) lenBytes() []byte {
+	if n := r.uvarint(); n > 0 {
+		return r.bytes(n)
+	}
+	return nil
 }
 
 func (r *reader) string() string {

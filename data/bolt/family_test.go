@@ -34,7 +34,10 @@ func familyCases() map[string]data.Family {
 	empty.Scopes, empty.TokenHash, empty.CodeHash = []string{}, []byte{}, nil
 	unrestricted := full
 	unrestricted.Scopes, unrestricted.Unrestricted, unrestricted.UserID = nil, true, -1
+	grace := full
+	grace.Tagged, grace.PrevHash, grace.LegacyHash = true, data.Hash("rt-1"), data.Hash("legacy")
 	return map[string]data.Family{
+		"grace fields": grace,
 		"full":         full,
 		"empty slices": empty,
 		"unrestricted": unrestricted,
@@ -87,7 +90,7 @@ func codecRefusesDamage[T any](t *testing.T, raw []byte, dec func([]byte, *T) er
 	}
 	bad := append([][]byte{
 		append(bytes.Clone(raw), 0),
-		append([]byte{2}, raw[1:]...),
+		append([]byte{0x7f}, raw[1:]...),
 		append([]byte{0}, raw[1:]...),
 	}, more...)
 	for _, b := range bad {
@@ -117,7 +120,7 @@ func TestFamilyJSONRecordsStillRead(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, f) {
 		t.Fatalf("GetFamily = %+v, %v; want %+v", got, err, f)
 	}
-	next, err := s.RotateRefreshToken(ctx, f.ID, f.TokenHash, func(old data.Family) (data.Family, error) {
+	next, err := s.RotateRefreshToken(ctx, f.ID, func(old data.Family) (data.Family, error) {
 		old.TokenHash, old.Generation = data.Hash("rt2"), old.Generation+1
 		return old, nil
 	})
@@ -128,7 +131,7 @@ func TestFamilyJSONRecordsStillRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.db.View(func(tx *bbolt.Tx) error {
-		if raw := tx.Bucket(bucketFamilies).Get([]byte(f.ID)); len(raw) == 0 || raw[0] != familyV1 {
+		if raw := tx.Bucket(bucketFamilies).Get([]byte(f.ID)); len(raw) == 0 || raw[0] != familyV2 {
 			t.Errorf("rotated family stored as % x...; want the binary form", raw[:1])
 		}
 		return nil
@@ -149,13 +152,44 @@ func FuzzDecodeFamily(f *testing.F) {
 	f.Add([]byte(`{"id":"x"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var fam data.Family
-		if err := decodeFamily(raw, &fam); err != nil || raw[0] == '{' {
+		if err := decodeFamily(raw, &fam); err != nil || raw[0] != familyV2 {
 			return
 		}
 		if again := appendFamily(nil, &fam); !bytes.Equal(again, raw) {
 			t.Fatalf("decode(% x) re-encodes as % x", raw, again)
 		}
 	})
+}
+
+// TestFamilyV1RecordsStillRead: a record in the form of the release
+// before tags (familyV1: no Tagged, PrevHash, LegacyHash) reads with
+// those fields zero, and a V1 record with the V2 fields appended is
+// refused (one encoding per family).
+func TestFamilyV1RecordsStillRead(t *testing.T) {
+	for name, f := range familyCases() {
+		if f.Tagged || f.PrevHash != nil || f.LegacyHash != nil {
+			continue
+		}
+		v2 := appendFamily(nil, &f)
+		if !bytes.HasSuffix(v2, []byte{0, 0, 0}) {
+			t.Fatalf("%s: V2 record does not end with the three empty V2 fields: % x", name, v2)
+		}
+		v1 := append([]byte{familyV1}, v2[1:len(v2)-3]...)
+		var got, want data.Family
+		if err := decodeFamily(v1, &got); err != nil {
+			t.Fatalf("%s: decode V1: %v", name, err)
+		}
+		if err := decodeFamily(v2, &want); err != nil {
+			t.Fatalf("%s: decode V2: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: V1 decodes to %+v; V2 to %+v", name, got, want)
+		}
+		var bad data.Family
+		if err := decodeFamily(append([]byte{familyV1}, v2[1:]...), &bad); err == nil {
+			t.Errorf("%s: a V1 record with V2 fields decoded: %+v", name, bad)
+		}
+	}
 }
 
 func TestFamilyCodecRefusesLongVarint(t *testing.T) {

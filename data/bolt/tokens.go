@@ -140,8 +140,7 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 
 // RotateRefreshToken implements [data.Store.RotateRefreshToken]. An error
 // from update is returned as it is.
-func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
-	presented = bytes.Clone(presented)
+func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	var out data.Family
 	key := []byte(id)
 	err := s.submit(ctx, "rotate refresh token", func(w *wtx) error {
@@ -154,20 +153,25 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 		if err := jsonUnmarshal(raw, &old); err != nil {
 			return err
 		}
-		if !data.Equal(old.TokenHash, presented) {
-			deleteFamily(w, old)
-			out = old
-			return keep(fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrTokenReused))
-		}
+		clientID := old.ClientID
 		next, err := update(old) // old is this fn's own decoded copy
+		if errorsIs(err, data.ErrTokenReused) {
+			// The stored record, decoded again (update may have changed
+			// its copy): rare, and it keeps the hot path free of a copy.
+			if derr := jsonUnmarshal(raw, &out); derr != nil {
+				return derr
+			}
+			deleteFamily(w, out)
+			return keep(err)
+		}
 		if err != nil {
 			return err
 		}
-		if next.ID != id || next.ClientID != old.ClientID {
+		if next.ID != id || next.ClientID != clientID {
 			return fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 		}
 		utcFamily(&next)
-		if err := w.put(hotFamilies, key, appendFamily(make([]byte, 0, 256), &next)); err != nil {
+		if err := w.put(hotFamilies, key, appendFamily(make([]byte, 0, 320), &next)); err != nil {
 			return err
 		}
 		out = next

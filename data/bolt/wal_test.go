@@ -67,7 +67,10 @@ func newFamily(t *testing.T, s *Store, id string) {
 // rotate moves family id from generation gen to gen+1.
 func rotate(t *testing.T, s *Store, id string, gen int) {
 	t.Helper()
-	_, err := s.RotateRefreshToken(t.Context(), id, data.Hash(fmt.Sprintf("%s/%d", id, gen)), func(f data.Family) (data.Family, error) {
+	_, err := s.RotateRefreshToken(t.Context(), id, func(f data.Family) (data.Family, error) {
+		if !data.Equal(f.TokenHash, data.Hash(fmt.Sprintf("%s/%d", id, gen))) {
+			return f, fmt.Errorf("family %s is not at generation %d", id, gen)
+		}
 		f.TokenHash = data.Hash(fmt.Sprintf("%s/%d", id, gen+1))
 		f.Generation++
 		return f, nil
@@ -240,7 +243,7 @@ func TestWALFailureStopsWrites(t *testing.T) {
 	rotate(t, s, "a", 0)
 	path := crashCopy(t, s)
 	s.wal.Close() // every write to the log now fails
-	_, err = s.RotateRefreshToken(t.Context(), "a", data.Hash("a/1"), func(f data.Family) (data.Family, error) { return f, nil })
+	_, err = s.RotateRefreshToken(t.Context(), "a", func(f data.Family) (data.Family, error) { return f, nil })
 	if !errors.Is(err, ErrFailed) {
 		t.Fatalf("rotation with a broken log: %v; want ErrFailed", err)
 	}

@@ -110,5 +110,7 @@ func clone(c data.Client) data.Client {
 		}
 		c.Secrets = s
 	}
+	c.Pending = c.Pending.Clone()
+	c.RejectedChange = c.RejectedChange.Clone()
 	return c
 }

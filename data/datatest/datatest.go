@@ -40,6 +40,9 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"RotateReuseRevokesFamily", testRotateReuse},
 		{"RotateUpdateErrorWritesNothing", testRotateUpdateError},
 		{"RotateConcurrent", testRotateConcurrent},
+		{"RotateUpdateDecidesReuse", testRotateUpdateDecidesReuse},
+		{"RotateKeepsGraceFields", testRotateGraceFields},
+		{"RotateCannotChangeIDs", testRotateCannotChangeIDs},
 		{"Families", testFamilies},
 		{"Grants", testGrants},
 		{"Sessions", testSessions},
@@ -114,6 +117,18 @@ func familyFrom(id, token string) func(data.AuthCode) (data.Family, error) {
 		f := newFamily(id, c.ClientID, token)
 		f.CodeHash = c.Hash
 		return f, nil
+	}
+}
+
+// presenting wraps a rotation callback with the check a caller makes when
+// token is presented: the family's current token, or else a reuse (which
+// has the store delete the family).
+func presenting(token string, update func(data.Family) (data.Family, error)) func(data.Family) (data.Family, error) {
+	return func(f data.Family) (data.Family, error) {
+		if !data.Equal(f.TokenHash, data.Hash(token)) {
+			return data.Family{}, fmt.Errorf("family %s: %w", f.ID, data.ErrTokenReused)
+		}
+		return update(f)
 	}
 }
 
@@ -360,10 +375,14 @@ func testClientRulesAtUpdate(t *testing.T, s data.Store) {
 		{"change type", func(c *data.Client) { c.Type, c.Secrets = data.Public, nil }, data.ErrInvalid},
 		{"change creation time", func(c *data.Client) { c.CreatedAt = c.CreatedAt.Add(time.Second) }, data.ErrInvalid},
 		{"become legacy", func(c *data.Client) { c.Legacy = true }, data.ErrInvalid},
+		{"pending change that adds nothing", func(c *data.Client) {
+			c.Pending = &data.ClientChange{AddScopes: []string{"PROFILE_READ"}, ProposedBy: "dev", ProposedAt: t0}
+		}, data.ErrInvalid},
 	}
 	for i, tc := range immutable {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := newClient(fmt.Sprintf("i%d", i))
+			orig.Status = data.StatusApproved // the type of a client under review may change
 			wantErr(t, "CreateClient", s.CreateClient(ctx, orig), nil)
 			_, err := s.UpdateClient(ctx, orig.ID, func(c data.Client) (data.Client, error) {
 				tc.change(&c)
@@ -376,6 +395,30 @@ func testClientRulesAtUpdate(t *testing.T, s data.Store) {
 			wantErr(t, "GetClient(other)", err, data.ErrNotFound)
 		})
 	}
+	t.Run("pending change round-trips and its approval changes the type", func(t *testing.T) {
+		orig := newClient("pc")
+		orig.Status = data.StatusApproved
+		wantErr(t, "CreateClient", s.CreateClient(ctx, orig), nil)
+		p := &data.ClientChange{AddScopes: []string{"TEAM_BOOKING_READ"}, AddRedirectURIs: []string{"https://new.example.com/cb"},
+			Type: data.Public, ProposedBy: "user 1 (settings page)", ProposedAt: t0.Add(time.Minute)}
+		want, err := s.UpdateClient(ctx, orig.ID, func(c data.Client) (data.Client, error) {
+			c.Pending = p
+			c.RejectedChange = &data.ClientChange{AddScopes: []string{"ORG_BOOKING_READ"}, ProposedBy: "x", ProposedAt: t0, RejectReason: "no"}
+			return c, nil
+		})
+		wantErr(t, "UpdateClient", err, nil)
+		stored, err := s.GetClient(ctx, orig.ID)
+		wantErr(t, "GetClient", err, nil)
+		mustEqual(t, "client with a pending change", stored, want)
+		if stored.Pending == nil || stored.Type != data.Confidential || len(stored.Scopes) != 2 {
+			t.Fatalf("stored = %+v; want the approved settings and the pending change beside them", stored)
+		}
+		got, err := s.UpdateClient(ctx, orig.ID, func(c data.Client) (data.Client, error) { return c.WithPending(), nil })
+		wantErr(t, "UpdateClient (approve)", err, nil)
+		if got.Pending != nil || got.Type != data.Public || len(got.Secrets) != 0 || len(got.Scopes) != 3 || len(got.RedirectURIs) != 3 {
+			t.Fatalf("after approval = %+v", got)
+		}
+	})
 	t.Run("legacy client saves scopes", func(t *testing.T) {
 		orig := newClient("legacy")
 		orig.Legacy, orig.Scopes = true, nil
@@ -571,7 +614,7 @@ func exchanged(t *testing.T, s data.Store, id, clientID, token string) data.Fami
 func testRotate(t *testing.T, s data.Store) {
 	exchanged(t, s, "fam", "a", "rt0")
 	t1 := t0.Add(time.Hour)
-	got, err := s.RotateRefreshToken(ctx, "fam", data.Hash("rt0"), rotateTo("rt1", t1))
+	got, err := s.RotateRefreshToken(ctx, "fam", presenting("rt0", rotateTo("rt1", t1)))
 	wantErr(t, "RotateRefreshToken", err, nil)
 	if !data.Equal(got.TokenHash, data.Hash("rt1")) || got.Generation != 1 || !got.RotatedAt.Equal(t1) {
 		t.Fatalf("RotateRefreshToken = %+v; want rt1, generation 1", got)
@@ -579,25 +622,25 @@ func testRotate(t *testing.T, s data.Store) {
 	stored, err := s.GetFamily(ctx, "fam")
 	wantErr(t, "GetFamily", err, nil)
 	mustEqual(t, "stored family", stored, got)
-	got, err = s.RotateRefreshToken(ctx, "fam", data.Hash("rt1"), rotateTo("rt2", t1.Add(time.Hour)))
+	got, err = s.RotateRefreshToken(ctx, "fam", presenting("rt1", rotateTo("rt2", t1.Add(time.Hour))))
 	wantErr(t, "second RotateRefreshToken", err, nil)
 	if got.Generation != 2 {
 		t.Fatalf("Generation = %d; want 2", got.Generation)
 	}
-	_, err = s.RotateRefreshToken(ctx, "nope", data.Hash("rt0"), rotateTo("x", t1))
+	_, err = s.RotateRefreshToken(ctx, "nope", presenting("rt0", rotateTo("x", t1)))
 	wantErr(t, "RotateRefreshToken(unknown)", err, data.ErrNotFound)
 }
 
 func testRotateReuse(t *testing.T, s data.Store) {
 	exchanged(t, s, "fam", "a", "rt0")
 	exchanged(t, s, "other", "a", "rtX")
-	_, err := s.RotateRefreshToken(ctx, "fam", data.Hash("rt0"), rotateTo("rt1", t0))
+	_, err := s.RotateRefreshToken(ctx, "fam", presenting("rt0", rotateTo("rt1", t0)))
 	wantErr(t, "RotateRefreshToken", err, nil)
 	called := false
-	old, err := s.RotateRefreshToken(ctx, "fam", data.Hash("rt0"), func(f data.Family) (data.Family, error) {
+	old, err := s.RotateRefreshToken(ctx, "fam", presenting("rt0", func(f data.Family) (data.Family, error) {
 		called = true
 		return f, nil
-	})
+	}))
 	wantErr(t, "RotateRefreshToken(rotated-away token)", err, data.ErrTokenReused)
 	if called {
 		t.Fatal("a reused token called update")
@@ -607,7 +650,7 @@ func testRotateReuse(t *testing.T, s data.Store) {
 	}
 	_, err = s.GetFamily(ctx, "fam")
 	wantErr(t, "GetFamily after reuse", err, data.ErrNotFound)
-	_, err = s.RotateRefreshToken(ctx, "fam", data.Hash("rt1"), rotateTo("rt2", t0))
+	_, err = s.RotateRefreshToken(ctx, "fam", presenting("rt1", rotateTo("rt2", t0)))
 	wantErr(t, "RotateRefreshToken with the current token after reuse", err, data.ErrNotFound)
 	_, err = s.GetFamily(ctx, "other")
 	wantErr(t, "GetFamily(other)", err, nil)
@@ -616,7 +659,7 @@ func testRotateReuse(t *testing.T, s data.Store) {
 func testRotateUpdateError(t *testing.T, s data.Store) {
 	orig := exchanged(t, s, "fam", "a", "rt0")
 	boom := errors.New("invalid_grant: expired")
-	_, err := s.RotateRefreshToken(ctx, "fam", data.Hash("rt0"), func(f data.Family) (data.Family, error) {
+	_, err := s.RotateRefreshToken(ctx, "fam", func(f data.Family) (data.Family, error) {
 		f.TokenHash = data.Hash("rt1")
 		f.Scopes[0] = "ORG_BOOKING_WRITE"
 		return f, boom
@@ -625,7 +668,7 @@ func testRotateUpdateError(t *testing.T, s data.Store) {
 	got, err := s.GetFamily(ctx, "fam")
 	wantErr(t, "GetFamily", err, nil)
 	mustEqual(t, "family after a failed rotation", got, orig)
-	_, err = s.RotateRefreshToken(ctx, "fam", data.Hash("rt0"), rotateTo("rt1", t0))
+	_, err = s.RotateRefreshToken(ctx, "fam", presenting("rt0", rotateTo("rt1", t0)))
 	wantErr(t, "RotateRefreshToken after a failed one", err, nil)
 }
 
@@ -636,7 +679,7 @@ func testRotateConcurrent(t *testing.T, s data.Store) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = s.RotateRefreshToken(ctx, "fam", data.Hash("rt0"), rotateTo(fmt.Sprintf("rt%d", i+1), t0))
+			_, errs[i] = s.RotateRefreshToken(ctx, "fam", presenting("rt0", rotateTo(fmt.Sprintf("rt%d", i+1), t0)))
 		})
 	}
 	wg.Wait()
@@ -652,6 +695,92 @@ func testRotateConcurrent(t *testing.T, s data.Store) {
 	}
 	_, err := s.GetFamily(ctx, "fam")
 	wantErr(t, "GetFamily after the race", err, data.ErrNotFound)
+}
+
+// The store makes no decision of its own: an update that returns
+// ErrTokenReused (wrapped) has the family deleted, whatever was presented.
+func testRotateUpdateDecidesReuse(t *testing.T, s data.Store) {
+	orig := exchanged(t, s, "fam", "a", "rt0")
+	exchanged(t, s, "other", "a", "rtX")
+	reused := fmt.Errorf("replay of generation 0: %w", data.ErrTokenReused)
+	var saw data.Family
+	got, err := s.RotateRefreshToken(ctx, "fam", func(f data.Family) (data.Family, error) {
+		saw = f
+		f.Scopes[0] = "ORG_BOOKING_WRITE" // the record returned is the stored one, not this
+		return f, reused
+	})
+	wantErr(t, "RotateRefreshToken", err, data.ErrTokenReused)
+	if err.Error() != reused.Error() {
+		t.Fatalf("RotateRefreshToken error = %q; want update's %q", err, reused)
+	}
+	mustEqual(t, "update's argument", saw.ID, orig.ID)
+	mustEqual(t, "the revoked family returned", got, orig)
+	_, err = s.GetFamily(ctx, "fam")
+	wantErr(t, "GetFamily after a revoking update", err, data.ErrNotFound)
+	ofA, err := s.ListFamilies(ctx, "a")
+	wantErr(t, "ListFamilies(a)", err, nil)
+	if len(ofA) != 1 || ofA[0].ID != "other" {
+		t.Fatalf("ListFamilies(a) after a revoking update = %+v; want only other", ofA)
+	}
+	_, err = s.RotateRefreshToken(ctx, "fam", rotateTo("rt1", t0))
+	wantErr(t, "RotateRefreshToken after the revocation", err, data.ErrNotFound)
+}
+
+// Tagged, PrevHash and LegacyHash are stored by a rotation, read back by
+// every read, and cleared again (nil) when the update clears them.
+func testRotateGraceFields(t *testing.T, s data.Store) {
+	exchanged(t, s, "fam", "a", "rt0")
+	got, err := s.RotateRefreshToken(ctx, "fam", func(f data.Family) (data.Family, error) {
+		if f.Tagged || f.PrevHash != nil || f.LegacyHash != nil {
+			t.Errorf("new family = %+v; want Tagged false, no PrevHash, no LegacyHash", f)
+		}
+		f.Tagged = true
+		f.PrevHash, f.LegacyHash = data.Hash("rt0"), data.Hash("legacy")
+		f.TokenHash = data.Hash("rt1")
+		f.Scopes = []string{"PROFILE_READ"}
+		return f, nil
+	})
+	wantErr(t, "RotateRefreshToken", err, nil)
+	stored, err := s.GetFamily(ctx, "fam")
+	wantErr(t, "GetFamily", err, nil)
+	mustEqual(t, "stored family", stored, got)
+	if !stored.Tagged || !data.Equal(stored.PrevHash, data.Hash("rt0")) || !data.Equal(stored.LegacyHash, data.Hash("legacy")) ||
+		!slices.Equal(stored.Scopes, []string{"PROFILE_READ"}) {
+		t.Fatalf("stored family = %+v; want Tagged, PrevHash rt0, LegacyHash legacy, scopes narrowed", stored)
+	}
+	all, err := s.ListFamilies(ctx, "a")
+	wantErr(t, "ListFamilies", err, nil)
+	mustEqual(t, "ListFamilies", all, []data.Family{got})
+	got, err = s.RotateRefreshToken(ctx, "fam", func(f data.Family) (data.Family, error) {
+		mustEqual(t, "update's argument", f, stored)
+		f.PrevHash = nil
+		f.TokenHash = data.Hash("rt2")
+		return f, nil
+	})
+	wantErr(t, "second RotateRefreshToken", err, nil)
+	stored, _ = s.GetFamily(ctx, "fam")
+	mustEqual(t, "family after clearing PrevHash", stored, got)
+	if stored.PrevHash != nil || !stored.Tagged || stored.LegacyHash == nil {
+		t.Fatalf("family after clearing PrevHash = %+v", stored)
+	}
+}
+
+func testRotateCannotChangeIDs(t *testing.T, s data.Store) {
+	orig := exchanged(t, s, "fam", "a", "rt0")
+	for name, change := range map[string]func(*data.Family){
+		"client": func(f *data.Family) { f.ClientID = "b" },
+		"id":     func(f *data.Family) { f.ID = "fam2" },
+	} {
+		_, err := s.RotateRefreshToken(ctx, "fam", func(f data.Family) (data.Family, error) {
+			change(&f)
+			f.TokenHash = data.Hash("rt1")
+			return f, nil
+		})
+		wantErr(t, "RotateRefreshToken changing the "+name, err, data.ErrInvalid)
+		got, err := s.GetFamily(ctx, "fam")
+		wantErr(t, "GetFamily", err, nil)
+		mustEqual(t, "family after a refused rotation", got, orig)
+	}
 }
 
 func testFamilies(t *testing.T, s data.Store) {
@@ -677,7 +806,7 @@ func testFamilies(t *testing.T, s data.Store) {
 	wantErr(t, "ListFamilies(a)", err, nil)
 	mustEqual(t, "ListFamilies(a) after delete", ofA, []data.Family{f3})
 	// A reuse revocation also leaves the client's list.
-	_, err = s.RotateRefreshToken(ctx, "f3", data.Hash("wrong"), rotateTo("x", t0))
+	_, err = s.RotateRefreshToken(ctx, "f3", presenting("wrong", rotateTo("x", t0)))
 	wantErr(t, "RotateRefreshToken(wrong)", err, data.ErrTokenReused)
 	ofA, _ = s.ListFamilies(ctx, "a")
 	if len(ofA) != 0 {
@@ -1021,7 +1150,7 @@ func testCancelled(t *testing.T, s data.Store) {
 			return err
 		},
 		"RotateRefreshToken": func() error {
-			_, err := s.RotateRefreshToken(cctx, "f", data.Hash("t"), rotateTo("u", t0))
+			_, err := s.RotateRefreshToken(cctx, "f", presenting("t", rotateTo("u", t0)))
 			return err
 		},
 		"DeleteFamily":  func() error { return s.DeleteFamily(cctx, "f") },
@@ -1054,7 +1183,7 @@ func testClosed(t *testing.T, s data.Store) {
 	if err := s.CreateAuthCode(ctx, newCode("oauthd_ac_x", "a")); err == nil {
 		t.Fatal("CreateAuthCode after Close succeeded")
 	}
-	if _, err := s.RotateRefreshToken(ctx, "f", data.Hash("t"), rotateTo("u", t0)); err == nil {
+	if _, err := s.RotateRefreshToken(ctx, "f", presenting("t", rotateTo("u", t0))); err == nil {
 		t.Fatal("RotateRefreshToken after Close succeeded")
 	}
 }

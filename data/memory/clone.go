@@ -36,9 +36,24 @@ func cloneClient(c data.Client) data.Client {
 		}
 		c.Secrets = s
 	}
+	c.Pending = cloneChange(c.Pending)
+	c.RejectedChange = cloneChange(c.RejectedChange)
 	c.CreatedAt = c.CreatedAt.UTC()
 	c.UpdatedAt = c.UpdatedAt.UTC()
 	return c
+}
+
+func cloneChange(p *data.ClientChange) *data.ClientChange {
+	q := p.Clone()
+	if q == nil {
+		return nil
+	}
+	if q.Secret != nil {
+		q.Secret.CreatedAt = q.Secret.CreatedAt.UTC()
+		q.Secret.LastUsedAt = q.Secret.LastUsedAt.UTC()
+	}
+	q.ProposedAt = q.ProposedAt.UTC()
+	return q
 }
 
 func cloneCode(c data.AuthCode) data.AuthCode {
@@ -53,6 +68,8 @@ func cloneFamily(f data.Family) data.Family {
 	f.Scopes = slices.Clone(f.Scopes)
 	f.TokenHash = cloneBytes(f.TokenHash)
 	f.CodeHash = cloneBytes(f.CodeHash)
+	f.PrevHash = cloneBytes(f.PrevHash)
+	f.LegacyHash = cloneBytes(f.LegacyHash)
 	f.CreatedAt = f.CreatedAt.UTC()
 	f.RotatedAt = f.RotatedAt.UTC()
 	f.ExpiresAt = f.ExpiresAt.UTC()

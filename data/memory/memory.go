@@ -288,7 +288,7 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 
 // RotateRefreshToken implements [data.Store.RotateRefreshToken]. An error
 // from update is returned as it is.
-func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
+func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	if err := s.lock(ctx, "rotate refresh token"); err != nil {
 		return data.Family{}, err
 	}
@@ -297,16 +297,16 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 	if !ok {
 		return data.Family{}, fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrNotFound)
 	}
-	if !data.Equal(old.TokenHash, presented) {
-		delete(s.families, id)
-		return cloneFamily(old), fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrTokenReused)
-	}
 	next, err := update(cloneFamily(old))
-	if err != nil {
+	switch {
+	case errors.Is(err, data.ErrTokenReused):
+		delete(s.families, id)
+		return cloneFamily(old), err
+	case err != nil:
 		return data.Family{}, err
 	}
-	if next.ID != id {
-		return data.Family{}, fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family_id", Reason: "a rotation cannot change the family ID"})
+	if next.ID != id || next.ClientID != old.ClientID {
+		return data.Family{}, fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 	}
 	s.families[id] = cloneFamily(next)
 	return cloneFamily(next), nil

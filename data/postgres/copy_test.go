@@ -95,7 +95,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		t.Fatalf("second bolt Import: %v; want ErrNotEmpty", err)
 	}
 	// The refresh token still rotates on the copy.
-	if _, err := pg.RotateRefreshToken(ctx, "fam", data.Hash("rt"), func(f data.Family) (data.Family, error) { f.TokenHash = data.Hash("rt2"); return f, nil }); err != nil {
+	if _, err := pg.RotateRefreshToken(ctx, "fam", func(f data.Family) (data.Family, error) { f.TokenHash = data.Hash("rt2"); return f, nil }); err != nil {
 		t.Fatal(err)
 	}
 }

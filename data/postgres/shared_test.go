@@ -80,11 +80,11 @@ func TestSharedRotationOneWinner(t *testing.T) {
 			t.Fatal(err)
 		}
 		errs := race(30, ss, func(i int, s *postgres.Store) error {
-			_, err := s.RotateRefreshToken(ctx, famID, data.Hash("rt0"), func(f data.Family) (data.Family, error) {
+			_, err := s.RotateRefreshToken(ctx, famID, matching(data.Hash("rt0"), func(f data.Family) (data.Family, error) {
 				f.TokenHash = data.Hash(fmt.Sprintf("rt-%d", i))
 				f.Generation++
 				return f, nil
-			})
+			}))
 			return err
 		})
 		ok, reused, gone := count(errs, nil), count(errs, data.ErrTokenReused), count(errs, data.ErrNotFound)
@@ -118,11 +118,11 @@ func TestSharedRotationChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		f, err := ss[i%2].RotateRefreshToken(ctx, "f", data.Hash(fmt.Sprintf("rt%d", i)), func(f data.Family) (data.Family, error) {
+		f, err := ss[i%2].RotateRefreshToken(ctx, "f", matching(data.Hash(fmt.Sprintf("rt%d", i)), func(f data.Family) (data.Family, error) {
 			f.TokenHash = data.Hash(fmt.Sprintf("rt%d", i+1))
 			f.Generation++
 			return f, nil
-		})
+		}))
 		if err != nil || f.Generation != uint64(i+1) {
 			t.Fatalf("rotation %d on store %d = generation %d, %v; want %d, nil", i, i%2, f.Generation, err, i+1)
 		}
@@ -331,24 +331,36 @@ func TestSharedStaleGuess(t *testing.T) {
 		return func(f data.Family) (data.Family, error) { f.TokenHash = data.Hash(tok); f.Generation++; return f, nil }
 	}
 	mk("revoked")
-	if _, err := ss[0].RotateRefreshToken(ctx, "revoked", data.Hash("rt0"), to("rt1")); err != nil {
+	if _, err := ss[0].RotateRefreshToken(ctx, "revoked", matching(data.Hash("rt0"), to("rt1"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := ss[1].DeleteFamily(ctx, "revoked"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ss[0].RotateRefreshToken(ctx, "revoked", data.Hash("rt1"), to("rt2")); !errors.Is(err, data.ErrNotFound) {
+	if _, err := ss[0].RotateRefreshToken(ctx, "revoked", matching(data.Hash("rt1"), to("rt2"))); !errors.Is(err, data.ErrNotFound) {
 		t.Fatalf("rotation of a family revoked by the other store: %v; want ErrNotFound", err)
 	}
 	mk("moved")
-	if _, err := ss[0].RotateRefreshToken(ctx, "moved", data.Hash("rt0"), to("rt1")); err != nil {
+	if _, err := ss[0].RotateRefreshToken(ctx, "moved", matching(data.Hash("rt0"), to("rt1"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ss[1].RotateRefreshToken(ctx, "moved", data.Hash("rt1"), to("rt2")); err != nil {
+	if _, err := ss[1].RotateRefreshToken(ctx, "moved", matching(data.Hash("rt1"), to("rt2"))); err != nil {
 		t.Fatal(err)
 	}
 	// Store 0 still remembers rt1 as current; rt1 is rotated away.
-	if _, err := ss[0].RotateRefreshToken(ctx, "moved", data.Hash("rt1"), to("rt3")); !errors.Is(err, data.ErrTokenReused) {
+	if _, err := ss[0].RotateRefreshToken(ctx, "moved", matching(data.Hash("rt1"), to("rt3"))); !errors.Is(err, data.ErrTokenReused) {
 		t.Fatalf("rotation with a token the other store rotated away: %v; want ErrTokenReused", err)
+	}
+}
+
+// matching is the rotation rule of the tests: a presented token hash that
+// is not the family's current one is a reuse (the store deletes the
+// family); otherwise update decides.
+func matching(presented []byte, update func(data.Family) (data.Family, error)) func(data.Family) (data.Family, error) {
+	return func(f data.Family) (data.Family, error) {
+		if !data.Equal(f.TokenHash, presented) {
+			return f, data.ErrTokenReused
+		}
+		return update(f)
 	}
 }

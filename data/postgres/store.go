@@ -630,7 +630,7 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 // trips and one durable commit per rotation; one round trip when this
 // process rotated or created the family last (famCache: the read is
 // skipped, and a stale guess costs only the retry with a read).
-func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, error) {
+func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	const op = "rotate refresh token"
 	if err := s.begin(ctx, op); err != nil {
 		return data.Family{}, err
@@ -638,8 +638,10 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 	for attempt := 1; ; attempt++ {
 		var version int64
 		var b []byte
+		guessed := false
 		if e, ok := s.fams.get(id); ok && attempt == 1 {
 			version, b = e.version, e.body // a guess; the write checks it
+			guessed = true
 		} else {
 			err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -655,7 +657,13 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			return data.Family{}, fmt.Errorf("%s: %w", op, err)
 		}
 		var tag pgconn.CommandTag
-		if !data.Equal(old.TokenHash, presented) {
+		// update decides on the record read (or guessed); every write is
+		// conditional on its version, so a decision taken on a record
+		// that has since changed never takes effect: the loop reads again
+		// and asks update again.
+		next, uerr := update(old)
+		switch {
+		case errors.Is(uerr, data.ErrTokenReused):
 			err = retry(ctx, func() (err error) {
 				tag, err = s.pool.Exec(ctx, "DELETE FROM families WHERE id = $1 AND version = $2", id, version)
 				return err
@@ -665,15 +673,26 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, presented []b
 			}
 			s.fams.drop(id)
 			if tag.RowsAffected() == 1 {
-				return old, fmt.Errorf("%s: family %q: %w", op, id, data.ErrTokenReused)
+				// The stored record, not update's argument (which update
+				// may have changed).
+				stored, err := decode[data.Family](b)
+				if err != nil {
+					return data.Family{}, fmt.Errorf("%s: %w", op, err)
+				}
+				toUTC(reflect.ValueOf(&stored).Elem())
+				return stored, uerr
 			}
-		} else {
-			next, err := update(old)
-			if err != nil {
-				return data.Family{}, err
-			}
-			if next.ID != id {
-				return data.Family{}, fmt.Errorf("%s: %w", op, &data.RuleError{Field: "family_id", Reason: "a rotation cannot change the family ID"})
+		case uerr != nil && guessed:
+			// A refusal decided on a guess is not final: the record may
+			// have moved on at another replica (a later expiry, say).
+			// Read it and ask again.
+			s.fams.drop(id)
+			continue
+		case uerr != nil:
+			return data.Family{}, uerr
+		default:
+			if next.ID != id || next.ClientID != old.ClientID {
+				return data.Family{}, fmt.Errorf("%s: %w", op, &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 			}
 			nb := encode(next)
 			err = retry(ctx, func() (err error) {

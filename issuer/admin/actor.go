@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 
@@ -51,8 +52,20 @@ func (l *Local) WithActor(a Actor) *Local {
 	return &c
 }
 
-// audit writes one audit record with the operator named by ctx.
-func (l *Local) audit(ctx context.Context, event string, args ...any) {
+// String names the actor in a sentence, e.g. "user 3 (settings_page)" or
+// "uid 1000 (admin_socket)".
+func (a Actor) String() string {
+	if a.User != 0 {
+		return fmt.Sprintf("user %d (%s)", a.User, a.Via)
+	}
+	if a.UID >= 0 {
+		return fmt.Sprintf("uid %d (%s)", a.UID, a.Via)
+	}
+	return a.Via
+}
+
+// actorOf returns the operator named by ctx, or l's.
+func (l *Local) actorOf(ctx context.Context) Actor {
 	a, ok := ctx.Value(actorKey{}).(Actor)
 	if !ok {
 		a = l.actor
@@ -60,6 +73,12 @@ func (l *Local) audit(ctx context.Context, event string, args ...any) {
 	if a.Via == "" {
 		a = Actor{Via: "unknown", UID: -1}
 	}
+	return a
+}
+
+// audit writes one audit record with the operator named by ctx.
+func (l *Local) audit(ctx context.Context, event string, args ...any) {
+	a := l.actorOf(ctx)
 	args = append([]any{"event", event}, args...)
 	actor := []any{"via", a.Via, "uid", a.UID, "pid", a.PID}
 	if a.User != 0 {

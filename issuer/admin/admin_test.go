@@ -329,9 +329,18 @@ func TestImportAndMigration(t *testing.T) {
 			v.MigrationSafe == nil || *v.MigrationSafe {
 			t.Errorf("ShowClient(legacy) = %+v, %v; want 7 with, 1 without, not safe", v, err)
 		}
-		v, err = e.svc.SetScopes(t.Context(), "legacy-1", []string{"PROFILE_READ", "BOOKING_READ,SCHEDULE_READ"})
+		// Not migration-safe: refused, saying why and how to go on; --force migrates.
+		_, err = e.svc.SetScopes(t.Context(), "legacy-1", []string{"PROFILE_READ"})
+		if !errors.Is(err, data.ErrConflict) || !strings.Contains(err.Error(), "1 of its authorization requests of the last 30 days came without a scope parameter") ||
+			!strings.Contains(err.Error(), "migration_safe: true") || !strings.Contains(err.Error(), "--force") {
+			t.Errorf("SetScopes (unsafe migration) = %v; want ErrConflict saying why and how", err)
+		}
+		if c, _ := e.store.GetClient(t.Context(), "legacy-1"); !c.Legacy {
+			t.Fatal("a refused migration migrated the client")
+		}
+		v, err = e.svc.ForceScopes(t.Context(), "legacy-1", []string{"PROFILE_READ", "BOOKING_READ,SCHEDULE_READ"})
 		if err != nil || v.Legacy || len(v.Scopes) != 3 || v.AuthorizationRequests != nil || v.MigrationSafe != nil {
-			t.Errorf("SetScopes (migration) = %+v, %v", v, err)
+			t.Errorf("ForceScopes (migration) = %+v, %v", v, err)
 		}
 		if _, err := e.svc.SetScopes(t.Context(), "legacy-1", []string{"NOPE"}); !errors.Is(err, data.ErrInvalid) {
 			t.Errorf("SetScopes(unknown) = %v; want ErrInvalid", err)
@@ -378,4 +387,50 @@ func TestHandlerRejectsGarbage(t *testing.T) {
 	if _, err := Dial(filepath.Join(t.TempDir(), "none.sock")); err == nil {
 		t.Error("Dial(no socket) succeeded")
 	}
+}
+
+// TestRejectRevokesGrants: rejecting a client deletes its refresh-token
+// families (its users' grants), and only its; approving it again does not
+// bring them back.
+func TestRejectRevokesGrants(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		ctx := t.Context()
+		addDev(t, e.svc)
+		c := newClient(t, e.svc, false)
+		other := newClient(t, e.svc, false)
+		for _, id := range []string{c.ClientID, other.ClientID} {
+			if _, err := e.svc.ApproveClient(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		grant := func(fam, client string) {
+			code := data.Hash("code-" + fam)
+			if err := e.store.CreateAuthCode(ctx, data.AuthCode{Hash: code, ClientID: client, UserID: 1, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.store.ExchangeAuthCode(ctx, code, func(data.AuthCode) (data.Family, error) {
+				return data.Family{ID: fam, ClientID: client, UserID: 1, TokenHash: data.Hash(fam), ExpiresAt: t0.Add(time.Hour), AbsoluteExp: t0.Add(time.Hour)}, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		grant("f1", c.ClientID)
+		grant("f2", c.ClientID)
+		grant("f3", other.ClientID)
+		if _, err := e.svc.RejectClient(ctx, c.ClientID, "abuse"); err != nil {
+			t.Fatal(err)
+		}
+		if fams, _ := e.store.ListFamilies(ctx, c.ClientID); len(fams) != 0 {
+			t.Fatalf("families of the rejected client = %+v; want none", fams)
+		}
+		if fams, _ := e.store.ListFamilies(ctx, other.ClientID); len(fams) != 1 {
+			t.Fatalf("families of another client = %+v; want its one", fams)
+		}
+		if _, err := e.svc.ApproveClient(ctx, c.ClientID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.GetFamily(ctx, "f1"); !errors.Is(err, data.ErrNotFound) {
+			t.Fatalf("GetFamily(f1) after approving again: %v; want ErrNotFound", err)
+		}
+	})
 }

@@ -123,6 +123,12 @@ func (c *Client) ApproveClient(ctx context.Context, id string) (ClientView, erro
 	return out, c.call(ctx, "clients/approve", request{ID: id}, &out)
 }
 
+// ApproveRevision implements [Service.ApproveRevision].
+func (c *Client) ApproveRevision(ctx context.Context, id, revision string) (ClientView, error) {
+	var out ClientView
+	return out, c.call(ctx, "clients/approve", request{ID: id, Revision: revision}, &out)
+}
+
 // RejectClient implements [Service.RejectClient].
 func (c *Client) RejectClient(ctx context.Context, id, reason string) (ClientView, error) {
 	var out ClientView
@@ -150,6 +156,18 @@ func (c *Client) RevokeSecret(ctx context.Context, id, secretID string) error {
 func (c *Client) SetScopes(ctx context.Context, id string, scopes []string) (ClientView, error) {
 	var out ClientView
 	return out, c.call(ctx, "clients/scopes/set", request{ID: id, Scopes: scopes}, &out)
+}
+
+// ForceScopes implements [Service.ForceScopes].
+func (c *Client) ForceScopes(ctx context.Context, id string, scopes []string) (ClientView, error) {
+	var out ClientView
+	return out, c.call(ctx, "clients/scopes/set", request{ID: id, Scopes: scopes, Force: true}, &out)
+}
+
+// EditClient implements [Service.EditClient].
+func (c *Client) EditClient(ctx context.Context, id string, e ClientEdit) (EditResult, error) {
+	var out EditResult
+	return out, c.call(ctx, "clients/edit", request{ID: id, Edit: &e}, &out)
 }
 
 // SetRedirectURIs implements [Service.SetRedirectURIs].

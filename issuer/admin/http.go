@@ -23,6 +23,9 @@ type request struct {
 	User     *NewUser       `json:"user,omitempty"`
 	Client   *NewClient     `json:"client,omitempty"`
 	Legacy   []LegacyClient `json:"legacy,omitempty"`
+	Force    bool           `json:"force,omitempty"`
+	Edit     *ClientEdit    `json:"edit,omitempty"`
+	Revision string         `json:"revision,omitempty"`
 }
 
 // errorBody is the JSON of a failed call.
@@ -85,6 +88,9 @@ var operations = map[string]operation{
 	"clients/list":   func(ctx context.Context, s Service, r request) (any, error) { return s.ListClients(ctx, r.Status) },
 	"clients/show":   func(ctx context.Context, s Service, r request) (any, error) { return s.ShowClient(ctx, r.ID) },
 	"clients/approve": func(ctx context.Context, s Service, r request) (any, error) {
+		if r.Revision != "" {
+			return s.ApproveRevision(ctx, r.ID, r.Revision)
+		}
 		return s.ApproveClient(ctx, r.ID)
 	},
 	"clients/reject": func(ctx context.Context, s Service, r request) (any, error) {
@@ -100,7 +106,16 @@ var operations = map[string]operation{
 		return struct{}{}, s.RevokeSecret(ctx, r.ID, r.SecretID)
 	},
 	"clients/scopes/set": func(ctx context.Context, s Service, r request) (any, error) {
+		if r.Force {
+			return s.ForceScopes(ctx, r.ID, r.Scopes)
+		}
 		return s.SetScopes(ctx, r.ID, r.Scopes)
+	},
+	"clients/edit": func(ctx context.Context, s Service, r request) (any, error) {
+		if r.Edit == nil {
+			return nil, newError(data.ErrInvalid, "missing edit")
+		}
+		return s.EditClient(ctx, r.ID, *r.Edit)
 	},
 	"clients/redirect-uris/set": func(ctx context.Context, s Service, r request) (any, error) {
 		return s.SetRedirectURIs(ctx, r.ID, r.URIs)

@@ -106,7 +106,7 @@ func userView(u data.User) UserView {
 func parseScopes(items []string) ([]string, error) {
 	got, err := scope.Parse(strings.Join(items, ","))
 	if ue, ok := errors.AsType[*scope.UnknownError](err); ok {
-		return nil, newError(data.ErrInvalid, fmt.Sprintf("unknown scope %s; the scopes are listed in the README", strings.Join(ue.Names, ", ")))
+		return nil, newError(data.ErrInvalid, unknownScopes(ue.Names))
 	}
 	if err != nil {
 		return nil, newError(data.ErrInvalid, err.Error())
@@ -115,6 +115,20 @@ func parseScopes(items []string) ([]string, error) {
 		return nil, newError(data.ErrInvalid, "at least one scope is required; pass --scope PROFILE_READ (for example)")
 	}
 	return got, nil
+}
+
+// unknownScopes says which names are not scopes, with the close matches,
+// and where the full list is.
+func unknownScopes(names []string) string {
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		if s := scope.Suggest(n); len(s) > 0 {
+			n += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		parts = append(parts, n)
+	}
+	return fmt.Sprintf("unknown scope %s; the 30 scopes are in the README's scope table (README.md, \"Scopes\"), "+
+		"or in `oauthd clients create --help`", strings.Join(parts, ", "))
 }
 
 func newSecret(now time.Time) (string, data.ClientSecret) {
@@ -234,12 +248,21 @@ func (l *Local) ListClients(ctx context.Context, status string) ([]ClientView, e
 	default:
 		return nil, newError(data.ErrInvalid, fmt.Sprintf("%q is not a status; use pending, approved or rejected", status))
 	}
-	cs, err := l.store.ListClients(ctx, data.ClientStatus(status))
+	// "pending" lists the clients under review and the approved ones with a
+	// pending change: everything an administrator has to decide.
+	filter := data.ClientStatus(status)
+	if filter == data.StatusPending {
+		filter = ""
+	}
+	cs, err := l.store.ListClients(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("list clients: %w", err)
 	}
 	out := make([]ClientView, 0, len(cs))
 	for _, c := range cs {
+		if status == string(data.StatusPending) && c.Status != data.StatusPending && c.Pending == nil {
+			continue
+		}
 		out = append(out, l.clientView(c))
 	}
 	return out, nil
@@ -282,18 +305,29 @@ func (l *Local) clientView(c data.Client) ClientView {
 		v.Scopes = []string{}
 	}
 	if c.Legacy {
-		counts := RequestCounts{Days: data.MaxUsageDays}
-		oldest := l.now().UTC().AddDate(0, 0, -(data.MaxUsageDays - 1)).Format(time.DateOnly)
-		for _, d := range c.Usage {
-			if d.Day >= oldest {
-				counts.WithScope += d.WithScope
-				counts.WithoutScope += d.WithoutScope
-			}
-		}
+		counts := l.requestCounts(c)
 		safe := counts.WithoutScope == 0
 		v.AuthorizationRequests, v.MigrationSafe = &counts, &safe
 	}
+	v.Revision = clientRevision(c)
+	v.PendingChange = changeView(c, c.Pending)
+	v.RejectedChange = changeView(c, c.RejectedChange)
 	return v
+}
+
+// requestCounts counts a legacy client's authorization requests of the
+// last [data.MaxUsageDays] days; migration is safe when none came without
+// a scope parameter.
+func (l *Local) requestCounts(c data.Client) RequestCounts {
+	counts := RequestCounts{Days: data.MaxUsageDays}
+	oldest := l.now().UTC().AddDate(0, 0, -(data.MaxUsageDays - 1)).Format(time.DateOnly)
+	for _, d := range c.Usage {
+		if d.Day >= oldest {
+			counts.WithScope += d.WithScope
+			counts.WithoutScope += d.WithoutScope
+		}
+	}
+	return counts
 }
 
 func secretViews(ss []data.ClientSecret) []SecretView {
@@ -314,6 +348,7 @@ func secretViews(ss []data.ClientSecret) []SecretView {
 func (l *Local) update(ctx context.Context, id string, fn func(data.Client) (data.Client, error)) (data.Client, error) {
 	c, err := l.store.UpdateClient(ctx, id, func(c data.Client) (data.Client, error) {
 		c, err := fn(c)
+		c.Pending = tidyPending(c)
 		c.UpdatedAt = l.now().UTC()
 		return c, err
 	})
@@ -337,34 +372,98 @@ func tooMany(id string) error {
 	return newError(data.ErrTooManySecrets, fmt.Sprintf("client %s already has %d active secrets; revoke one first with `oauthd clients secrets revoke %s SECRET_ID`", id, data.MaxActiveSecrets, id))
 }
 
-// ApproveClient implements [Service.ApproveClient].
+// ApproveClient implements [Service.ApproveClient]: it approves a client
+// under review, or, on an approved client with a pending change, applies
+// that change.
 func (l *Local) ApproveClient(ctx context.Context, id string) (ClientView, error) {
+	return l.ApproveRevision(ctx, id, "")
+}
+
+// ApproveRevision implements [Service.ApproveRevision]; revision "" checks
+// nothing.
+func (l *Local) ApproveRevision(ctx context.Context, id, revision string) (ClientView, error) {
+	var change *data.ClientChange
 	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
+		change = nil
+		if r := clientRevision(c); revision != "" && r != revision {
+			return c, newError(data.ErrConflict, fmt.Sprintf("client %s changed since revision %s (it is now %s): nothing was approved; "+
+				"look again with `oauthd clients show %s`", id, revision, r, id))
+		}
+		if c.Status == data.StatusApproved && c.Pending != nil {
+			change = c.Pending
+			return c.WithPending(), nil
+		}
 		c.Status, c.RejectReason = data.StatusApproved, ""
 		return c, nil
 	})
 	if err != nil {
 		return ClientView{}, err
 	}
-	l.audit(ctx, "client_approved", "client_id", id)
+	if change != nil {
+		l.audit(ctx, "client_change_approved", append([]any{"client_id", id}, changeAttrs(change)...)...)
+	} else {
+		l.audit(ctx, "client_approved", "client_id", id)
+	}
 	return l.clientView(c), nil
 }
 
-// RejectClient implements [Service.RejectClient]; reason is required.
+// RejectClient implements [Service.RejectClient]; reason is required. On
+// an approved client with a pending change it rejects that change (the
+// client stays approved, as it was); otherwise it rejects the client.
 func (l *Local) RejectClient(ctx context.Context, id, reason string) (ClientView, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return ClientView{}, newError(data.ErrInvalid, "a rejection needs a reason; pass --reason TEXT")
 	}
+	var change *data.ClientChange
 	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
+		change = nil
+		if c.Status == data.StatusApproved && c.Pending != nil {
+			change = c.Pending.Clone()
+			change.RejectReason = reason
+			c.Pending, c.RejectedChange = nil, change
+			return c, nil
+		}
 		c.Status, c.RejectReason = data.StatusRejected, reason
 		return c, nil
 	})
 	if err != nil {
 		return ClientView{}, err
 	}
-	l.audit(ctx, "client_rejected", "client_id", id, "reason", reason)
+	if change != nil {
+		l.audit(ctx, "client_change_rejected", append([]any{"client_id", id, "reason", reason}, changeAttrs(change)...)...)
+	} else {
+		l.audit(ctx, "client_rejected", "client_id", id, "reason", reason)
+		if c.Status == data.StatusRejected {
+			if err := l.revokeGrants(ctx, id); err != nil {
+				return ClientView{}, err
+			}
+		}
+	}
 	return l.clientView(c), nil
+}
+
+// revokeGrants deletes every refresh-token family of a rejected client, so
+// that its users' grants end for good: its access tokens are refused at
+// once by /v2/me and introspection (which also check the client's status,
+// for the moment between the rejection and this), and a later approval
+// does not bring the grants back; the users authorize again.
+func (l *Local) revokeGrants(ctx context.Context, id string) error {
+	fams, err := l.store.ListFamilies(ctx, id)
+	if err != nil {
+		return fmt.Errorf("client %s is rejected, but listing its grants failed (run the rejection again to revoke them): %w", id, err)
+	}
+	n := 0
+	for _, f := range fams {
+		switch err := l.store.DeleteFamily(ctx, f.ID); {
+		case err == nil:
+			n++
+		case !errors.Is(err, data.ErrNotFound):
+			return fmt.Errorf("client %s is rejected, but revoking its grants failed after %d of %d (run the rejection again): %w", id, n, len(fams), err)
+		}
+	}
+	l.audit(ctx, "client_grants_revoked", "client_id", id, "count", n)
+	return nil
 }
 
 // GenerateSecret implements [Service.GenerateSecret]: refused when the client
@@ -420,8 +519,28 @@ func (l *Local) RevokeSecret(ctx context.Context, id, secretID string) error {
 }
 
 // SetScopes implements [Service.SetScopes]. On a legacy client this is the
-// migration to a scoped client.
+// migration to a scoped client, refused while it is not migration-safe
+// (see [Local.ForceScopes]).
 func (l *Local) SetScopes(ctx context.Context, id string, scopes []string) (ClientView, error) {
+	return l.setScopes(ctx, id, scopes, false)
+}
+
+// ForceScopes implements [Service.ForceScopes]: [Local.SetScopes], also on
+// a legacy client whose recent authorization requests came without scope.
+func (l *Local) ForceScopes(ctx context.Context, id string, scopes []string) (ClientView, error) {
+	return l.setScopes(ctx, id, scopes, true)
+}
+
+// errUnsafeMigration is the refusal to migrate a legacy client while its
+// authorization URL still comes without a scope parameter.
+func errUnsafeMigration(c data.Client, counts RequestCounts, force string) error {
+	return newError(data.ErrConflict, fmt.Sprintf("client %s is not safe to migrate: %d of its authorization requests of the last %d days "+
+		"came without a scope parameter, and once scopes are saved such requests fail. "+
+		"Add scope to the client's authorization URL, wait until `oauthd clients show %s` says migration_safe: true, "+
+		"or %s to migrate now", c.ID, counts.WithoutScope, counts.Days, c.ID, force))
+}
+
+func (l *Local) setScopes(ctx context.Context, id string, scopes []string, force bool) (ClientView, error) {
 	parsed, err := parseScopes(scopes)
 	if err != nil {
 		return ClientView{}, err
@@ -429,17 +548,20 @@ func (l *Local) SetScopes(ctx context.Context, id string, scopes []string) (Clie
 	var migrated bool
 	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
 		migrated = c.Legacy
+		if counts := l.requestCounts(c); c.Legacy && !force && counts.WithoutScope > 0 {
+			return c, errUnsafeMigration(c, counts, "pass --force")
+		}
 		c.Scopes, c.Legacy, c.Usage = parsed, false, nil
 		return c, nil
 	})
 	if err != nil {
 		return ClientView{}, err
 	}
-	ev := "client_scopes_set"
 	if migrated {
-		ev = "client_migrated"
+		l.audit(ctx, "client_migrated", "client_id", id, "scopes", scope.Join(parsed), "forced", force)
+	} else {
+		l.audit(ctx, "client_scopes_set", "client_id", id, "scopes", scope.Join(parsed))
 	}
-	l.audit(ctx, ev, "client_id", id, "scopes", scope.Join(parsed))
 	return l.clientView(c), nil
 }
 

@@ -18,14 +18,26 @@ type Service interface {
 	ListClients(ctx context.Context, status string) ([]ClientView, error)
 	ShowClient(ctx context.Context, id string) (ClientView, error)
 	ApproveClient(ctx context.Context, id string) (ClientView, error)
+	// ApproveRevision is ApproveClient that refuses (ErrConflict) when the
+	// client's Revision is no longer revision: what the operator reviewed
+	// changed in the meantime.
+	ApproveRevision(ctx context.Context, id, revision string) (ClientView, error)
 	RejectClient(ctx context.Context, id, reason string) (ClientView, error)
 
 	GenerateSecret(ctx context.Context, id string) (CreatedSecret, error)
 	ListSecrets(ctx context.Context, id string) ([]SecretView, error)
 	RevokeSecret(ctx context.Context, id, secretID string) error
 
+	// SetScopes and SetRedirectURIs are the operator's changes: they apply
+	// at once. SetScopes refuses to migrate a legacy client that is not
+	// migration-safe; ForceScopes does it anyway.
 	SetScopes(ctx context.Context, id string, scopes []string) (ClientView, error)
+	ForceScopes(ctx context.Context, id string, scopes []string) (ClientView, error)
 	SetRedirectURIs(ctx context.Context, id string, uris []string) (ClientView, error)
+	// EditClient is the owner's change (the settings pages): on an
+	// approved client what narrows it applies at once and what widens it
+	// waits for [Service.ApproveClient] or [Service.RejectClient].
+	EditClient(ctx context.Context, id string, e ClientEdit) (EditResult, error)
 
 	ListKeys(ctx context.Context) ([]keys.Info, error)
 	RotateKeys(ctx context.Context, alg string) (keys.RotateResult, error)
@@ -106,9 +118,62 @@ type ClientView struct {
 	// MigrationSafe (legacy clients only) is true when no authorization
 	// request without a scope parameter came in the counted window: saving
 	// scopes will then not break the client's users.
-	MigrationSafe *bool     `json:"migration_safe,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	MigrationSafe *bool `json:"migration_safe,omitempty"`
+	// PendingChange is the owner's change that widens the client, waiting
+	// for approval; the fields above are the approved settings, the only
+	// ones in force.
+	PendingChange *ChangeView `json:"pending_change,omitempty"`
+	// RejectedChange is the owner's last change that was rejected, with
+	// the reason (until the owner's next edit).
+	RejectedChange *ChangeView `json:"rejected_change,omitempty"`
+	// Revision identifies what a review decides on (type, scopes, redirect
+	// URIs, the pending change); `clients approve --revision` refuses when
+	// it changed since the operator looked.
+	Revision  string    `json:"revision"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ChangeView is a change of a client's settings that widens it: what it
+// adds, and the settings the client has once it is approved.
+type ChangeView struct {
+	AddScopes       []string `json:"add_scopes"`
+	AddRedirectURIs []string `json:"add_redirect_uris"`
+	// ClientType is the type asked for; "" when the type stays.
+	ClientType string `json:"client_type,omitempty"`
+	// Scopes, RedirectURIs and ResultType are the client's settings once
+	// the change is approved.
+	Scopes       []string  `json:"scopes"`
+	RedirectURIs []string  `json:"redirect_uris"`
+	ResultType   string    `json:"result_client_type"`
+	ProposedBy   string    `json:"proposed_by"`
+	ProposedAt   time.Time `json:"proposed_at"`
+	RejectReason string    `json:"reject_reason,omitempty"`
+}
+
+// ClientEdit is a change of a client's settings asked for by its owner in
+// the settings pages. Each set field is the whole new value; a nil list
+// or an empty type leaves that setting as the owner last asked for it.
+type ClientEdit struct {
+	Scopes       []string `json:"scopes,omitempty"`
+	RedirectURIs []string `json:"redirect_uris,omitempty"`
+	ClientType   string   `json:"client_type,omitempty"` // "confidential" or "public"
+	// Force migrates a legacy client although authorization requests
+	// without a scope parameter came recently (the owner confirmed).
+	Force bool `json:"force,omitempty"`
+}
+
+// EditResult says what became of a [ClientEdit].
+type EditResult struct {
+	Client ClientView `json:"client"`
+	// Applied: the client's settings in force changed (a narrowing, a
+	// migration, or any edit of a client that is not approved).
+	Applied bool `json:"applied"`
+	// Pending: the client has a pending change after the edit.
+	Pending bool `json:"pending"`
+	// NewSecret is, for a public client that becomes confidential, its
+	// secret: shown only here; it works once the change is approved.
+	NewSecret *CreatedSecret `json:"new_secret,omitempty"`
 }
 
 // RequestCounts counts a legacy client's authorization requests over the

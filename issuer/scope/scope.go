@@ -187,3 +187,61 @@ func Subset(requested, allowed []string) (outside []string, ok bool) {
 // Join returns the scopes separated by single spaces, the wire form of
 // RFC 6749 §3.3.
 func Join(scopes []string) string { return strings.Join(scopes, " ") }
+
+// maxSuggestions bounds what [Suggest] returns.
+const maxSuggestions = 3
+
+// Suggest returns up to three scopes close to name, the closest first, for
+// "did you mean" in an unknown-scope error: the same name in upper case
+// (with '-' for '_'), a name at most two edits away, or a name that name
+// begins (ORG_PROFILE → ORG_PROFILE_READ, ORG_PROFILE_WRITE).
+func Suggest(name string) []string {
+	n := strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(name), "-", "_"))
+	if n == "" || len(n) > 64 {
+		return nil
+	}
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, s := range all {
+		d := editDistance(n, s.Name)
+		switch {
+		case d <= 2:
+		case len(n) >= 4 && strings.HasPrefix(s.Name, n):
+			d = 3 // after the near misses
+		default:
+			continue
+		}
+		cs = append(cs, cand{s.Name, d})
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return a.d - b.d })
+	var out []string
+	for _, c := range cs[:min(len(cs), maxSuggestions)] {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes; scope
+// names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -148,3 +148,28 @@ func TestLookupAndJoin(t *testing.T) {
 		t.Errorf("Join = %q; want single spaces", got)
 	}
 }
+
+func TestSuggest(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"PROFILE_RAED", []string{"PROFILE_READ"}},
+		{"profile_read", []string{"PROFILE_READ"}},
+		{"BOOKINGS_READ", []string{"BOOKING_READ"}},
+		{"team-booking-read", []string{"TEAM_BOOKING_READ"}},
+		{"ORG_PROFILE", []string{"ORG_PROFILE_READ", "ORG_PROFILE_WRITE"}},
+		{"APPS_RAED", []string{"APPS_READ"}},
+		{"ADMIN", nil},
+		{"", nil},
+		{"X", nil},
+	}
+	for _, tc := range tests {
+		if got := Suggest(tc.name); !slices.Equal(got, tc.want) {
+			t.Errorf("Suggest(%q) = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := Suggest("EVENT_TYPE_RED"); len(got) == 0 || got[0] != "EVENT_TYPE_READ" || len(got) > maxSuggestions {
+		t.Errorf("Suggest(EVENT_TYPE_RED) = %v; want EVENT_TYPE_READ first, at most %d", got, maxSuggestions)
+	}
+}

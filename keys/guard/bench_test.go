@@ -112,7 +112,7 @@ func es256Setup(b *testing.B) (*verify.Verifier, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return v, s
+	return v, lowS(s)
 }
 
 // BenchmarkGuardES256 is the whole middleware with a real verifier and a

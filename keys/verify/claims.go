@@ -18,9 +18,15 @@ type Claims struct {
 	// never means unrestricted.
 	Unrestricted bool
 	ID           string // jti
-	IssuedAt     time.Time
-	ExpiresAt    time.Time
-	NotBefore    time.Time
+	// GrantID is the grant_id claim: the grant (refresh-token family) the
+	// token was issued from; empty on tokens issued before the claim
+	// existed. A verifier that verifies offline cannot know that the grant
+	// was revoked: the token stays valid until exp (at most 30 minutes).
+	// Ask the authorization server (introspection) where that matters.
+	GrantID   string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+	NotBefore time.Time
 }
 
 // KeySource finds the public key that verifies a token signed under kid,

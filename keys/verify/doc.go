@@ -3,6 +3,8 @@
 // key from a [KeySource] (the issuer's JWKS, fetched and cached by
 // [RemoteKeySet], or the issuer's own key manager in process), then the
 // RFC 9068 profile: typ at+jwt, iss, aud, exp, nbf and iat with a small
-// leeway. It returns typed [Claims]. It does not enforce routes or scopes:
-// that is package guard.
+// leeway. An ES256 signature must have the low S of its two valid forms
+// (oauthd's signer makes that one), so a token has a single spelling. It
+// returns typed [Claims]. It does not enforce routes or scopes: that is
+// package guard.
 package verify

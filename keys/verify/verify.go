@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -109,6 +110,7 @@ func New(cfg Config) (*Verifier, error) {
 type tokenClaims struct {
 	jwt.RegisteredClaims
 	ClientID     string      `json:"client_id"`
+	GrantID      string      `json:"grant_id"`
 	Scope        string      `json:"scope"`
 	Unrestricted literalTrue `json:"unrestricted"`
 }
@@ -172,6 +174,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
 	}
+	if method == jwt.SigningMethodES256 && highS(sig) {
+		return nil, fmt.Errorf("%w: bad signature or unaccepted alg (ES256 with a high S)", ErrInvalidToken)
+	}
 	if err := method.Verify(token[:d2], sig, pub); err != nil {
 		return nil, fmt.Errorf("%w: bad signature or unaccepted alg", ErrInvalidToken)
 	}
@@ -194,6 +199,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		Scopes:       strings.Fields(tc.Scope),
 		Unrestricted: bool(tc.Unrestricted),
 		ID:           tc.ID,
+		GrantID:      tc.GrantID,
 	}
 	if tc.IssuedAt != nil {
 		c.IssuedAt = tc.IssuedAt.Time
@@ -205,6 +211,21 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		c.NotBefore = tc.NotBefore.Time
 	}
 	return c, nil
+}
+
+// p256HalfN is ⌊n/2⌋ for the order n of P-256, big-endian.
+var p256HalfN = [32]byte{
+	0x7f, 0xff, 0xff, 0xff, 0x80, 0x00, 0x00, 0x00, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xde, 0x73, 0x7d, 0x56, 0xd3, 0x8b, 0xcf, 0x42, 0x79, 0xdc, 0xe5, 0x61, 0x7e, 0x31, 0x92, 0xa8,
+}
+
+// highS reports whether the ES256 signature R||S has S > n/2. For every
+// valid ECDSA signature (r, s), (r, n − s) is valid too; accepting only
+// the low S gives a token one valid spelling (no malleable tokens, as
+// Bitcoin's BIP 62 and libsecp256k1 do). Our signer (keys) always makes
+// the low one. A signature of the wrong length is left to the verifier.
+func highS(sig []byte) bool {
+	return len(sig) == 64 && bytes.Compare(sig[32:], p256HalfN[:]) > 0
 }
 
 // compactJWS reports whether token uses only the characters of a compact

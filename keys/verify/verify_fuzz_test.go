@@ -34,12 +34,12 @@ const (
 var fzNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fzKnownTokens were signed once by fzKey with fzClaims (see
-// fzSign); the verifier must accept them, and they are the seeds the
+// fzSign, S made low as the verifier requires); the verifier must accept them, and they are the seeds the
 // committed corpus is built from.
 var fzKnownTokens = []string{
 	"eyJhbGciOiJFUzI1NiIsImtpZCI6ImZ1enotZXMyNTYiLCJ0eXAiOiJhdCtqd3QifQ." +
 		"eyJhdWQiOiJodHRwczovL29hdXRoZC5mdXp6IiwiY2xpZW50X2lkIjoiZnV6ei1jbGllbnQiLCJleHAiOjE3NzIzNzAwMDAsImlhdCI6MTc3MjM2NjQwMCwiaXNzIjoiaHR0cHM6Ly9vYXV0aGQuZnV6eiIsImp0aSI6ImZ1enotanRpIiwic2NvcGUiOiJCT09LSU5HX1JFQUQgUFJPRklMRV9SRUFEIiwic3ViIjoiNDIifQ." +
-		"sszgEdc0_-AS4IGVM8EvyF-hoBJOkeHRo96EspgDZqO1LDZLNaGLsd_q_jHFDDxW5lJP-9tXt9IcXL7o3DBG1w",
+		"sszgEdc0_-AS4IGVM8EvyF-hoBJOkeHRo96EspgDZqNK08mzyl50TyAVAc4688Oo1pSqscu_5rLXXQvaIDLeeg",
 }
 
 func fzKey(t testing.TB) *ecdsa.PrivateKey {
@@ -96,7 +96,7 @@ func fzSign(t testing.TB, m jwt.SigningMethod, key any, claims jwt.MapClaims, hd
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return lowS(s)
 }
 
 func fzB64(v any) string {

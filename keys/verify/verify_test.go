@@ -126,7 +126,7 @@ func mint(t testing.TB, k testKey, claims jwt.MapClaims, hdr map[string]any) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return lowS(s)
 }
 
 func with(c jwt.MapClaims, kv ...any) jwt.MapClaims {

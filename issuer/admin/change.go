@@ -1,0 +1,274 @@
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"oauthd/data"
+	"oauthd/issuer/scope"
+)
+
+// The review of widening changes (docs/DESIGN.md, "What each decision
+// reaches, and when"): an owner's edit of an approved client applies at
+// once what narrows the client (a scope or redirect URI removed, a legacy
+// client migrated to scopes) and keeps what widens it (a scope or redirect
+// URI added, the other client type) in data.Client.Pending, which only
+// ApproveClient makes part of the client. The authorization and token
+// endpoints read the approved settings only, so a pending change has no
+// effect anywhere until it is approved. An edit while a change is pending
+// replaces it (the owner states the settings they want, relative to the
+// approved ones); a client that is not approved (under review, or
+// rejected) takes its owner's edits directly, since an administrator
+// reviews it as a whole before it can be used.
+
+// EditClient implements [Service.EditClient].
+func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditResult, error) {
+	var scopes []string
+	if e.Scopes != nil {
+		var err error
+		if scopes, err = parseScopes(e.Scopes); err != nil {
+			return EditResult{}, err
+		}
+	}
+	var typ data.ClientType
+	switch t := data.ClientType(e.ClientType); t {
+	case "":
+	case data.Confidential, data.Public:
+		typ = t
+	default:
+		return EditResult{}, newError(data.ErrInvalid, fmt.Sprintf("%q is not a client type; use confidential or public", e.ClientType))
+	}
+	if e.RedirectURIs != nil && len(e.RedirectURIs) == 0 {
+		return EditResult{}, newError(data.ErrInvalid, "at least one redirect URI is required")
+	}
+	if scopes == nil && e.RedirectURIs == nil && typ == "" {
+		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs or a client type")
+	}
+	now := l.now().UTC()
+	by := l.actorOf(ctx).String()
+	// A public client that becomes confidential needs a secret; it is made
+	// here, outside the store's update function, which must be pure.
+	secret, sec := newSecret(now)
+	var before data.Client
+	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
+		before = c
+		// want: the settings the owner asks for, starting from what they
+		// asked for last (the approved settings and the pending change).
+		want := c.WithPending()
+		if scopes != nil {
+			if counts := l.requestCounts(c); c.Legacy && !e.Force && counts.WithoutScope > 0 {
+				return c, errUnsafeMigration(c, counts, "confirm")
+			}
+			want.Scopes, want.Legacy = scopes, false
+		}
+		if e.RedirectURIs != nil {
+			want.RedirectURIs = e.RedirectURIs
+		}
+		if typ != "" && typ != want.Type {
+			want.Type, want.Secrets = typ, nil
+			if typ == data.Confidential {
+				want.Secrets = []data.ClientSecret{sec}
+			}
+		}
+		if typ != "" && typ == c.Type {
+			// Back to the approved type: the approved secrets stay.
+			want.Type, want.Secrets = c.Type, c.Secrets
+		}
+		if c.Status != data.StatusApproved {
+			return applyDirectly(c, want), nil
+		}
+		return splitEdit(c, want, by, now)
+	})
+	if err != nil {
+		return EditResult{}, err
+	}
+	res := EditResult{Client: l.clientView(c), Pending: c.Pending != nil, Applied: !sameSettings(before, c)}
+	if slices.ContainsFunc(c.WithPending().Secrets, func(s data.ClientSecret) bool { return s.ID == sec.ID }) {
+		res.NewSecret = &CreatedSecret{SecretID: sec.ID, ClientSecret: secret}
+	}
+	l.auditEdit(ctx, before, c)
+	return res, nil
+}
+
+// applyDirectly makes want the client's settings: the edit of a client
+// that is not approved.
+func applyDirectly(c, want data.Client) data.Client {
+	if c.Legacy && !want.Legacy {
+		c.Usage = nil
+	}
+	c.Scopes, c.Legacy, c.RedirectURIs = want.Scopes, want.Legacy, want.RedirectURIs
+	c.Type, c.Secrets = want.Type, want.Secrets
+	c.Pending, c.RejectedChange = nil, nil
+	return c
+}
+
+// splitEdit applies to the approved client c the part of want that
+// narrows it and keeps the part that widens it as c.Pending.
+func splitEdit(c, want data.Client, by string, now time.Time) (data.Client, error) {
+	old := c.Pending
+	p := &data.ClientChange{ProposedBy: by, ProposedAt: now}
+	if c.Legacy && !want.Legacy {
+		// The migration narrows an unrestricted client: it applies at once.
+		c.Scopes, c.Legacy, c.Usage = want.Scopes, false, nil
+	} else {
+		kept := keep(c.Scopes, want.Scopes)
+		if len(kept) == 0 && len(c.Scopes) > 0 {
+			return c, newError(data.ErrInvalid, fmt.Sprintf("keep at least one of the approved scopes (%s) until an administrator has approved the new ones: "+
+				"the client must keep working meanwhile; remove the old ones afterwards", strings.Join(c.Scopes, ", ")))
+		}
+		p.AddScopes = without(want.Scopes, c.Scopes)
+		c.Scopes = kept
+	}
+	kept := keep(c.RedirectURIs, want.RedirectURIs)
+	if len(kept) == 0 {
+		return c, newError(data.ErrInvalid, fmt.Sprintf("keep at least one of the approved redirect URIs (%s) until an administrator has approved the new ones: "+
+			"the client must keep working meanwhile; remove the old ones afterwards", strings.Join(c.RedirectURIs, ", ")))
+	}
+	p.AddRedirectURIs = without(want.RedirectURIs, c.RedirectURIs)
+	c.RedirectURIs = kept
+	if want.Type != c.Type {
+		p.Type = want.Type
+		if want.Type == data.Confidential && len(want.Secrets) > 0 {
+			s := want.Secrets[0]
+			p.Secret = &s
+		}
+	}
+	c.Pending = tidyPending(data.Client{Scopes: c.Scopes, RedirectURIs: c.RedirectURIs, Type: c.Type, Pending: p})
+	if c.Pending != nil && old != nil && sameChange(old, c.Pending) {
+		c.Pending = old // nothing new to review: keep who asked and when
+	}
+	c.RejectedChange = nil
+	return c, nil
+}
+
+// keep returns the items of have that are in want, in have's order.
+func keep(have, want []string) []string {
+	var out []string
+	for _, s := range have {
+		if slices.Contains(want, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// without returns the items of want that are not in have, in want's order.
+func without(want, have []string) []string {
+	var out []string
+	for _, s := range want {
+		if !slices.Contains(have, s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tidyPending returns c.Pending without what c already has (after an
+// operator's change, say), or nil when nothing is left to review.
+func tidyPending(c data.Client) *data.ClientChange {
+	if c.Pending == nil {
+		return nil
+	}
+	p := c.Pending.Clone()
+	p.AddScopes = without(p.AddScopes, c.Scopes)
+	p.AddRedirectURIs = without(p.AddRedirectURIs, c.RedirectURIs)
+	if p.Type == c.Type {
+		p.Type, p.Secret = "", nil
+	}
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" {
+		return nil
+	}
+	return p
+}
+
+func sameChange(a, b *data.ClientChange) bool {
+	secretID := func(p *data.ClientChange) string {
+		if p.Secret == nil {
+			return ""
+		}
+		return p.Secret.ID
+	}
+	return slices.Equal(a.AddScopes, b.AddScopes) && slices.Equal(a.AddRedirectURIs, b.AddRedirectURIs) &&
+		a.Type == b.Type && secretID(a) == secretID(b)
+}
+
+// sameSettings reports whether a and b have the same settings in force.
+func sameSettings(a, b data.Client) bool {
+	return slices.Equal(a.Scopes, b.Scopes) && slices.Equal(a.RedirectURIs, b.RedirectURIs) &&
+		a.Type == b.Type && a.Legacy == b.Legacy
+}
+
+// auditEdit writes the audit records of an owner's edit: what applied at
+// once, and what now waits for review (or no longer does).
+func (l *Local) auditEdit(ctx context.Context, before, after data.Client) {
+	if !sameSettings(before, after) {
+		ev := "client_narrowed"
+		switch {
+		case before.Status != data.StatusApproved:
+			ev = "client_edited" // under review: applied as asked
+		case before.Legacy && !after.Legacy:
+			ev = "client_migrated"
+		}
+		l.audit(ctx, ev, "client_id", after.ID,
+			"removed_scopes", strings.Join(without(before.Scopes, after.Scopes), " "),
+			"added_scopes", strings.Join(without(after.Scopes, before.Scopes), " "),
+			"removed_redirect_uris", strings.Join(without(before.RedirectURIs, after.RedirectURIs), " "),
+			"added_redirect_uris", strings.Join(without(after.RedirectURIs, before.RedirectURIs), " "),
+			"client_type", string(after.Type))
+	}
+	switch {
+	case after.Pending != nil && (before.Pending == nil || !sameChange(before.Pending, after.Pending)):
+		l.audit(ctx, "client_change_proposed", append([]any{"client_id", after.ID}, changeAttrs(after.Pending)...)...)
+	case after.Pending == nil && before.Pending != nil && before.Status == data.StatusApproved:
+		l.audit(ctx, "client_change_withdrawn", append([]any{"client_id", after.ID}, changeAttrs(before.Pending)...)...)
+	}
+}
+
+// changeAttrs are the audit attributes of a pending change.
+func changeAttrs(p *data.ClientChange) []any {
+	return []any{"add_scopes", scope.Join(p.AddScopes), "add_redirect_uris", strings.Join(p.AddRedirectURIs, " "),
+		"new_client_type", string(p.Type), "proposed_by", p.ProposedBy, "proposed_at", p.ProposedAt}
+}
+
+// changeView shows the change p of client c (nil for nil).
+func changeView(c data.Client, p *data.ClientChange) *ChangeView {
+	if p == nil {
+		return nil
+	}
+	next := c
+	next.Pending = p
+	next = next.WithPending()
+	v := &ChangeView{
+		AddScopes: p.AddScopes, AddRedirectURIs: p.AddRedirectURIs, ClientType: string(p.Type),
+		Scopes: next.Scopes, RedirectURIs: next.RedirectURIs, ResultType: string(next.Type),
+		ProposedBy: p.ProposedBy, ProposedAt: p.ProposedAt, RejectReason: p.RejectReason,
+	}
+	for _, l := range []*[]string{&v.AddScopes, &v.AddRedirectURIs, &v.Scopes, &v.RedirectURIs} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	return v
+}
+
+// clientRevision is a short digest of what a review decides on: the
+// client's type, scopes, redirect URIs, status and pending change. An
+// owner's edit changes it; usage counts and secret use do not.
+func clientRevision(c data.Client) string {
+	var p struct {
+		S, U []string
+		T    data.ClientType
+	}
+	if c.Pending != nil {
+		p.S, p.U, p.T = c.Pending.AddScopes, c.Pending.AddRedirectURIs, c.Pending.Type
+	}
+	b, _ := json.Marshal([]any{c.Type, c.Legacy, c.Status, c.Scopes, c.RedirectURIs, p})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:6])
+}
