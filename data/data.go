@@ -403,3 +403,17 @@ type Store interface {
 	// Close releases the store. Calls after Close fail.
 	Close() error
 }
+
+// Dump is every record of a store, as `oauthd store copy` moves them from
+// one backend to another. Backends that can be copied from have an
+// Export method returning it; secrets, tokens and sessions stay hashes and
+// private keys stay as they are (sealed or not).
+type Dump struct {
+	Users     []User       `json:"users"`
+	Clients   []Client     `json:"clients"`
+	AuthCodes []AuthCode   `json:"auth_codes"`
+	Families  []Family     `json:"families"`
+	Grants    []Grant      `json:"grants"`
+	Sessions  []Session    `json:"sessions"`
+	Keys      []SigningKey `json:"keys"`
+}

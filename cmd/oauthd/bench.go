@@ -30,6 +30,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oauthd/data"
+	"oauthd/data/postgres"
 	"oauthd/issuer"
 	"oauthd/issuer/admin"
 )
@@ -163,7 +164,13 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		return fmt.Errorf("temporary database: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	srv, err := startBenchServer(ctx, logger, filepath.Join(dir, "bench.db"))
+	dbPath := filepath.Join(dir, "bench.db")
+	if postgres.IsURL(root.db) {
+		// On PostgreSQL the in-process server uses that database (its
+		// schema is migrated; the seeded user, client and grants stay).
+		dbPath = root.db
+	}
+	srv, err := startBenchServer(ctx, logger, dbPath)
 	if err != nil {
 		return err
 	}
@@ -200,6 +207,9 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	rep, _ := driveRefresh(ctx, srv.hc, srv.w.listenURL+benchTokenPath, seeded.clientID, seeded.clientSecret, seeded.tokens, o.duration, o.progress, stderr)
 	rep.Target = "in-process " + srv.w.listenURL
+	if srv.w.pg != nil {
+		rep.Target += " on " + postgres.Redact(root.db)
+	}
 	rep.RSSMiB = rssMiB()
 	return rep.print(stdout, o.json)
 }

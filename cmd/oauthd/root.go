@@ -17,7 +17,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"oauthd/data"
 	"oauthd/data/bolt"
+	"oauthd/data/postgres"
 	"oauthd/issuer/admin"
 	"oauthd/keys"
 )
@@ -37,7 +39,7 @@ func (o *rootOptions) AddFlags(fs *pflag.FlagSet) {
 	if db == "" {
 		db = "./oauthd.db"
 	}
-	fs.StringVar(&o.db, "db", db, "the database file (env OAUTHD_DB)")
+	fs.StringVar(&o.db, "db", db, "the bbolt database file, or a postgres:// URL (env OAUTHD_DB; libpq variables such as PGPASSWORD apply)")
 	fs.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key that encrypts signing keys (64 hex digits or base64); env OAUTHD_MASTER_KEY holds the key itself")
 	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info for serve, warn otherwise)")
 	logFormat := os.Getenv("OAUTHD_LOG_FORMAT")
@@ -66,7 +68,7 @@ func NewRootCommand() *cobra.Command {
 		}
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
-	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o))
+	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o))
 	addGateway(root)
 	requireSubcommands(root)
 	return root
@@ -150,18 +152,31 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if c, err := admin.Dial(o.socketPath()); err == nil {
-		return c, c.Close, nil
-	}
-	store, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger, MustExist: true})
-	if errors.Is(err, bolt.ErrNoDatabase) {
-		return nil, nil, noDatabase(o.db, err)
-	}
-	if errors.Is(err, bolt.ErrLocked) {
-		return nil, nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", o.db, o.socketPath())
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("open database %s: %w", o.db, err)
+	var store data.Store
+	if postgres.IsURL(o.db) {
+		// Any number of servers may run on the database: the CLI works
+		// on it directly, and its changes reach them by notification.
+		pg, err := postgres.Open(cmd.Context(), o.db, postgres.Options{Logger: logger, MaxConns: 4})
+		if err != nil {
+			return nil, nil, fmt.Errorf("open database %s: %w", postgres.Redact(o.db), err)
+		}
+		store = pg
+		logger = slog.New(newAuditTee(logger.Handler(), pg))
+	} else {
+		if c, err := admin.Dial(o.socketPath()); err == nil {
+			return c, c.Close, nil
+		}
+		b, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger, MustExist: true})
+		if errors.Is(err, bolt.ErrNoDatabase) {
+			return nil, nil, noDatabase(o.db, err)
+		}
+		if errors.Is(err, bolt.ErrLocked) {
+			return nil, nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", o.db, o.socketPath())
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("open database %s: %w", o.db, err)
+		}
+		store = b
 	}
 	lk := &lazyKeys{open: func(ctx context.Context) (*keys.Manager, error) {
 		mk, err := o.masterKey()

@@ -32,6 +32,7 @@ import (
 	"oauthd/data"
 	"oauthd/data/bolt"
 	"oauthd/data/cache"
+	"oauthd/data/postgres"
 	"oauthd/issuer"
 	"oauthd/issuer/admin"
 	"oauthd/keys"
@@ -167,20 +168,23 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		printDemo(cmd.OutOrStdout(), d)
 	}
 
-	// The admin socket first: once /readyz answers, the CLI can reach the
-	// server too (a CLI call in between would find the file locked and no
-	// socket).
-	sockPath := root.socketPath()
-	adminLn, err := listenAdmin(sockPath)
-	if err != nil {
-		return err
+	var srvs []*http.Server
+	if w.pg == nil {
+		// The admin socket first: once /readyz answers, the CLI can
+		// reach the server too (a CLI call in between would find the
+		// file locked and no socket). On PostgreSQL the CLI works on
+		// the database directly and there is no socket.
+		sockPath := root.socketPath()
+		adminLn, err := listenAdmin(sockPath)
+		if err != nil {
+			return err
+		}
+		adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
+		go adminSrv.Serve(adminLn)
+		defer os.Remove(sockPath)
+		logger.Info("admin socket ready", "path", sockPath)
+		srvs = append(srvs, adminSrv)
 	}
-	adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
-	go adminSrv.Serve(adminLn)
-	defer os.Remove(sockPath)
-	logger.Info("admin socket ready", "path", sockPath)
-
-	srvs := []*http.Server{adminSrv}
 	if o.debugAddr != "" {
 		dbg, dbgURL, err := listenDebug(o.debugAddr)
 		if err != nil {
@@ -193,11 +197,14 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	srv := w.httpServer(logger)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", root.db)
+	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", redactDB(root.db))
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { km.Run(loopCtx) })
+	if w.pg != nil {
+		wg.Go(func() { w.follow(loopCtx, logger, postgres.ListenOptions{}) })
+	}
 	wg.Go(func() { gcLoop(loopCtx, logger, store) })
 
 	select {
@@ -234,8 +241,9 @@ func (o *serveOptions) checkReuseGrace() error {
 // wired is a server wired as `serve` runs it, listening but not yet
 // serving: serve and bench both start from it.
 type wired struct {
-	bolt                 *bolt.Store
-	store                *cache.Store // bolt with client records cached; every write goes through it
+	bolt                 *bolt.Store     // the bbolt backend, or nil
+	pg                   *postgres.Store // the PostgreSQL backend, or nil
+	store                *cache.Store    // the backend with client records cached; every write of this process goes through it
 	km                   *keys.Manager
 	iss                  *issuer.Server
 	guard                *guard.Guard
@@ -258,23 +266,34 @@ var reserveSyncProc = sync.OnceFunc(func() {
 // caller closes ln and calls closeStore.
 func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte) (w *wired, err error) {
 	w = &wired{}
-	reserveSyncProc()
-	w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger, SyncHoldsProc: true})
-	if errors.Is(err, bolt.ErrLocked) {
-		return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
+	var db data.Store
+	if postgres.IsURL(dbPath) {
+		// Replicas that start together migrate once (advisory lock).
+		w.pg, err = postgres.Open(ctx, dbPath, postgres.Options{Migrate: true, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(dbPath), err)
+		}
+		db = w.pg
+	} else {
+		reserveSyncProc()
+		w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger, SyncHoldsProc: true})
+		if errors.Is(err, bolt.ErrLocked) {
+			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", dbPath, err)
+		}
+		db = w.bolt
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", dbPath, err)
-	}
-	db := w.bolt // not w.bolt in the defer: an error return sets w to nil
-	defer func() {
+	defer func() { // db, not w.bolt: an error return sets w to nil
 		if err != nil {
 			db.Close()
 		}
 	}()
 	// One cached store for the issuer, the consent pages and the admin
-	// socket: every client change (the CLI's too) passes through it.
-	w.store = cache.New(w.bolt)
+	// socket: every client change of this process passes through it (on
+	// PostgreSQL, other processes' changes arrive by w.follow).
+	w.store = cache.New(db)
 	store := w.store
 
 	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
@@ -311,7 +330,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.guard = g
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerStoreMetrics(reg, w.bolt)
+	if w.bolt != nil {
+		registerStoreMetrics(reg, w.bolt)
+	} else {
+		registerPoolMetrics(reg, w.pg)
+	}
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
@@ -321,7 +344,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
-	w.local = admin.NewLocal(store, km, logger, time.Now)
+	adminLog := logger
+	if w.pg != nil {
+		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
+	}
+	w.local = admin.NewLocal(store, km, adminLog, time.Now)
 	ho, err := o.handover(ctx, base)
 	if err != nil {
 		return nil, err
@@ -513,8 +540,13 @@ func listenDebug(addr string) (*http.Server, string, error) {
 	return srv, "http://" + ln.Addr().String() + "/debug/pprof/", nil
 }
 
-// notReady returns why the server cannot serve tokens, or "".
+// notReady returns why the server cannot serve tokens, or "". It reads
+// the database, so a database that does not answer within 2s (a lost
+// PostgreSQL server, a cut network) makes the replica not ready until it
+// answers again.
 func notReady(ctx context.Context, store data.Store) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	ks, err := store.ListKeys(ctx)
 	if err != nil {
 		return "the database does not answer"

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"oauthd/data/postgres/pgtest"
 )
 
 // oauthdBin is the oauthd binary built once by TestMain for the tests that
@@ -35,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.Stop() // the private PostgreSQL cluster, if a test started one
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+
+	"oauthd/data/postgres"
+)
+
+// auditTee is a slog.Handler that passes records to next and also stores
+// every "audit" record (issuer/admin's audit trail) in the PostgreSQL
+// database, so that the records of every replica and of the command line
+// are in one place. Audit records are stored whatever the log level.
+type auditTee struct {
+	next  slog.Handler
+	store *postgres.Store
+	attrs []slog.Attr
+}
+
+func newAuditTee(next slog.Handler, store *postgres.Store) slog.Handler {
+	return &auditTee{next: next, store: store}
+}
+
+func (h *auditTee) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.next.Enabled(ctx, l)
+}
+
+func (h *auditTee) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "audit" {
+		m := map[string]any{}
+		add := func(a slog.Attr) bool { putAttr(m, a); return true }
+		for _, a := range h.attrs {
+			add(a)
+		}
+		r.Attrs(add)
+		event, _ := m["event"].(string)
+		body, err := json.Marshal(m)
+		if err == nil {
+			err = h.store.AppendAudit(context.WithoutCancel(ctx), r.Time, event, body)
+		}
+		if err != nil && h.next.Enabled(ctx, slog.LevelError) {
+			e := slog.NewRecord(r.Time, slog.LevelError, "store the audit record in the database", r.PC)
+			e.AddAttrs(slog.String("event", event), slog.Any("err", err))
+			h.next.Handle(ctx, e)
+		}
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+// putAttr adds a to m, groups as nested objects.
+func putAttr(m map[string]any, a slog.Attr) {
+	v := a.Value.Resolve()
+	if v.Kind() == slog.KindGroup {
+		sub := map[string]any{}
+		for _, g := range v.Group() {
+			putAttr(sub, g)
+		}
+		m[a.Key] = sub
+		return
+	}
+	m[a.Key] = v.Any()
+}
+
+func (h *auditTee) WithAttrs(as []slog.Attr) slog.Handler {
+	return &auditTee{next: h.next.WithAttrs(as), store: h.store, attrs: append(append([]slog.Attr{}, h.attrs...), as...)}
+}
+
+func (h *auditTee) WithGroup(name string) slog.Handler {
+	return &auditTee{next: h.next.WithGroup(name), store: h.store, attrs: h.attrs}
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"oauthd/data"
+	"oauthd/data/bolt"
+	"oauthd/data/postgres"
+)
+
+// copyEnd is one side of `oauthd store copy`: a bbolt file or a PostgreSQL
+// database.
+type copyEnd interface {
+	Export(ctx context.Context) (data.Dump, error)
+	Import(ctx context.Context, d data.Dump) error
+	Close() error
+}
+
+// copyReport is what store copy prints.
+type copyReport struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Users     int    `json:"users"`
+	Clients   int    `json:"clients"`
+	AuthCodes int    `json:"auth_codes"`
+	Families  int    `json:"families"`
+	Grants    int    `json:"grants"`
+	Sessions  int    `json:"sessions"`
+	Keys      int    `json:"keys"`
+}
+
+func newStoreCopyCommand(root *rootOptions) *cobra.Command {
+	var from, to string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "copy --from PATH|URL --to PATH|URL",
+		Short: "Copy every record (users, clients with secret hashes, grants, refresh families, live codes, sessions, signing keys as sealed) into an empty database",
+		Long: `copy reads every record of --from in one consistent snapshot and writes it
+into --to, which must be empty (a new file, or a database with no record;
+its schema is created). Tokens issued before the copy keep working after it,
+as long as the servers on --to use the same master key.
+
+A bbolt --from must not be in use: stop its server first. A PostgreSQL
+--from may keep serving, but changes made after the snapshot are not copied.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" || to == "" {
+				return errors.New("store copy needs --from PATH|URL and --to PATH|URL")
+			}
+			if from == to {
+				return errors.New("--from and --to name the same database")
+			}
+			logger, err := root.logger(cmd, slog.LevelWarn)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			src, err := openCopyEnd(ctx, logger, from, false)
+			if err != nil {
+				return fmt.Errorf("--from: %w", err)
+			}
+			defer src.Close()
+			d, err := src.Export(ctx)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", redactDB(from), err)
+			}
+			if !postgres.IsURL(to) {
+				if _, err := os.Stat(to); err == nil {
+					return fmt.Errorf("--to %s exists; copy into a new file", to)
+				}
+			}
+			dst, err := openCopyEnd(ctx, logger, to, true)
+			if err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			if err := dst.Import(ctx, d); err != nil {
+				dst.Close()
+				if !postgres.IsURL(to) && !errors.Is(err, bolt.ErrNotEmpty) {
+					os.Remove(to) // half-filled, and new: we made it
+				}
+				return fmt.Errorf("write %s: %w", redactDB(to), err)
+			}
+			if err := dst.Close(); err != nil {
+				return fmt.Errorf("close %s: %w", redactDB(to), err)
+			}
+			rep := copyReport{From: redactDB(from), To: redactDB(to), Users: len(d.Users), Clients: len(d.Clients), AuthCodes: len(d.AuthCodes),
+				Families: len(d.Families), Grants: len(d.Grants), Sessions: len(d.Sessions), Keys: len(d.Keys)}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), rep)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "copied %d users, %d clients, %d authorization codes, %d refresh families, %d grants, %d sessions and %d signing keys from %s to %s\n",
+				rep.Users, rep.Clients, rep.AuthCodes, rep.Families, rep.Grants, rep.Sessions, rep.Keys, rep.From, rep.To)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the database to copy: a bbolt file or a postgres:// URL")
+	cmd.Flags().StringVar(&to, "to", "", "the empty database to fill: a new bbolt file or a postgres:// URL (its schema is created)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as one JSON value")
+	return cmd
+}
+
+// openCopyEnd opens db; target creates it (a bbolt file, or the PostgreSQL
+// schema).
+func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, target bool) (copyEnd, error) {
+	if postgres.IsURL(db) {
+		s, err := postgres.Open(ctx, db, postgres.Options{Migrate: target, Logger: logger, MaxConns: 4})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", postgres.Redact(db), err)
+		}
+		return s, nil
+	}
+	if !target {
+		if _, err := os.Stat(db); err != nil {
+			return nil, fmt.Errorf("open %s: %w", db, err)
+		}
+	}
+	s, err := bolt.Open(db, bolt.Options{Timeout: time.Second, Logger: logger})
+	if errors.Is(err, bolt.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", db, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Errors of the schema check.
+var (
+	// ErrSchemaTooNew: the database was migrated by a newer oauthd.
+	ErrSchemaTooNew = errors.New("the database schema is newer than this oauthd knows")
+	// ErrSchemaOld: the database lacks migrations this oauthd needs.
+	ErrSchemaOld = errors.New("the database schema is older than this oauthd needs")
+)
+
+// migrationLock is the key of the session-level advisory lock held while
+// migrating ("oauthd" in ASCII, then 1), so that replicas that start
+// together migrate once, one after another.
+const migrationLock int64 = 0x6f_61_75_74_68_64_00_01
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in order. A file is named
+// NNNN_what.sql; versions are 1, 2, 3, … without gaps.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", e.Name())
+		}
+		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: strings.TrimSuffix(e.Name(), ".sql"), sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: want version %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this build knows: the number of
+// embedded migrations.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil {
+		panic(err) // the embedded files are fixed at build time; tests catch this
+	}
+	return len(ms)
+}
+
+const createVersionTable = `CREATE TABLE IF NOT EXISTS oauthd_schema (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)`
+
+// Migrate creates or upgrades the schema at url, under an advisory lock so
+// that concurrent callers (replicas starting together) apply each
+// migration once. It returns the version before and after. A database
+// migrated by a newer oauthd gives [ErrSchemaTooNew] and is left as it is.
+func Migrate(ctx context.Context, url string, logger *slog.Logger) (from, to int, err error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ms, err := migrations()
+	if err != nil {
+		return 0, 0, err
+	}
+	cfg, err := parseConfig(url, Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return 0, 0, fmt.Errorf("connect to %s: %w", Redact(url), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+		return 0, 0, fmt.Errorf("take the migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock)
+	if _, err := conn.Exec(ctx, createVersionTable); err != nil {
+		return 0, 0, fmt.Errorf("create the schema version table: %w", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM oauthd_schema").Scan(&from); err != nil {
+		return 0, 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	if from > len(ms) {
+		return from, from, fmt.Errorf("%w: the database is at version %d, this oauthd knows up to %d; run a newer oauthd", ErrSchemaTooNew, from, len(ms))
+	}
+	for _, m := range ms[from:] {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return from, m.version - 1, fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		logger.InfoContext(ctx, "database schema migrated", "version", m.version, "name", m.name)
+	}
+	return from, len(ms), nil
+}
+
+// checkSchema fails unless the database is at exactly the version this
+// build knows.
+func checkSchema(ctx context.Context, q querier, url string) error {
+	var v int
+	err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM oauthd_schema").Scan(&v)
+	if isUndefinedTable(err) {
+		v, err = 0, nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the schema version: %w", err)
+	}
+	switch want := SchemaVersion(); {
+	case v > want:
+		return fmt.Errorf("%w: the database is at version %d, this oauthd knows up to %d; run a newer oauthd", ErrSchemaTooNew, v, want)
+	case v == 0:
+		return fmt.Errorf("%w: %s has no oauthd schema; run `oauthd store migrate --db URL` (or start `oauthd serve`, which migrates)", ErrSchemaOld, Redact(url))
+	case v < want:
+		return fmt.Errorf("%w: the database is at version %d, this oauthd needs %d; run `oauthd store migrate --db URL`", ErrSchemaOld, v, want)
+	}
+	return nil
+}

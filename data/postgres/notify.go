@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+)
+
+// Channel is the LISTEN/NOTIFY channel on which every change that other
+// processes may cache is announced, in the transaction that makes it (so a
+// notification arrives only after the change is visible). Payloads are
+// "client ID", "keys" and "grant USER_ID CLIENT_ID". Families are not
+// announced: no process caches a family's fate (famCache is a guess the
+// database checks), and a NOTIFY serializes the commits that send one.
+const Channel = "oauthd_changes"
+
+// notify queues a notification that PostgreSQL delivers when tx commits.
+func notify(ctx context.Context, tx pgx.Tx, payload string) error {
+	_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, payload)
+	return err
+}
+
+// Event is a change announced on [Channel].
+type Event struct {
+	// Kind is "client", "keys" or "grant"; "" for a reset.
+	Kind string
+	// ID names the record: a client ID, "USER_ID CLIENT_ID" for a grant,
+	// "" for keys.
+	ID string
+	// Reset: notifications may have been missed (the listener has just
+	// connected or reconnected, or the periodic resync is due): re-read
+	// everything cached.
+	Reset bool
+}
+
+func parseEvent(payload string) Event {
+	kind, id, _ := strings.Cut(payload, " ")
+	return Event{Kind: kind, ID: id}
+}
+
+// ListenOptions tune [Store.Listen]; zero values take the defaults.
+type ListenOptions struct {
+	// Resync is the safety net: a Reset event every Resync (default 30s),
+	// in case a notification was lost in a way the connection did not
+	// show.
+	Resync time.Duration
+	// Probe is how long the connection may stay silent before it is
+	// checked with a query (default 5s); a connection that does not answer
+	// within Probe is dropped and a new one made.
+	Probe time.Duration
+}
+
+// Listen calls fn with every change announced on [Channel], on one
+// goroutine, until ctx is done. It first calls fn with a Reset once it
+// listens (so that nothing changed between the caller's first load and the
+// LISTEN is missed), again after every reconnection (a network cut or a
+// database restart loses notifications), and every Resync. A lost
+// connection is retried with backoff (at most 2s apart).
+func (s *Store) Listen(ctx context.Context, opts ListenOptions, fn func(context.Context, Event)) {
+	if opts.Resync <= 0 {
+		opts.Resync = 30 * time.Second
+	}
+	if opts.Probe <= 0 {
+		opts.Probe = 5 * time.Second
+	}
+	cfg := s.pool.Config().ConnConfig.Copy()
+	// A context deadline only interrupts the read (no cancel request is
+	// sent to the server), so that waiting with a timeout keeps the
+	// connection.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	wait := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, cfg, opts, fn)
+		if ctx.Err() != nil {
+			return
+		}
+		s.stats.reconnects.Add(1)
+		s.log.WarnContext(ctx, "database change listener lost its connection; reconnecting", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, opts ListenOptions, fn func(context.Context, Event)) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	s.stats.resets.Add(1)
+	fn(ctx, Event{Reset: true})
+	resync := time.Now().Add(opts.Resync)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, max(0, min(opts.Probe, time.Until(resync))))
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if n != nil {
+			s.stats.notifications.Add(1)
+			fn(ctx, parseEvent(n.Payload))
+		}
+		if time.Now().After(resync) {
+			s.stats.resets.Add(1)
+			fn(ctx, Event{Reset: true})
+			resync = time.Now().Add(opts.Resync)
+		}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+			return err
+		}
+		// Silent for a while: make sure the connection still answers
+		// (notifications that arrive meanwhile are kept by conn).
+		pctx, cancel := context.WithTimeout(ctx, opts.Probe)
+		_, err = conn.Exec(pctx, "SELECT 1")
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,936 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/url"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"oauthd/data"
+)
+
+// ErrClosed is returned by every method called after [Store.Close].
+var ErrClosed = errors.New("postgres store is closed")
+
+var _ data.Store = (*Store)(nil)
+
+// IsURL reports whether s names a PostgreSQL database (postgres:// or
+// postgresql://) rather than a file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Redact returns url with its password hidden, for messages.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the PostgreSQL URL"
+	}
+	return u.Redacted()
+}
+
+// Options configure [Open].
+type Options struct {
+	// Migrate applies pending migrations before opening (see [Migrate]).
+	// Without it, a database whose schema is not exactly this build's is
+	// refused.
+	Migrate bool
+	// MaxConns bounds the pool; 0 means the URL's pool_max_conns, else
+	// max(16, 4 × GOMAXPROCS).
+	MaxConns int32
+	// Logger, default discard.
+	Logger *slog.Logger
+}
+
+// Store is a [data.Store] on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	url    string
+	log    *slog.Logger
+	closed atomic.Bool
+	stop   context.CancelFunc // stops the listener
+	fams   famCache           // a guess of each family's version, see famCache
+	stats  struct {
+		retries, casLost, reconnects, notifications, resets atomic.Int64
+	}
+}
+
+// Stats counts what the store did to keep its rules under concurrency,
+// for metrics.
+type Stats struct {
+	// Retries of a transaction after a serialization failure or deadlock.
+	Retries int64
+	// CASLost counts rotations and exchanges whose conditional write lost
+	// to a concurrent one (or to a stale guess) and read again.
+	CASLost int64
+	// Reconnects of the change listener; Notifications it delivered;
+	// Resets (connects, reconnects and periodic resyncs).
+	Reconnects, Notifications, Resets int64
+}
+
+// Stats returns the counters since Open.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Retries: s.stats.retries.Load(), CASLost: s.stats.casLost.Load(),
+		Reconnects: s.stats.reconnects.Load(), Notifications: s.stats.notifications.Load(), Resets: s.stats.resets.Load(),
+	}
+}
+
+func parseConfig(raw string, opts Options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse the database URL %s: %w", Redact(raw), err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	} else if !strings.Contains(raw, "pool_max_conns") {
+		cfg.MaxConns = int32(max(16, 4*runtime.GOMAXPROCS(0)))
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "oauthd"
+	}
+	// Every statement the store sends is one of a few fixed ones: prepare
+	// each once per connection.
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	return cfg, nil
+}
+
+// Open connects to the database at url (a postgres:// or postgresql://
+// URL; libpq's environment variables such as PGPASSWORD and PGSSLMODE
+// apply) and checks its schema, or migrates it with Options.Migrate.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Migrate {
+		if _, _, err := Migrate(ctx, url, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := parseConfig(url, opts)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", Redact(url), err)
+	}
+	if err := checkSchema(ctx, pool, url); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool, url: url, log: opts.Logger, stop: func() {}}, nil
+}
+
+// Close closes the pool; later calls fail with [ErrClosed]. It may be
+// called more than once.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.stop()
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers (for /readyz).
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.pool.Ping(ctx)
+}
+
+// Pool returns the connection pool (for tools and tests on the same
+// database).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// querier is what a pool, a connection and a transaction share.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// begin checks ctx and the closed flag.
+func (s *Store) begin(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	return nil
+}
+
+// maxAttempts bounds the retries of a serialization failure or deadlock,
+// and of a compare-and-swap that lost to a concurrent write.
+const maxAttempts = 50
+
+// retryable reports a failure after which the same transaction may simply
+// be run again: a serialization failure or a deadlock.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// backoff sleeps a little, more after each attempt, with jitter.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(rand.Int64N(int64(time.Millisecond)<<min(attempt, 6))) + 100*time.Microsecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retry runs fn until it succeeds, fails with an error that is not
+// retryable, or has been tried maxAttempts times.
+func retry(ctx context.Context, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !retryable(err) || attempt >= maxAttempts {
+			return err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// tx runs fn in a read-committed transaction, retried on serialization
+// failures and deadlocks.
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return retry(ctx, func() error {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if retryable(err) {
+			s.stats.retries.Add(1)
+		}
+		return err
+	})
+}
+
+// isUnique reports a unique violation, optionally of the named constraint.
+func isUnique(err error, constraint string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && (constraint == "" || pe.ConstraintName == constraint)
+}
+
+func isUndefinedTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
+}
+
+// Records are stored as JSON.
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// The data types hold only strings, numbers, bools, byte
+		// slices and times in years 0–9999 (enforced by unixNano's
+		// users); nothing else can fail.
+		panic(fmt.Sprintf("postgres: encode %T: %v", v, err))
+	}
+	return b
+}
+
+// decode reads a record and puts every time in it in UTC.
+func decode[T any](b []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("decode %T: %w", v, err)
+	}
+	toUTC(reflect.ValueOf(&v).Elem())
+	return v, nil
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// toUTC sets every time.Time reachable from v (fields, slice elements) to
+// UTC, so that the times read back are Equal to, and in the same location
+// as, the UTC times written, whatever zone a caller used.
+func toUTC(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == timeType {
+			if t := v.Interface().(time.Time); t.Location() != time.UTC {
+				v.Set(reflect.ValueOf(t.UTC()))
+			}
+			return
+		}
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				toUTC(f)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		for i := range v.Len() {
+			toUTC(v.Index(i))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			toUTC(v.Elem())
+		}
+	}
+}
+
+// unixNano is t in Unix nanoseconds, clamped to int64 (a zero time is the
+// smallest value: it has expired).
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// familyExpiry is when GC may remove f: the earlier of its idle expiry and
+// its absolute expiry (zero: none).
+func familyExpiry(f data.Family) int64 {
+	e := unixNano(f.ExpiresAt)
+	if !f.AbsoluteExp.IsZero() {
+		e = min(e, unixNano(f.AbsoluteExp))
+	}
+	return e
+}
+
+// queryOne reads one record's body; ErrNotFound when there is none.
+func queryOne[T any](ctx context.Context, q querier, sql string, args ...any) (T, error) {
+	var b []byte
+	if err := q.QueryRow(ctx, sql, args...).Scan(&b); err != nil {
+		var zero T
+		if errors.Is(err, pgx.ErrNoRows) {
+			return zero, data.ErrNotFound
+		}
+		return zero, err
+	}
+	return decode[T](b)
+}
+
+// queryAll reads the bodies of every row.
+func queryAll[T any](ctx context.Context, q querier, sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := []T{}
+	var b []byte
+	_, err = pgx.ForEachRow(rows, []any{&b}, func() error {
+		v, err := decode[T](b)
+		out = append(out, v)
+		return err
+	})
+	return out, err
+}
+
+// Users.
+
+// CreateUser implements [data.Store.CreateUser]. IDs come from max(id)+1
+// under a table lock that readers do not wait for, so that a failed create
+// uses up no ID.
+func (s *Store) CreateUser(ctx context.Context, u data.User) (data.User, error) {
+	const op = "create user"
+	if err := s.begin(ctx, op); err != nil {
+		return data.User{}, err
+	}
+	var out data.User
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "LOCK TABLE users IN EXCLUSIVE MODE"); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(id), 0) + 1 FROM users").Scan(&u.ID); err != nil {
+			return err
+		}
+		b := encode(u)
+		if _, err := tx.Exec(ctx, "INSERT INTO users (id, email_lower, username_lower, body) VALUES ($1, $2, $3, $4)",
+			u.ID, strings.ToLower(u.Email), strings.ToLower(u.Username), b); err != nil {
+			return err
+		}
+		var err error
+		out, err = decode[data.User](b)
+		return err
+	})
+	switch {
+	case isUnique(err, "users_email"):
+		return data.User{}, fmt.Errorf("%s: email %q: %w", op, u.Email, data.ErrExists)
+	case isUnique(err, "users_username"):
+		return data.User{}, fmt.Errorf("%s: username %q: %w", op, u.Username, data.ErrExists)
+	case err != nil:
+		return data.User{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+// GetUser implements [data.Store.GetUser].
+func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
+	if err := s.begin(ctx, "get user"); err != nil {
+		return data.User{}, err
+	}
+	u, err := queryOne[data.User](ctx, s.pool, "SELECT body FROM users WHERE id = $1", id)
+	if err != nil {
+		return data.User{}, fmt.Errorf("get user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// GetUserByLogin implements [data.Store.GetUserByLogin]: an email match
+// comes before a username match.
+func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, error) {
+	if err := s.begin(ctx, "get user by login"); err != nil {
+		return data.User{}, err
+	}
+	l := strings.ToLower(login)
+	if l == "" {
+		return data.User{}, fmt.Errorf("get user by login: %w", data.ErrNotFound)
+	}
+	u, err := queryOne[data.User](ctx, s.pool,
+		"SELECT body FROM users WHERE email_lower = $1 OR username_lower = $1 ORDER BY email_lower = $1 DESC LIMIT 1", l)
+	if err != nil {
+		return data.User{}, fmt.Errorf("get user by login: %w", err)
+	}
+	return u, nil
+}
+
+// ListUsers implements [data.Store.ListUsers], ordered by ID.
+func (s *Store) ListUsers(ctx context.Context) ([]data.User, error) {
+	if err := s.begin(ctx, "list users"); err != nil {
+		return nil, err
+	}
+	us, err := queryAll[data.User](ctx, s.pool, "SELECT body FROM users ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return us, nil
+}
+
+// Clients.
+
+// CreateClient implements [data.Store.CreateClient].
+func (s *Store) CreateClient(ctx context.Context, c data.Client) error {
+	if err := s.begin(ctx, "create client"); err != nil {
+		return err
+	}
+	if err := data.ValidateClient(c); err != nil {
+		return fmt.Errorf("create client %q: %w", c.ID, err)
+	}
+	tag, err := s.pool.Exec(ctx, `WITH ins AS (
+		INSERT INTO clients (id, status, body) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id)
+		SELECT pg_notify('`+Channel+`', 'client '||id) FROM ins`, c.ID, string(c.Status), encode(c))
+	if err != nil {
+		return fmt.Errorf("create client %q: %w", c.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("create client %q: %w", c.ID, data.ErrExists)
+	}
+	return nil
+}
+
+// GetClient implements [data.Store.GetClient].
+func (s *Store) GetClient(ctx context.Context, id string) (data.Client, error) {
+	if err := s.begin(ctx, "get client"); err != nil {
+		return data.Client{}, err
+	}
+	c, err := queryOne[data.Client](ctx, s.pool, "SELECT body FROM clients WHERE id = $1", id)
+	if err != nil {
+		return data.Client{}, fmt.Errorf("get client %q: %w", id, err)
+	}
+	return c, nil
+}
+
+// ListClients implements [data.Store.ListClients], ordered by ID.
+func (s *Store) ListClients(ctx context.Context, status data.ClientStatus) ([]data.Client, error) {
+	if err := s.begin(ctx, "list clients"); err != nil {
+		return nil, err
+	}
+	cs, err := queryAll[data.Client](ctx, s.pool, "SELECT body FROM clients WHERE $1 = '' OR status = $1 ORDER BY id", string(status))
+	if err != nil {
+		return nil, fmt.Errorf("list clients: %w", err)
+	}
+	return cs, nil
+}
+
+// UpdateClient implements [data.Store.UpdateClient]: the client's row is
+// locked from the read to the commit, so concurrent updates from any
+// process apply one after another, each to the record the previous one
+// committed, and the rules are checked against that record.
+func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Client) (data.Client, error)) (data.Client, error) {
+	if err := s.begin(ctx, "update client"); err != nil {
+		return data.Client{}, err
+	}
+	var out data.Client
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		old, err := queryOne[data.Client](ctx, tx, "SELECT body FROM clients WHERE id = $1 FOR UPDATE", id)
+		if err != nil {
+			return fmt.Errorf("update client %q: %w", id, err)
+		}
+		arg, _ := decode[data.Client](encode(old)) // update may change its argument
+		next, err := update(arg)
+		if err != nil {
+			return err
+		}
+		if err := data.ValidateClient(next); err != nil {
+			return fmt.Errorf("update client %q: %w", id, err)
+		}
+		if err := data.ValidateClientChange(old, next); err != nil {
+			return fmt.Errorf("update client %q: %w", id, err)
+		}
+		b := encode(next)
+		if _, err := tx.Exec(ctx, "UPDATE clients SET status = $2, body = $3 WHERE id = $1", id, string(next.Status), b); err != nil {
+			return fmt.Errorf("update client %q: %w", id, err)
+		}
+		if err := notify(ctx, tx, "client "+id); err != nil {
+			return fmt.Errorf("update client %q: %w", id, err)
+		}
+		out, err = decode[data.Client](b)
+		return err
+	})
+	if err != nil {
+		return data.Client{}, err
+	}
+	return out, nil
+}
+
+// Authorization codes.
+
+// CreateAuthCode implements [data.Store.CreateAuthCode].
+func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
+	if err := s.begin(ctx, "create auth code"); err != nil {
+		return err
+	}
+	if len(c.Hash) == 0 {
+		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	}
+	tag, err := s.pool.Exec(ctx, "INSERT INTO auth_codes (hash, used, expires_ns, body) VALUES ($1, $2, $3, $4) ON CONFLICT (hash) DO NOTHING",
+		c.Hash, c.Used, unixNano(c.ExpiresAt), encode(c))
+	if err != nil {
+		return fmt.Errorf("create auth code: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("create auth code: %w", data.ErrExists)
+	}
+	return nil
+}
+
+// redeem marks the code used and inserts the family in one statement: the
+// UPDATE matches only a code that is still unused (a concurrent exchange
+// that committed first leaves it nothing to match, so nothing is
+// inserted), and a family ID that exists already fails the whole
+// statement, code included.
+const redeem = `WITH c AS (
+	UPDATE auth_codes SET used = true, body = $2 WHERE hash = $1 AND NOT used RETURNING 1)
+INSERT INTO families (id, client_id, expires_ns, gc_ns, body) SELECT $3, $4, $5, $5, $6 FROM c`
+
+// ExchangeAuthCode implements [data.Store.ExchangeAuthCode]. Of any number
+// of concurrent exchanges of one code, on any number of replicas, exactly
+// one redeems it (see redeem); the others read the code again and get
+// [data.ErrCodeUsed].
+func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error) {
+	const op = "exchange auth code"
+	if err := s.begin(ctx, op); err != nil {
+		return data.AuthCode{}, data.Family{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		var used bool
+		var b []byte
+		err := s.pool.QueryRow(ctx, "SELECT used, body FROM auth_codes WHERE hash = $1", hash).Scan(&used, &b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, data.ErrNotFound)
+		}
+		if err != nil {
+			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, err)
+		}
+		code, err := decode[data.AuthCode](b)
+		if err != nil {
+			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if used || code.Used {
+			code.Used = true
+			return code, data.Family{}, fmt.Errorf("%s: %w", op, data.ErrCodeUsed)
+		}
+		arg, _ := decode[data.AuthCode](b)
+		fam, err := exchange(arg)
+		if err != nil {
+			return data.AuthCode{}, data.Family{}, err
+		}
+		if fam.ID == "" {
+			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, &data.RuleError{Field: "family_id", Reason: "the new family needs an ID"})
+		}
+		code.Used, code.FamilyID = true, fam.ID
+		cb, fb := encode(code), encode(fam)
+		var tag pgconn.CommandTag
+		err = retry(ctx, func() (err error) {
+			tag, err = s.pool.Exec(ctx, redeem, hash, cb, fam.ID, fam.ClientID, familyExpiry(fam), fb)
+			return err
+		})
+		switch {
+		case isUnique(err, "families_pkey"):
+			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: family %q: %w", op, fam.ID, data.ErrExists)
+		case err != nil:
+			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, err)
+		case tag.RowsAffected() == 1:
+			s.fams.put(fam.ID, 1, fb)
+			c, err := decode[data.AuthCode](cb)
+			if err != nil {
+				return data.AuthCode{}, data.Family{}, err
+			}
+			f, err := decode[data.Family](fb)
+			return c, f, err
+		case attempt >= maxAttempts:
+			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w: the code kept changing", op, data.ErrConflict)
+		}
+		// Another exchange redeemed the code between our read and our
+		// write: read it again (it is used now).
+		s.stats.casLost.Add(1)
+	}
+}
+
+// Refresh-token families.
+
+// GetFamily implements [data.Store.GetFamily].
+func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
+	if err := s.begin(ctx, "get family"); err != nil {
+		return data.Family{}, err
+	}
+	f, err := queryOne[data.Family](ctx, s.pool, "SELECT body FROM families WHERE id = $1", id)
+	if err != nil {
+		return data.Family{}, fmt.Errorf("get family %q: %w", id, err)
+	}
+	return f, nil
+}
+
+// RotateRefreshToken implements [data.Store.RotateRefreshToken] as a
+// compare-and-swap: it reads the family and its version, decides in this
+// process (a constant-time hash comparison, then update), and writes or
+// deletes only if the version is still the one it read. A write that lost
+// to a concurrent one (0 rows) reads the family again and decides again;
+// so of n concurrent rotations with the same token exactly one stores its
+// successor, and the others find a token that is no longer current, which
+// revokes the family. One read and one autocommitted write: two round
+// trips and one durable commit per rotation; one round trip when this
+// process rotated or created the family last (famCache: the read is
+// skipped, and a stale guess costs only the retry with a read).
+func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
+	const op = "rotate refresh token"
+	if err := s.begin(ctx, op); err != nil {
+		return data.Family{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		var version int64
+		var b []byte
+		guessed := false
+		if e, ok := s.fams.get(id); ok && attempt == 1 {
+			version, b = e.version, e.body // a guess; the write checks it
+			guessed = true
+		} else {
+			err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
+			if errors.Is(err, pgx.ErrNoRows) {
+				s.fams.drop(id)
+				return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
+			}
+			if err != nil {
+				return data.Family{}, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		old, err := decode[data.Family](b)
+		if err != nil {
+			return data.Family{}, fmt.Errorf("%s: %w", op, err)
+		}
+		var tag pgconn.CommandTag
+		// update decides on the record read (or guessed); every write is
+		// conditional on its version, so a decision taken on a record
+		// that has since changed never takes effect: the loop reads again
+		// and asks update again.
+		next, uerr := update(old)
+		switch {
+		case errors.Is(uerr, data.ErrTokenReused):
+			err = retry(ctx, func() (err error) {
+				tag, err = s.pool.Exec(ctx, "DELETE FROM families WHERE id = $1 AND version = $2", id, version)
+				return err
+			})
+			if err != nil {
+				return data.Family{}, fmt.Errorf("%s: %w", op, err)
+			}
+			s.fams.drop(id)
+			if tag.RowsAffected() == 1 {
+				// The stored record, not update's argument (which update
+				// may have changed).
+				stored, err := decode[data.Family](b)
+				if err != nil {
+					return data.Family{}, fmt.Errorf("%s: %w", op, err)
+				}
+				toUTC(reflect.ValueOf(&stored).Elem())
+				return stored, uerr
+			}
+		case uerr != nil && guessed:
+			// A refusal decided on a guess is not final: the record may
+			// have moved on at another replica (a later expiry, say).
+			// Read it and ask again.
+			s.fams.drop(id)
+			continue
+		case uerr != nil:
+			return data.Family{}, uerr
+		default:
+			if next.ID != id || next.ClientID != old.ClientID {
+				return data.Family{}, fmt.Errorf("%s: %w", op, &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
+			}
+			nb := encode(next)
+			err = retry(ctx, func() (err error) {
+				tag, err = s.pool.Exec(ctx, "UPDATE families SET version = version + 1, expires_ns = $3, gc_ns = least(gc_ns, $3), body = $4 WHERE id = $1 AND version = $2",
+					id, version, familyExpiry(next), nb)
+				return err
+			})
+			if err != nil {
+				return data.Family{}, fmt.Errorf("%s: %w", op, err)
+			}
+			if tag.RowsAffected() == 1 {
+				s.fams.put(id, version+1, nb)
+				// next shares no memory with the store (which keeps
+				// only nb), so it is returned as it is, in UTC.
+				toUTC(reflect.ValueOf(&next).Elem())
+				return next, nil
+			}
+			s.fams.drop(id)
+		}
+		s.stats.casLost.Add(1)
+		if attempt >= maxAttempts {
+			return data.Family{}, fmt.Errorf("%s: family %q: %w: it kept changing", op, id, data.ErrConflict)
+		}
+	}
+}
+
+// DeleteFamily implements [data.Store.DeleteFamily].
+func (s *Store) DeleteFamily(ctx context.Context, id string) error {
+	if err := s.begin(ctx, "delete family"); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, "DELETE FROM families WHERE id = $1", id)
+	if err != nil {
+		return fmt.Errorf("delete family %q: %w", id, err)
+	}
+	s.fams.drop(id)
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
+	}
+	return nil
+}
+
+// ListFamilies implements [data.Store.ListFamilies], ordered by ID.
+func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Family, error) {
+	if err := s.begin(ctx, "list families"); err != nil {
+		return nil, err
+	}
+	var fs []data.Family
+	var err error
+	if clientID == "" {
+		fs, err = queryAll[data.Family](ctx, s.pool, "SELECT body FROM families ORDER BY id")
+	} else {
+		fs, err = queryAll[data.Family](ctx, s.pool, "SELECT body FROM families WHERE client_id = $1 ORDER BY id", clientID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list families: %w", err)
+	}
+	return fs, nil
+}
+
+// Consent grants.
+
+// PutGrant implements [data.Store.PutGrant].
+func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
+	if err := s.begin(ctx, "put grant"); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO grants (user_id, client_id, body) VALUES ($1, $2, $3)
+		ON CONFLICT (user_id, client_id) DO UPDATE SET body = excluded.body`, g.UserID, g.ClientID, encode(g))
+	if err != nil {
+		return fmt.Errorf("put grant of user %d to %q: %w", g.UserID, g.ClientID, err)
+	}
+	return nil
+}
+
+// GetGrant implements [data.Store.GetGrant].
+func (s *Store) GetGrant(ctx context.Context, userID int64, clientID string) (data.Grant, error) {
+	if err := s.begin(ctx, "get grant"); err != nil {
+		return data.Grant{}, err
+	}
+	g, err := queryOne[data.Grant](ctx, s.pool, "SELECT body FROM grants WHERE user_id = $1 AND client_id = $2", userID, clientID)
+	if err != nil {
+		return data.Grant{}, fmt.Errorf("get grant of user %d to %q: %w", userID, clientID, err)
+	}
+	return g, nil
+}
+
+// ListGrants implements [data.Store.ListGrants], ordered by client ID.
+func (s *Store) ListGrants(ctx context.Context, userID int64) ([]data.Grant, error) {
+	if err := s.begin(ctx, "list grants"); err != nil {
+		return nil, err
+	}
+	gs, err := queryAll[data.Grant](ctx, s.pool, "SELECT body FROM grants WHERE user_id = $1 ORDER BY client_id", userID)
+	if err != nil {
+		return nil, fmt.Errorf("list grants: %w", err)
+	}
+	return gs, nil
+}
+
+// DeleteGrant implements [data.Store.DeleteGrant].
+func (s *Store) DeleteGrant(ctx context.Context, userID int64, clientID string) error {
+	if err := s.begin(ctx, "delete grant"); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM grants WHERE user_id = $1 AND client_id = $2 RETURNING user_id, client_id)
+		SELECT pg_notify('`+Channel+`', 'grant '||user_id||' '||client_id) FROM d`, userID, clientID)
+	if err != nil {
+		return fmt.Errorf("delete grant of user %d to %q: %w", userID, clientID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete grant of user %d to %q: %w", userID, clientID, data.ErrNotFound)
+	}
+	return nil
+}
+
+// Sessions.
+
+// CreateSession implements [data.Store.CreateSession].
+func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
+	if err := s.begin(ctx, "create session"); err != nil {
+		return err
+	}
+	if len(sess.Hash) == 0 {
+		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	}
+	tag, err := s.pool.Exec(ctx, "INSERT INTO sessions (hash, expires_ns, body) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
+		sess.Hash, unixNano(sess.ExpiresAt), encode(sess))
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("create session: %w", data.ErrExists)
+	}
+	return nil
+}
+
+// GetSession implements [data.Store.GetSession].
+func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
+	if err := s.begin(ctx, "get session"); err != nil {
+		return data.Session{}, err
+	}
+	sess, err := queryOne[data.Session](ctx, s.pool, "SELECT body FROM sessions WHERE hash = $1", hash)
+	if err != nil {
+		return data.Session{}, fmt.Errorf("get session: %w", err)
+	}
+	return sess, nil
+}
+
+// DeleteSession implements [data.Store.DeleteSession].
+func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
+	if err := s.begin(ctx, "delete session"); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, "DELETE FROM sessions WHERE hash = $1", hash)
+	if err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete session: %w", data.ErrNotFound)
+	}
+	return nil
+}
+
+// Signing keys.
+
+// ListKeys implements [data.Store.ListKeys].
+func (s *Store) ListKeys(ctx context.Context) ([]data.SigningKey, error) {
+	if err := s.begin(ctx, "list keys"); err != nil {
+		return nil, err
+	}
+	ks, err := queryOne[[]data.SigningKey](ctx, s.pool, "SELECT body FROM key_set WHERE id = 1")
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return ks, nil
+}
+
+// UpdateKeys implements [data.Store.UpdateKeys]. The key set's one row is
+// locked from the read to the commit: rotations, revocations and prunes
+// from any number of processes apply one after another, each to the set
+// the previous one committed, and a set that breaks
+// [data.ValidateKeySet] is never written.
+func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) ([]data.SigningKey, error)) ([]data.SigningKey, error) {
+	if err := s.begin(ctx, "update keys"); err != nil {
+		return nil, err
+	}
+	var out []data.SigningKey
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		cur, err := queryOne[[]data.SigningKey](ctx, tx, "SELECT body FROM key_set WHERE id = 1 FOR UPDATE")
+		if err != nil {
+			return fmt.Errorf("update keys: %w", err)
+		}
+		next, err := update(cur)
+		if err != nil {
+			return err
+		}
+		if err := data.ValidateKeySet(next); err != nil {
+			return fmt.Errorf("update keys: %w", err)
+		}
+		if next == nil {
+			next = []data.SigningKey{}
+		}
+		b := encode(next)
+		if _, err := tx.Exec(ctx, "UPDATE key_set SET version = version + 1, body = $1 WHERE id = 1", b); err != nil {
+			return fmt.Errorf("update keys: %w", err)
+		}
+		if err := notify(ctx, tx, "keys"); err != nil {
+			return fmt.Errorf("update keys: %w", err)
+		}
+		out, err = decode[[]data.SigningKey](b)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// gc deletes every expired code, family and session in one statement,
+// and moves up the gc_ns of the families it found alive (see the
+// migration).
+const gc = `WITH a AS (DELETE FROM auth_codes WHERE expires_ns < $1 RETURNING 1),
+	f AS (DELETE FROM families WHERE gc_ns < $1 AND expires_ns < $1 RETURNING 1),
+	fl AS (UPDATE families SET gc_ns = expires_ns WHERE gc_ns < $1 AND expires_ns >= $1),
+	s AS (DELETE FROM sessions WHERE expires_ns < $1 RETURNING 1)
+SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s)`
+
+// GarbageCollect implements [data.Store.GarbageCollect].
+func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
+	if err := s.begin(ctx, "garbage collect"); err != nil {
+		return data.GCResult{}, err
+	}
+	var a, f, ss int64
+	err := retry(ctx, func() error {
+		return s.pool.QueryRow(ctx, gc, unixNano(now)).Scan(&a, &f, &ss)
+	})
+	if err != nil {
+		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
+	}
+	return data.GCResult{AuthCodes: int(a), Families: int(f), Sessions: int(ss)}, nil
+}
