@@ -132,12 +132,14 @@ func (s *Store) GetUserByExternalID(ctx context.Context, id string) (data.User, 
 }
 
 // revokeUser deletes every record of a user, one statement per table, in
-// this order (see the comment at the top of this file).
+// this order (see the comment at the top of this file). Each deleted grant
+// is announced as DeleteGrant announces one.
 var revokeUser = []string{
 	"DELETE FROM sessions WHERE user_id = $1",
 	"DELETE FROM auth_codes WHERE user_id = $1",
 	"DELETE FROM families WHERE user_id = $1",
-	"DELETE FROM grants WHERE user_id = $1",
+	`WITH d AS (DELETE FROM grants WHERE user_id = $1 RETURNING user_id, client_id)
+		SELECT pg_notify('` + Channel + `', 'grant '||user_id||' '||client_id) FROM d`,
 }
 
 // UpdateUser implements [data.Store.UpdateUser]: the user's row is locked

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"oauthd/data"
 	"oauthd/data/postgres"
+	"oauthd/data/postgres/pgtest"
 )
 
 // leftOf counts the records of user id in the database, found by the
@@ -165,5 +167,50 @@ func TestSharedCreateUsersRace(t *testing.T) {
 	us, err := ss[1].ListUsers(ctx)
 	if err != nil || len(us) != 2 || us[0].ID != 1 || us[1].ID != 2 {
 		t.Fatalf("ListUsers = %+v, %v; want the one batch, IDs 1 and 2", us, err)
+	}
+}
+
+// BenchmarkCreateAuthCode: what checking the user (the FOR KEY SHARE read
+// in the insert's statement) costs on the code-issuing path, against the
+// same store's statement for a user ID with no row (nothing to lock) and
+// the plain insert this store used before users could be disabled.
+//
+//	go test -run '^$' -bench CreateAuthCode -benchtime 3s ./data/postgres/
+func BenchmarkCreateAuthCode(b *testing.B) {
+	s := open(b, pgtest.New(b))
+	u, err := s.CreateUser(ctx, data.User{Email: "u@example.com", Username: "u", CreatedAt: t0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	code := func(uid int64) data.AuthCode {
+		return data.AuthCode{Hash: data.AuthCodeKey(fmt.Sprintf("oauthd_ac_b%d", n.Add(1))), ClientID: "c", UserID: uid, Scopes: []string{"BOOKING_READ"},
+			RedirectURI: "https://app.example.com/cb", CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+	}
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"checked", func() error { return s.CreateAuthCode(ctx, code(u.ID)) }},
+		{"no-user-row", func() error { return s.CreateAuthCode(ctx, code(999)) }},
+		{"plain-insert", func() error {
+			c := code(u.ID)
+			body, _ := json.Marshal(c)
+			_, err := s.Pool().Exec(ctx, "INSERT INTO auth_codes (hash, used, user_id, expires_ns, body) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash) DO NOTHING",
+				c.Hash, c.Used, c.UserID, c.ExpiresAt.UnixNano(), body)
+			return err
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := c.run(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }
