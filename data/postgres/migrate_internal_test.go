@@ -106,3 +106,48 @@ func userIDs[T any](rs []T, id func(T) int64) []int64 {
 	}
 	return out
 }
+
+// TestCreateUsersLockLetsLoginsThrough: while a CreateUsers transaction
+// holds its table lock (a long `users import`), sessions, codes and grants
+// are still made and users read; another CreateUsers waits.
+func TestCreateUsersLockLetsLoginsThrough(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	s, err := Open(ctx, url, Options{Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, err := s.CreateUser(ctx, data.User{Email: "u@example.com", Username: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, lockUsers); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	exp := time.Now().Add(time.Hour)
+	if err := s.CreateSession(wctx, data.Session{Hash: data.Hash("s"), UserID: u.ID, ExpiresAt: exp}); err != nil {
+		t.Fatalf("CreateSession under the import's lock: %v", err)
+	}
+	if err := s.CreateAuthCode(wctx, data.AuthCode{Hash: data.Hash("c"), UserID: u.ID, ExpiresAt: exp}); err != nil {
+		t.Fatalf("CreateAuthCode under the import's lock: %v", err)
+	}
+	if err := s.PutGrant(wctx, data.Grant{UserID: u.ID, ClientID: "c"}); err != nil {
+		t.Fatalf("PutGrant under the import's lock: %v", err)
+	}
+	if _, err := s.GetUserByLogin(wctx, "u@example.com"); err != nil {
+		t.Fatalf("GetUserByLogin under the import's lock: %v", err)
+	}
+	short, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	if _, err := s.CreateUser(short, data.User{Email: "v@example.com"}); err == nil {
+		t.Fatal("a second CreateUser did not wait for the first's lock")
+	}
+}

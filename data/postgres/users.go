@@ -55,9 +55,16 @@ func userClash(err error, u data.User) error {
 	return err
 }
 
+// lockUsers is the table lock CreateUsers takes for max(id)+1. SHARE ROW
+// EXCLUSIVE conflicts with itself and with writes to users, but not with
+// reads nor with the FOR KEY SHARE of CreateSession, CreateAuthCode and
+// PutGrant (ROW SHARE): a long `users import` holds up other user writes,
+// never a login or a code. (EXCLUSIVE would stall those too.)
+const lockUsers = "LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE"
+
 // CreateUsers implements [data.Store.CreateUsers]: one transaction, the
-// inserts sent as one batch. IDs come from max(id)+1 under a table lock
-// that readers do not wait for, so that a refused batch uses up no ID.
+// inserts sent as one batch. IDs come from max(id)+1 under lockUsers, so
+// that a refused batch uses up no ID.
 func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, error) {
 	const op = "create user"
 	if err := s.begin(ctx, op); err != nil {
@@ -70,7 +77,7 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 	failed := -1
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		failed = -1
-		if _, err := tx.Exec(ctx, "LOCK TABLE users IN EXCLUSIVE MODE"); err != nil {
+		if _, err := tx.Exec(ctx, lockUsers); err != nil {
 			return err
 		}
 		var next int64
