@@ -1,0 +1,26 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+)
+
+// Defects found by trying the issue "Decisions that hold" as an attacker
+// would, each through the real binary over HTTP.
+
+// TestRevokeReachesGracePreviousToken: within the reuse grace the previous
+// refresh token still refreshes (a lost response), so it is a live token:
+// a client that revokes it (RFC 7009, answered 200) must revoke the grant,
+// not leave a token that refreshes after its revocation.
+func TestRevokeReachesGracePreviousToken(t *testing.T) {
+	e := startE2E(t) // the default grace (30s)
+	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ"})
+	t0 := e.grantTokens(t, id, secret, "PROFILE_READ")
+	t1 := e.mustRefresh(t, id, secret, t0.str("refresh_token")) // its response is lost
+	if status, body := e.revoke(t, id, secret, t0.str("refresh_token"), "refresh_token"); status != http.StatusOK {
+		t.Fatalf("revoke = %d %s", status, body)
+	}
+	e.wantInvalidGrant(t, "the revoked previous token", id, secret, t0.str("refresh_token"))
+	e.wantInvalidGrant(t, "the current token of the revoked grant", id, secret, t1.str("refresh_token"))
+	e.wantRevokedAccess(t, "an access token of the revoked grant", id, secret, t1.str("access_token"))
+}
