@@ -111,6 +111,14 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 		!now.Before(fam.ExpiresAt) || !now.Before(fam.AbsoluteExp) {
 		return inactive, nil
 	}
+	scopes := fam.Scopes
+	if !fam.Unrestricted && !client.Legacy {
+		// As the next refresh will see it: narrowed to the client's
+		// scopes, and revoked when none is left (refresh).
+		if scopes = keptScopes(fam.Scopes, client.Scopes); len(scopes) == 0 {
+			return inactive, nil
+		}
+	}
 	r := introspection{
 		Active:       true,
 		ClientID:     fam.ClientID,
@@ -121,7 +129,7 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 		Unrestricted: fam.Unrestricted,
 	}
 	if !fam.Unrestricted {
-		r.Scope = scope.Join(fam.Scopes)
+		r.Scope = scope.Join(scopes)
 	}
 	return r, nil
 }

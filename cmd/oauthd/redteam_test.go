@@ -24,3 +24,26 @@ func TestRevokeReachesGracePreviousToken(t *testing.T) {
 	e.wantInvalidGrant(t, "the current token of the revoked grant", id, secret, t1.str("refresh_token"))
 	e.wantRevokedAccess(t, "an access token of the revoked grant", id, secret, t1.str("access_token"))
 }
+
+// TestIntrospectRefreshTokenNarrowed: introspection describes a refresh
+// token as the token endpoint will treat it: once the client lost a scope,
+// the scope it reports is the narrowed one, and a grant left with none is
+// inactive (its next refresh revokes it).
+func TestIntrospectRefreshTokenNarrowed(t *testing.T) {
+	e := startE2E(t)
+	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ", "SCHEDULE_READ"})
+	tok := e.grantTokens(t, id, secret, "PROFILE_READ", "SCHEDULE_READ")
+	rt := tok.str("refresh_token")
+	if got := e.introspect(t, id, secret, rt); got["active"] != true || got["scope"] != "PROFILE_READ SCHEDULE_READ" {
+		t.Fatalf("introspection before narrowing = %v", got)
+	}
+	e.cli(t, "clients", "scopes", "set", id, "PROFILE_READ")
+	if got := e.introspect(t, id, secret, rt); got["active"] != true || got["scope"] != "PROFILE_READ" {
+		t.Errorf("introspection after the client lost SCHEDULE_READ = %v; want active with scope PROFILE_READ", got)
+	}
+	e.cli(t, "clients", "scopes", "set", id, "BOOKING_READ")
+	if got := e.introspect(t, id, secret, rt); got["active"] != false {
+		t.Errorf("introspection once the client has none of the grant's scopes = %v; want inactive", got)
+	}
+	e.wantInvalidGrant(t, "refresh of a grant left with no scope", id, secret, rt)
+}
