@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +47,31 @@ func TestIntrospectRefreshTokenNarrowed(t *testing.T) {
 		t.Errorf("introspection once the client has none of the grant's scopes = %v; want inactive", got)
 	}
 	e.wantInvalidGrant(t, "refresh of a grant left with no scope", id, secret, rt)
+}
+
+// TestCLIRejectRevision: `clients reject --revision` reaches the running
+// server's admin socket and refuses a revision that is not the client's,
+// leaving the client and its grants alone.
+func TestCLIRejectRevision(t *testing.T) {
+	e := startE2E(t)
+	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ"})
+	tok := e.grantTokens(t, id, secret, "PROFILE_READ")
+	_, stderr, err := oauthd(t, e.db, "", "clients", "reject", id, "--revision", "000000000000", "--reason", "retry")
+	if err == nil || !strings.Contains(stderr, "changed since revision 000000000000") {
+		t.Fatalf("reject with a stale revision: %v %q; want a refusal", err, stderr)
+	}
+	e.wantLiveAccess(t, "after the refused rejection", id, secret, tok.str("access_token"))
+	var v struct {
+		Revision string `json:"revision"`
+		Status   string `json:"status"`
+	}
+	oneJSON(t, e.cli(t, "clients", "show", id, "--json"), &v)
+	if v.Status != "approved" {
+		t.Fatalf("status after the refused rejection = %s", v.Status)
+	}
+	oneJSON(t, e.cli(t, "clients", "reject", id, "--revision", v.Revision, "--reason", "abuse", "--json"), &v)
+	if v.Status != "rejected" {
+		t.Fatalf("reject with the current revision: status %s", v.Status)
+	}
+	e.wantRevokedAccess(t, "after the rejection", id, "", tok.str("access_token"))
 }
