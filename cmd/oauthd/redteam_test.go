@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,4 +77,28 @@ func TestCLIRejectRevision(t *testing.T) {
 		t.Fatalf("reject with the current revision: status %s", v.Status)
 	}
 	e.wantRevokedAccess(t, "after the rejection", id, "", tok.str("access_token"))
+}
+
+// TestIntrospectionNeedsClientAuthentication: the metadata lists no "none"
+// for introspection (RFC 7662 §2.1 requires authorization there), so a
+// public client's client_id alone is refused: otherwise anyone who knows a
+// public client's ID could check, without tripping reuse detection,
+// whether a stolen refresh token is still current.
+func TestIntrospectionNeedsClientAuthentication(t *testing.T) {
+	e := startE2E(t)
+	pub, _ := e.client(t, e2eRedirect, []string{"PROFILE_READ"}, "--public")
+	var md struct {
+		Introspection []string `json:"introspection_endpoint_auth_methods_supported"`
+	}
+	_, body := e2eGet(t, e.base+"/.well-known/oauth-authorization-server", "", nil)
+	if err := json.Unmarshal([]byte(body), &md); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(md.Introspection, "none") {
+		t.Fatalf("introspection_endpoint_auth_methods_supported = %v; this test expects none absent", md.Introspection)
+	}
+	r := e2ePost(t, e.introspectURL(), url.Values{"token": {"oauthd_rt_x"}, "client_id": {pub}}, "", "")
+	if r.Status != http.StatusUnauthorized || r.Body["error"] != "invalid_client" {
+		t.Fatalf("introspection by a public client with client_id alone = %d %v; want 401 invalid_client", r.Status, r.Body)
+	}
 }
