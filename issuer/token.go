@@ -105,15 +105,23 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 		if e := checkCode(code, client, req, now); e != nil {
 			return data.Family{}, e
 		}
+		// Narrowing reaches a code as it reaches a grant (refresh): a
+		// scope taken from the client since the consent is not issued.
+		scopes := code.Scopes
+		if !code.Unrestricted && !client.Legacy {
+			if scopes = keptScopes(code.Scopes, client.Scopes); len(scopes) == 0 {
+				return data.Family{}, WithDescription(ErrInvalidGrant, "the client no longer has any of the scopes the user authorized; the user must authorize again")
+			}
+		}
 		id := data.NewFamilyID()
 		refreshToken = s.tagger.NewToken(id)
-		access = s.startAccessToken(now, id, code.UserID, code.ClientID, code.Scopes, code.Unrestricted)
+		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted)
 		abs := now.Add(s.cfg.RefreshMax)
 		return data.Family{
 			ID:           id,
 			ClientID:     code.ClientID,
 			UserID:       code.UserID,
-			Scopes:       code.Scopes,
+			Scopes:       scopes,
 			Unrestricted: code.Unrestricted,
 			TokenHash:    data.Hash(refreshToken),
 			CreatedAt:    now,

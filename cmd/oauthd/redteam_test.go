@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/oauth2"
+
+	"oauthd/consent/consenttest"
 )
 
 // Defects found by trying the issue "Decisions that hold" as an attacker
@@ -100,5 +105,35 @@ func TestIntrospectionNeedsClientAuthentication(t *testing.T) {
 	r := e2ePost(t, e.introspectURL(), url.Values{"token": {"oauthd_rt_x"}, "client_id": {pub}}, "", "")
 	if r.Status != http.StatusUnauthorized || r.Body["error"] != "invalid_client" {
 		t.Fatalf("introspection by a public client with client_id alone = %d %v; want 401 invalid_client", r.Status, r.Body)
+	}
+}
+
+// TestNarrowingReachesCodes: a scope the operator takes from a client
+// between the user's consent and the code exchange does not reach the
+// tokens: the exchange issues the scopes the client still has, and a code
+// left with none is refused (invalid_grant).
+func TestNarrowingReachesCodes(t *testing.T) {
+	e := startE2E(t)
+	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ", "BOOKING_READ"})
+	conf := e.config(id, secret, e2eRedirect, oauth2.AuthStyleInParams, "PROFILE_READ", "BOOKING_READ")
+	code := e.codeFlow(t, context.Background(), consenttest.New(), conf)
+	e.cli(t, "clients", "scopes", "set", id, "PROFILE_READ")
+	tok := e.exchangeCode(t, id, secret, code)
+	if tok.Status != http.StatusOK || tok.str("scope") != "PROFILE_READ" {
+		t.Fatalf("exchange after the client lost BOOKING_READ = %d %v; want 200 with scope PROFILE_READ", tok.Status, tok.Body)
+	}
+	claims, _ := e.verifyJWT(t, context.Background(), tok.str("access_token"))
+	if claims["scope"] != "PROFILE_READ" {
+		t.Errorf("access token scope = %v; want PROFILE_READ", claims["scope"])
+	}
+	if got := e.introspect(t, id, secret, tok.str("refresh_token")); got["scope"] != "PROFILE_READ" {
+		t.Errorf("the grant's scope = %v; want PROFILE_READ", got["scope"])
+	}
+
+	conf = e.config(id, secret, e2eRedirect, oauth2.AuthStyleInParams, "PROFILE_READ")
+	code = e.codeFlow(t, context.Background(), consenttest.New(), conf)
+	e.cli(t, "clients", "scopes", "set", id, "BOOKING_READ")
+	if r := e.exchangeCode(t, id, secret, code); r.Status != http.StatusBadRequest || r.Body["error"] != "invalid_grant" {
+		t.Fatalf("exchange of a code left with no scope = %d %v; want 400 invalid_grant", r.Status, r.Body)
 	}
 }
