@@ -152,6 +152,20 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	default:
 		return tokenResponse{}, fmt.Errorf("exchange code: %w", err)
 	}
+	// A rejection sets the client's status, then lists and deletes its
+	// grants (admin.RejectClient); a grant stored after that list, by an
+	// exchange that authenticated the client before the rejection, would
+	// outlive it (and come back with a later approval). Looking at the
+	// status again after the grant is stored closes that gap.
+	switch cur, err := s.store.GetClient(ctx, client.ID); {
+	case err != nil && !errors.Is(err, data.ErrNotFound):
+		return tokenResponse{}, fmt.Errorf("exchange code: check client: %w", err)
+	case err != nil || cur.Status != data.StatusApproved:
+		if derr := s.store.DeleteFamily(ctx, fam.ID); derr != nil && !errors.Is(derr, data.ErrNotFound) {
+			return tokenResponse{}, fmt.Errorf("exchange code: revoke the grant of a client no longer approved: %w", derr)
+		}
+		return tokenResponse{}, WithDescription(ErrInvalidClient, "client is not approved")
+	}
 	tok, err := access.wait()
 	if err != nil {
 		return tokenResponse{}, err
