@@ -137,3 +137,23 @@ func TestNarrowingReachesCodes(t *testing.T) {
 		t.Fatalf("exchange of a code left with no scope = %d %v; want 400 invalid_grant", r.Status, r.Body)
 	}
 }
+
+// TestMeRevokedBeforeScope: /v2/me refuses a token of a revoked grant with
+// 401 invalid_token (RFC 6750 §3.1: the token is revoked), whatever its
+// scopes; before, a revoked token without PROFILE_READ got 403
+// insufficient_scope, telling the client to ask for more scope.
+func TestMeRevokedBeforeScope(t *testing.T) {
+	e := startE2E(t)
+	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ", "SCHEDULE_READ"})
+	tok := e.grantTokens(t, id, secret, "SCHEDULE_READ")
+	if status, body := e.me(t, tok.str("access_token")); status != http.StatusForbidden {
+		t.Fatalf("/v2/me without PROFILE_READ = %d %s; want 403", status, body)
+	}
+	if status, body := e.revoke(t, id, secret, tok.str("refresh_token"), ""); status != http.StatusOK {
+		t.Fatalf("revoke = %d %s", status, body)
+	}
+	if status, body := e.me(t, tok.str("access_token")); status != http.StatusUnauthorized || !strings.Contains(body, `"invalid_token"`) {
+		t.Fatalf("/v2/me with a revoked token without PROFILE_READ = %d %s; want 401 invalid_token", status, body)
+	}
+	e.wantRevokedAccess(t, "revoked token", id, secret, tok.str("access_token"))
+}
