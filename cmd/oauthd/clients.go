@@ -198,13 +198,13 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		return err
 	}
 	if c.Status == "pending" {
-		fmt.Fprintf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --reason TEXT`.\n",
-			c.ClientID, c.Revision, c.ClientID)
+		fmt.Fprintf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --revision %s --reason TEXT`.\n",
+			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.PendingChange != nil {
 		fmt.Fprintf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
-			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --reason TEXT` (the client stays approved).\n",
-			c.ClientID, c.Revision, c.ClientID)
+			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --revision %s --reason TEXT` (the client stays approved).\n",
+			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.MigrationSafe != nil {
 		if *c.MigrationSafe {
@@ -291,12 +291,16 @@ func newClientsApproveCommand(o *rootOptions) *cobra.Command {
 }
 
 func newClientsRejectCommand(o *rootOptions) *cobra.Command {
-	var reason string
-	cmd := clientCommand(o, "reject CLIENT_ID --reason TEXT", "Reject a client, with a reason", exactArgs("CLIENT_ID"),
+	var reason, revision string
+	cmd := clientCommand(o, "reject CLIENT_ID --reason TEXT [--revision R]", "Reject a client, or an approved client's pending change, with a reason", exactArgs("CLIENT_ID"),
 		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			if revision != "" {
+				return svc.RejectRevision(ctx, args[0], reason, revision)
+			}
 			return svc.RejectClient(ctx, args[0], reason)
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the client is rejected (required)")
+	cmd.Flags().StringVar(&revision, "revision", "", "reject only if the client is still at this revision (from `oauthd clients show`): a retry, or a change withdrawn meanwhile, cannot reject the whole client")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }

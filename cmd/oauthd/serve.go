@@ -328,8 +328,13 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	} else {
 		registerPoolMetrics(reg, w.pg)
 	}
+	// /v2/me has its own guard, whose verifier also checks the token's
+	// grant (bound to the issuer once it exists): a revoked token is 401
+	// there whatever its scopes.
+	me := &grantVerifier{v: v}
+	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger})
 	iss, err := issuer.New(issuer.Config{
-		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
+		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
 		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace,
 	})
@@ -337,6 +342,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
+	me.iss = iss
 	adminLog := logger
 	if w.pg != nil {
 		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
@@ -544,6 +550,24 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions)
 		}
 	}
+}
+
+// grantVerifier is a verifier with the issuer's grant check
+// ([issuer.Server.CheckGrant]), for the guard of /v2/me.
+type grantVerifier struct {
+	v   guard.Verifier
+	iss *issuer.Server // set once the issuer exists, before serving
+}
+
+func (g *grantVerifier) Verify(ctx context.Context, token string) (*verify.Claims, error) {
+	c, err := g.v.Verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.iss.CheckGrant(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // ipExtractor returns how the source address of a request is found: the

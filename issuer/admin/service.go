@@ -23,6 +23,11 @@ type Service interface {
 	// changed in the meantime.
 	ApproveRevision(ctx context.Context, id, revision string) (ClientView, error)
 	RejectClient(ctx context.Context, id, reason string) (ClientView, error)
+	// RejectRevision is RejectClient that refuses (ErrConflict) when the
+	// client's Revision is no longer revision: a retried rejection of a
+	// pending change, or one whose change was withdrawn meanwhile, must not
+	// reject the whole client (and revoke its grants) instead.
+	RejectRevision(ctx context.Context, id, reason, revision string) (ClientView, error)
 
 	GenerateSecret(ctx context.Context, id string) (CreatedSecret, error)
 	ListSecrets(ctx context.Context, id string) ([]SecretView, error)
