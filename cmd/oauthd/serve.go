@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -125,6 +126,9 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if err := o.checkReuseGrace(); err != nil {
 		return err
 	}
+	if err := o.checkFlags(); err != nil {
+		return err // before anything is opened: a typo never leaves a new database behind
+	}
 	tuneGC()
 	if o.pwSlots < 0 {
 		return fmt.Errorf("--password-slots %d: use 1 or more (0 means the usable cores)", o.pwSlots)
@@ -210,6 +214,35 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	stopLoops()
 	wg.Wait()
 	return err
+}
+
+// checkFlags checks the flags that wire would otherwise check only after
+// opening (and perhaps creating) the database.
+func (o *serveOptions) checkFlags() error {
+	if o.refreshIdle <= 0 || o.refreshMax <= 0 {
+		return fmt.Errorf("--refresh-idle %s / --refresh-max %s: use positive durations (defaults 720h and 8760h)", o.refreshIdle, o.refreshMax)
+	}
+	for _, f := range []struct{ name, url string }{{"--base-url", o.baseURL}, {"--app-url", o.appURL}} {
+		if f.url == "" {
+			continue
+		}
+		u, err := url.Parse(f.url)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("%s %q: use an http(s) URL without query or fragment, e.g. https://auth.example.com", f.name, f.url)
+		}
+	}
+	if _, err := ipExtractor(o.proxies); err != nil {
+		return err
+	}
+	if o.debugAddr != "" {
+		if err := checkDebugAddr(o.debugAddr); err != nil {
+			return err
+		}
+	}
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		return fmt.Errorf("--addr %q: %w; use host:port, e.g. 127.0.0.1:8080", o.addr, err)
+	}
+	return nil
 }
 
 // maxReuseGrace bounds --refresh-reuse-grace: a longer grace keeps the
@@ -487,12 +520,8 @@ func limitMemory(slots int) {
 // listenDebug serves net/http/pprof on addr, which must be a loopback
 // address: profiles show the code's hot paths and must not be public.
 func listenDebug(addr string) (*http.Server, string, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("--debug-addr %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, "", fmt.Errorf("--debug-addr %q: use a loopback address such as 127.0.0.1:6060 (profiles must not be public)", addr)
+	if err := checkDebugAddr(addr); err != nil {
+		return nil, "", err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -507,6 +536,18 @@ func listenDebug(addr string) (*http.Server, string, error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return srv, "http://" + ln.Addr().String() + "/debug/pprof/", nil
+}
+
+// checkDebugAddr checks that addr is a loopback host:port.
+func checkDebugAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--debug-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--debug-addr %q: use a loopback address such as 127.0.0.1:6060 (profiles must not be public)", addr)
+	}
+	return nil
 }
 
 // notReady returns why the server cannot serve tokens, or "". It reads
@@ -585,6 +626,12 @@ func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
 		_, n, err := net.ParseCIDR(c)
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-proxy %q: %w; use a CIDR such as 10.0.0.5/32", c, err)
+		}
+		if ones, _ := n.Mask.Size(); ones == 0 {
+			// Every peer a proxy: any client could name its own
+			// address in X-Forwarded-For and slip past every
+			// per-address limit.
+			return nil, fmt.Errorf("--trusted-proxy %q trusts every address; name your proxies' addresses, e.g. 10.0.0.5/32", c)
 		}
 		opts = append(opts, echo.TrustIPRange(n))
 	}
