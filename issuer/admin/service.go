@@ -112,6 +112,11 @@ type ClientView struct {
 	Scopes       []string     `json:"scopes"`
 	Legacy       bool         `json:"legacy"`
 	Secrets      []SecretView `json:"secrets"`
+	// AllowedOrigins are the browser origins CORS lets call the token and
+	// revocation endpoints for this client ([data.AllowedOrigins]):
+	// derived from the approved redirect URIs of a public client, none for
+	// a confidential one.
+	AllowedOrigins []string `json:"allowed_origins"`
 	// AuthorizationRequests counts, for a legacy client only, the recent
 	// authorization requests with and without a scope parameter.
 	AuthorizationRequests *RequestCounts `json:"authorization_requests,omitempty"`
@@ -143,12 +148,14 @@ type ChangeView struct {
 	ClientType string `json:"client_type,omitempty"`
 	// Scopes, RedirectURIs and ResultType are the client's settings once
 	// the change is approved.
-	Scopes       []string  `json:"scopes"`
-	RedirectURIs []string  `json:"redirect_uris"`
-	ResultType   string    `json:"result_client_type"`
-	ProposedBy   string    `json:"proposed_by"`
-	ProposedAt   time.Time `json:"proposed_at"`
-	RejectReason string    `json:"reject_reason,omitempty"`
+	Scopes       []string `json:"scopes"`
+	RedirectURIs []string `json:"redirect_uris"`
+	ResultType   string   `json:"result_client_type"`
+	// AllowedOrigins are the client's CORS origins once approved.
+	AllowedOrigins []string  `json:"allowed_origins"`
+	ProposedBy     string    `json:"proposed_by"`
+	ProposedAt     time.Time `json:"proposed_at"`
+	RejectReason   string    `json:"reject_reason,omitempty"`
 }
 
 // ClientEdit is a change of a client's settings asked for by its owner in
