@@ -50,6 +50,9 @@ func TestCORSHeaders(t *testing.T) {
 	otherID, _ := e.client(t, other+"/callback", []string{"PROFILE_READ"}, "--public")
 	confID, confSecret := e.client(t, conf+"/callback", []string{"PROFILE_READ"})
 	_ = otherID
+	// A public client still under review opens nothing.
+	const unreviewed = "http://127.0.0.1:5175"
+	pendingID, _ := e.client(t, unreviewed+"/callback", []string{"PROFILE_READ"}, "--public", "--pending")
 
 	pre := func(path, origin string) *http.Response {
 		return corsDo(t, http.MethodOptions, e.base+path, map[string]string{
@@ -60,7 +63,8 @@ func TestCORSHeaders(t *testing.T) {
 		for _, tc := range []struct {
 			origin string
 			allow  bool
-		}{{spa, true}, {other, true}, {conf, false}, {"http://evil.example", false}, {"null", false}} {
+		}{{spa, true}, {other, true}, {conf, false}, {unreviewed, false}, {"http://evil.example", false}, {"null", false},
+			{spa + "/", false}, {"http://localhost:5173", false}} {
 			r := pre(path, tc.origin)
 			got := r.Header.Get("Access-Control-Allow-Origin")
 			if r.StatusCode != http.StatusNoContent || (tc.allow && got != tc.origin) || (!tc.allow && got != "") {
@@ -103,6 +107,7 @@ func TestCORSHeaders(t *testing.T) {
 		{"foreign origin", "http://evil.example", form(url.Values{"client_id": {pubID}, "token": {"x"}}), nil, ""},
 		{"confidential client from its redirect origin", conf, form(url.Values{"token": {"x"}}), []string{confID, confSecret}, ""},
 		{"unauthenticated", spa, form(url.Values{"client_id": {"nope"}, "token": {"x"}}), nil, ""},
+		{"client under review", unreviewed, form(url.Values{"client_id": {pendingID}, "token": {"x"}}), nil, ""},
 	} {
 		r := post(tc.origin, tc.body, tc.basic...)
 		if got := r.Header.Get("Access-Control-Allow-Origin"); got != tc.want {

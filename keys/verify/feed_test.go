@@ -74,11 +74,18 @@ func TestRevocationFeed(t *testing.T) {
 	liveTok := mint(t, es, with(validClaims(c.Now()), "grant_id", "g-live"), nil)
 	oldTok := mint(t, es, validClaims(c.Now()), nil) // no grant_id
 
-	// Before any fetch nothing is refused (fail open).
+	// Before any fetch nothing is refused (fail open). This success also
+	// lets any cache of verified tokens remember revokedTok: the refusal
+	// below must hold for a token verified before its grant was revoked.
 	if _, err := v.Verify(t.Context(), revokedTok); err != nil {
 		t.Fatalf("Verify before the first fetch: %v", err)
 	}
-	srv.set(feedDoc(t, es, c.Now(), []string{"g-other", "g-revoked"}, nil), http.StatusOK)
+	doc := feedDoc(t, es, c.Now(), []string{"g-other", "g-revoked"}, nil)
+	srv.set(doc, http.StatusOK)
+	// The feed is not an access token (typ), whatever it carries.
+	if _, err := v.Verify(t.Context(), doc); !errors.Is(err, verify.ErrInvalidToken) {
+		t.Fatalf("Verify(the feed document) = %v; want ErrInvalidToken", err)
+	}
 	if err := feed.Refresh(t.Context()); err != nil {
 		t.Fatalf("Refresh: %v", err)
 	}
