@@ -148,14 +148,14 @@ type ChangeView struct {
 	ClientType string `json:"client_type,omitempty"`
 	// Scopes, RedirectURIs and ResultType are the client's settings once
 	// the change is approved.
-	Scopes       []string `json:"scopes"`
-	RedirectURIs []string `json:"redirect_uris"`
-	ResultType   string   `json:"result_client_type"`
+	Scopes       []string  `json:"scopes"`
+	RedirectURIs []string  `json:"redirect_uris"`
+	ResultType   string    `json:"result_client_type"`
+	ProposedBy   string    `json:"proposed_by"`
+	ProposedAt   time.Time `json:"proposed_at"`
+	RejectReason string    `json:"reject_reason,omitempty"`
 	// AllowedOrigins are the client's CORS origins once approved.
-	AllowedOrigins []string  `json:"allowed_origins"`
-	ProposedBy     string    `json:"proposed_by"`
-	ProposedAt     time.Time `json:"proposed_at"`
-	RejectReason   string    `json:"reject_reason,omitempty"`
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 // ClientEdit is a change of a client's settings asked for by its owner in
