@@ -331,8 +331,8 @@ type Store interface {
 	//   - a family (same ID and ClientID; else a *RuleError): it is stored
 	//     and returned;
 	//   - an error wrapping ErrTokenReused: the family is deleted (and
-	//     its [Revocation] stored) in the same transaction, and the stored record is returned with that
-	//     error (as update returned it);
+	//     its [Revocation] stored) in the same transaction, and the
+	//     stored record is returned with that error (as update returned it);
 	//   - any other error: nothing is written; the error is returned as is.
 	// ErrNotFound when there is no family id (update is not called).
 	RotateRefreshToken(ctx context.Context, id string, update func(Family) (Family, error)) (Family, error)
