@@ -181,7 +181,7 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if len(ids) == 0 {
 		ids = []string{"-"}
 	}
-	kv = append(kv, "secrets", strings.Join(ids, "; "))
+	kv = append(kv, "secrets", strings.Join(ids, "; "), "allowed_origins", originsText(c.ClientType, c.AllowedOrigins))
 	if r := c.AuthorizationRequests; r != nil {
 		kv = append(kv, "authorization_requests", fmt.Sprintf("%d with scope, %d without scope (last %d days)", r.WithScope, r.WithoutScope, r.Days))
 	}
@@ -189,7 +189,7 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if p := c.PendingChange; p != nil {
 		kv = append(kv, "pending_change", changeSummary(p),
 			"  proposed", fmt.Sprintf("by %s at %s", p.ProposedBy, fmtTime(p.ProposedAt)),
-			"  once approved", fmt.Sprintf("%s; redirect_uris %s; scopes %s", p.ResultType, strings.Join(p.RedirectURIs, " "), strings.Join(p.Scopes, " ")))
+			"  once approved", fmt.Sprintf("%s; redirect_uris %s; scopes %s; allowed_origins %s", p.ResultType, strings.Join(p.RedirectURIs, " "), strings.Join(p.Scopes, " "), originsText(p.ResultType, p.AllowedOrigins)))
 	}
 	if p := c.RejectedChange; p != nil {
 		kv = append(kv, "rejected_change", fmt.Sprintf("%s (reason: %s)", changeSummary(p), p.RejectReason))
@@ -331,4 +331,16 @@ func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
 			return svc.SetRedirectURIs(ctx, args[0], args[1:])
 		}))
 	return cmd
+}
+
+// originsText is how `clients show` prints a client's CORS origins.
+func originsText(clientType string, origins []string) string {
+	switch {
+	case len(origins) > 0:
+		return strings.Join(origins, " ")
+	case clientType == "public":
+		return "(none: no http or https redirect URI)"
+	default:
+		return "(none: confidential client)"
+	}
 }

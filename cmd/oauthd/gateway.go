@@ -27,6 +27,7 @@ type gatewayOptions struct {
 	routes   string
 	jwksURL  string
 	audience string
+	feed     feedOptions // gateway_feed.go
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -47,6 +48,7 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.routes, "routes", env("ROUTES", ""), "JSON file of routes to add to (or replace in) the built-in route table (env OAUTHD_GATEWAY_ROUTES)")
 	fs.StringVar(&o.jwksURL, "jwks-url", env("JWKS_URL", ""), "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json; env OAUTHD_GATEWAY_JWKS_URL)")
 	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
+	o.feed.AddFlags(fs, env)
 }
 
 func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
@@ -124,7 +126,15 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("component", "gateway")
 
 	keySet := verify.NewRemoteKeySet(verify.RemoteConfig{URL: cfg.jwksURL, Logger: logger})
-	v, err := verify.New(verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet})
+	feed, err := o.feed.follower(cfg.issuer, keySet, logger)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	vcfg := verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet}
+	if feed != nil {
+		vcfg.Revoked = feed
+	}
+	v, err := verify.New(vcfg)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
@@ -147,6 +157,15 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	// key set fetches again on the first token.
 	if err := keySet.Refresh(ctx); err != nil {
 		logger.WarnContext(ctx, "jwks not fetched yet", "url", cfg.jwksURL, "err", err)
+	}
+	if feed != nil {
+		// The first fetch before listening, then every interval.
+		feedCtx, stopFeed := context.WithCancel(ctx)
+		defer stopFeed()
+		if err := feed.Refresh(feedCtx); err != nil {
+			logger.WarnContext(ctx, "revoked-grants feed not fetched yet", "url", o.feed.url, "err", err)
+		}
+		go feed.Run(feedCtx)
 	}
 	logger.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(),
 		"upstream", cfg.upstream.String(), "issuer", cfg.issuer, "jwks_url", cfg.jwksURL, "routes", len(cfg.table.Routes()))

@@ -396,6 +396,9 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	iss.Register(e)
 	pages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
+	if err := registerFeed(e, store, km, base, logger); err != nil {
+		return nil, err
+	}
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})

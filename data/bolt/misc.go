@@ -122,8 +122,13 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		}); err != nil {
 			return err
 		}
-		r.Sessions, err = sweep(tx.Bucket(bucketSessions), func(s *data.Session) bool {
+		if r.Sessions, err = sweep(tx.Bucket(bucketSessions), func(s *data.Session) bool {
 			return s.ExpiresAt.Before(now)
+		}, nil); err != nil {
+			return err
+		}
+		r.Revocations, err = sweep(tx.Bucket(bucketRevoked), func(r *data.Revocation) bool {
+			return r.LastIssuedAt.Add(data.RevocationKeep).Before(now)
 		}, nil)
 		return err
 	})

@@ -65,11 +65,12 @@ const (
 	hotFamilies
 	hotFamByClient
 	hotSessions
+	hotRevoked // added last: logs written before it stay readable
 	numHot
 )
 
 // hotNames are the bbolt buckets of the hot buckets, by hotBucket.
-var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions}
+var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 

@@ -304,6 +304,7 @@ func (l *Local) clientView(c data.Client) ClientView {
 	if v.Scopes == nil {
 		v.Scopes = []string{}
 	}
+	v.AllowedOrigins = append([]string{}, data.AllowedOrigins(c)...)
 	if c.Legacy {
 		counts := l.requestCounts(c)
 		safe := counts.WithoutScope == 0

@@ -117,6 +117,11 @@ type ClientView struct {
 	Scopes       []string     `json:"scopes"`
 	Legacy       bool         `json:"legacy"`
 	Secrets      []SecretView `json:"secrets"`
+	// AllowedOrigins are the browser origins CORS lets call the token and
+	// revocation endpoints for this client ([data.AllowedOrigins]):
+	// derived from the approved redirect URIs of a public client, none for
+	// a confidential one.
+	AllowedOrigins []string `json:"allowed_origins"`
 	// AuthorizationRequests counts, for a legacy client only, the recent
 	// authorization requests with and without a scope parameter.
 	AuthorizationRequests *RequestCounts `json:"authorization_requests,omitempty"`
@@ -154,6 +159,8 @@ type ChangeView struct {
 	ProposedBy   string    `json:"proposed_by"`
 	ProposedAt   time.Time `json:"proposed_at"`
 	RejectReason string    `json:"reject_reason,omitempty"`
+	// AllowedOrigins are the client's CORS origins once approved.
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 // ClientEdit is a change of a client's settings asked for by its owner in
