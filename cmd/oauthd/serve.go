@@ -46,6 +46,8 @@ type serveOptions struct {
 	refreshIdle time.Duration
 	refreshMax  time.Duration
 	debugAddr   string
+
+	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
 
 func envOr(name, def string) string {
@@ -212,7 +214,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.store = cache.New(w.bolt)
 	store := w.store
 
-	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
+	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk, Now: o.now})
 	if err != nil {
 		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
@@ -233,7 +235,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	app := strings.TrimSuffix(cmp(o.appURL, w.listenURL), "/")
 	w.base, w.app = base, app
 
-	v, err := verify.New(verify.Config{Issuer: base, Keys: km})
+	v, err := verify.New(verify.Config{Issuer: base, Keys: km, Now: o.now})
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
@@ -244,14 +246,18 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	registerStoreMetrics(reg, w.bolt)
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
-		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
+		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: o.now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
-	w.local = admin.NewLocal(store, km, logger, time.Now)
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local})
+	now := o.now
+	if now == nil {
+		now = time.Now
+	}
+	w.local = admin.NewLocal(store, km, logger, now)
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Now: o.now})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
