@@ -60,12 +60,8 @@ type upgradeFixture struct {
 		} `json:"secrets"`
 		Redirect []string `json:"redirect_uris"`
 	} `json:"clients"`
-	Keys []struct {
-		Kid   string `json:"kid"`
-		Alg   string `json:"alg"`
-		State string `json:"state"`
-	} `json:"keys"`
-	JWKSKids []string `json:"jwks_kids"`
+	Keys     []upgradeKey `json:"keys"`
+	JWKSKids []string     `json:"jwks_kids"`
 	Refresh  []struct {
 		What     string `json:"what"`
 		ClientID string `json:"client_id"`
@@ -97,6 +93,13 @@ type upgradeFixture struct {
 	WAL struct {
 		FirstRecordN int `json:"first_record_payload_bytes"`
 	} `json:"wal"`
+}
+
+// upgradeKey is a signing key as `keys list --json` shows it.
+type upgradeKey struct {
+	Kid   string `json:"kid"`
+	Alg   string `json:"alg"`
+	State string `json:"state"`
 }
 
 // upgradeServer is this release's server, wired as `serve` wires it, on a
@@ -421,21 +424,18 @@ func TestUpgradeFromRelease(t *testing.T) {
 			}
 		}
 
-		var keys []struct {
-			Kid   string `json:"kid"`
-			Alg   string `json:"alg"`
-			State string `json:"state"`
-		}
-		cli(&keys, "keys", "list")
-		type key struct{ Kid, Alg, State string }
-		var got, want []key
-		for _, k := range keys {
-			got = append(got, key{k.Kid, k.Alg, k.State})
-		}
+		var got []upgradeKey
+		cli(&got, "keys", "list")
+		var want []upgradeKey
 		for _, k := range fx.Keys {
-			want = append(want, key{k.Kid, k.Alg, k.State})
+			// A retired key leaves once its tokens have expired by the wall
+			// clock (the CLI runs on it); its public part was checked above.
+			if k.State == "retired" && !slices.ContainsFunc(got, func(g upgradeKey) bool { return g.Kid == k.Kid }) {
+				continue
+			}
+			want = append(want, k)
 		}
-		byKid := func(a, b key) int { return strings.Compare(a.Kid, b.Kid) }
+		byKid := func(a, b upgradeKey) int { return strings.Compare(a.Kid, b.Kid) }
 		slices.SortFunc(got, byKid)
 		slices.SortFunc(want, byKid)
 		if !slices.Equal(got, want) {
