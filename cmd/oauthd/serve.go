@@ -356,7 +356,7 @@ func listenAdmin(path string) (net.Listener, error) {
 // buffers) starts a collection every few hundred grants: ~55 collections/s
 // under load. At 400 the heap may grow to five times the live heap (RSS
 // was 39 MiB after a million grants, 26 MiB at 100) and the token endpoint
-// needs ~25% less CPU per grant (README, Performance).
+// needs ~25% less CPU per grant (docs/PERFORMANCE.md, round 2).
 const defaultGOGC = 400
 
 // tuneGC sets the GC target to defaultGOGC unless the operator set GOGC (or
