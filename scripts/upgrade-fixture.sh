@@ -25,6 +25,6 @@ if [ -z "$bin" ]; then
   bin=$src/oauthd
 fi
 
-rm -rf "$out"
+rm -f "$out"/oauthd.db.gz "$out"/oauthd.db-wal.gz "$out"/fixture.json
 go run ./scripts/upgradefixture -oauthd "$bin" -release "$commit" -out "$out"
 ls -l "$out"
