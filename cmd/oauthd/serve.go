@@ -195,6 +195,10 @@ var reserveSyncProc = sync.OnceFunc(func() {
 // caller closes ln and calls closeStore.
 func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte) (w *wired, err error) {
 	w = &wired{}
+	now := o.now
+	if now == nil {
+		now = time.Now
+	}
 	reserveSyncProc()
 	w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger, SyncHoldsProc: true})
 	if errors.Is(err, bolt.ErrLocked) {
@@ -214,7 +218,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.store = cache.New(w.bolt)
 	store := w.store
 
-	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk, Now: o.now})
+	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk, Now: now})
 	if err != nil {
 		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
@@ -235,7 +239,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	app := strings.TrimSuffix(cmp(o.appURL, w.listenURL), "/")
 	w.base, w.app = base, app
 
-	v, err := verify.New(verify.Config{Issuer: base, Keys: km, Now: o.now})
+	v, err := verify.New(verify.Config{Issuer: base, Keys: km, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
@@ -246,18 +250,14 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	registerStoreMetrics(reg, w.bolt)
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
-		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: o.now,
+		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
-	now := o.now
-	if now == nil {
-		now = time.Now
-	}
 	w.local = admin.NewLocal(store, km, logger, now)
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Now: o.now})
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
