@@ -52,6 +52,8 @@ type serveOptions struct {
 	debugAddr   string
 	pwSlots     int
 	proxies     []string
+
+	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
 
 // envList splits the comma-separated environment variable name.
@@ -292,6 +294,10 @@ var reserveSyncProc = sync.OnceFunc(func() {
 // caller closes ln and calls closeStore.
 func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte) (w *wired, err error) {
 	w = &wired{}
+	now := o.now
+	if now == nil {
+		now = time.Now
+	}
 	var db data.Store
 	if postgres.IsURL(dbPath) {
 		// Replicas that start together migrate once (advisory lock).
@@ -322,7 +328,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.store = cache.New(db)
 	store := w.store
 
-	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
+	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk, Now: now})
 	if err != nil {
 		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
@@ -348,7 +354,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	app := strings.TrimSuffix(cmp(o.appURL, w.listenURL), "/")
 	w.base, w.app = base, app
 
-	v, err := verify.New(verify.Config{Issuer: base, Keys: km})
+	v, err := verify.New(verify.Config{Issuer: base, Keys: km, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
@@ -368,7 +374,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger})
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
-		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
+		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
 		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace,
 	})
 	if err != nil {
@@ -380,9 +386,9 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	if w.pg != nil {
 		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
 	}
-	w.local = admin.NewLocal(store, km, adminLog, time.Now)
+	w.local = admin.NewLocal(store, km, adminLog, now)
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
-		PasswordSlots: o.pwSlots})
+		PasswordSlots: o.pwSlots, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
@@ -489,7 +495,7 @@ func listenAdmin(path string) (net.Listener, error) {
 // buffers) starts a collection every few hundred grants: ~55 collections/s
 // under load. At 400 the heap may grow to five times the live heap (RSS
 // was 39 MiB after a million grants, 26 MiB at 100) and the token endpoint
-// needs ~25% less CPU per grant (README, Performance).
+// needs ~25% less CPU per grant (docs/PERFORMANCE.md, round 2).
 const defaultGOGC = 400
 
 // tuneGC sets the GC target to defaultGOGC unless the operator set GOGC (or

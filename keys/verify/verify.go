@@ -40,9 +40,6 @@ const (
 	RS256 = "RS256"
 )
 
-// Algs lists the accepted algorithms.
-func Algs() []string { return []string{ES256, EdDSA, RS256} }
-
 // MaxTokenSize bounds the tokens Verify parses: an oauthd access token is
 // well under 1 KiB, and parsing an attacker's megabyte costs memory.
 const MaxTokenSize = 8 << 10
