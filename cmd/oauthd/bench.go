@@ -55,6 +55,8 @@ type benchOptions struct {
 	tokens       string
 	emitTokens   string
 	grants       int
+	reps         int
+	distinct     int
 
 	cpuProfile string
 
@@ -64,7 +66,7 @@ type benchOptions struct {
 func newBenchCommand(root *rootOptions) *cobra.Command {
 	o := benchOptions{progress: time.Second}
 	cmd := &cobra.Command{
-		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify] [--json]",
+		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify|gateway] [--json]",
 		Short: "Measure refresh grants/s and latency (or code exchanges/s, or JWT verifications/s) on this machine",
 		Long: `bench measures the token endpoint the way clients use it.
 
@@ -93,7 +95,17 @@ second on stderr.
   --mode verify
       JWT verifications/s through the guard middleware (in-process,
       --concurrency goroutines, real ES256 access tokens), then the raw
-      ES256 signature check with the same key, for the ratio.`,
+      ES256 signature check with the same key, for the ratio.
+  --mode gateway [--reps 3] [--distinct-tokens 10000]
+      GET /v2/me with --concurrency keep-alive connections through four
+      proxies in front of one tiny upstream, all on loopback in this
+      process, each run --duration long, in --reps alternating reps: a
+      bare httputil reverse proxy (http.DefaultTransport), the same with
+      the gateway's transport and buffer pool, the gateway (as oauthd
+      gateway wires it, over a real JWKS) with one token, and the gateway
+      with --distinct-tokens tokens in turn. Each run starts fresh proxies
+      (an empty token cache). Prints req/s, p50, p99 and non-2xx per run and
+      the medians of the reps' gateway ÷ bare ratios.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd, root)
@@ -103,7 +115,9 @@ second on stderr.
 	fs.IntVarP(&o.concurrency, "concurrency", "c", 16, "concurrent workers (refresh chains, or verifying goroutines)")
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "measured duration (at most 10m)")
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON value")
-	fs.StringVar(&o.mode, "mode", "refresh", "refresh (token endpoint), code (code exchanges against refresh grants) or verify (access-token verification)")
+	fs.StringVar(&o.mode, "mode", "refresh", "refresh (token endpoint), code (code exchanges against refresh grants), verify (access-token verification) or gateway (oauthd gateway against a bare reverse proxy)")
+	fs.IntVar(&o.reps, "reps", 3, "with --mode gateway: alternating reps of every target")
+	fs.IntVar(&o.distinct, "distinct-tokens", 10_000, "with --mode gateway: distinct access tokens of the many-tokens workload")
 	fs.StringVar(&o.target, "target", "", "token endpoint URL of a running server on loopback (default: an in-process server)")
 	fs.StringVar(&o.clientID, "client-id", "", "with --target: the client's ID")
 	fs.StringVar(&o.clientSecret, "client-secret", "", "with --target: the client's secret (client_secret_post)")
@@ -121,8 +135,14 @@ func (o *benchOptions) validate() error {
 	if o.duration <= 0 || o.duration > benchMaxDuration {
 		return fmt.Errorf("--duration %s: use a duration above 0 and at most %s", o.duration, benchMaxDuration)
 	}
-	if o.mode != "refresh" && o.mode != "verify" && o.mode != "code" {
-		return fmt.Errorf("--mode %q: use refresh, code or verify", o.mode)
+	if o.mode != "refresh" && o.mode != "verify" && o.mode != "code" && o.mode != "gateway" {
+		return fmt.Errorf("--mode %q: use refresh, code, verify or gateway", o.mode)
+	}
+	if o.reps < 1 || o.reps > 20 {
+		return fmt.Errorf("--reps %d: use 1 to 20", o.reps)
+	}
+	if o.distinct < 1 || o.distinct > benchMaxGrants {
+		return fmt.Errorf("--distinct-tokens %d: use 1 to %d", o.distinct, benchMaxGrants)
 	}
 	if o.grants < 0 || o.grants > benchMaxGrants {
 		return fmt.Errorf("--grants %d: use 1 to %d", o.grants, benchMaxGrants)
@@ -155,6 +175,9 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	if o.emitTokens != "" {
 		return o.runEmit(ctx, logger, root, stdout)
+	}
+	if o.mode == "gateway" {
+		return o.runGatewayProfiled(ctx, stdout, stderr)
 	}
 
 	dir, err := os.MkdirTemp("", "oauthd-bench-")
@@ -201,6 +224,22 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	rep.Target = "in-process " + srv.w.listenURL
 	rep.RSSMiB = rssMiB()
 	return rep.print(stdout, o.json)
+}
+
+// runGatewayProfiled is runGateway under --cpuprofile.
+func (o *benchOptions) runGatewayProfiled(ctx context.Context, stdout, stderr io.Writer) error {
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return o.runGateway(ctx, stdout, stderr)
 }
 
 // benchServer is the real server, wired as serve wires it, serving on a
