@@ -54,7 +54,7 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	if err != nil {
 		o.envErr = fmt.Errorf("OAUTHD_GATEWAY_TOKEN_CACHE=%q: give a number of tokens, or 0 to turn the cache off", os.Getenv("OAUTHD_GATEWAY_TOKEN_CACHE"))
 	}
-	fs.IntVar(&o.cache, "token-cache", cache, "how many verified tokens to remember (about 0.6 KiB each); 0 verifies every request in full (env OAUTHD_GATEWAY_TOKEN_CACHE)")
+	fs.IntVar(&o.cache, "token-cache", cache, "how many verified tokens to remember (about 0.7 KiB each); 0 verifies every request in full (env OAUTHD_GATEWAY_TOKEN_CACHE)")
 }
 
 func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
@@ -194,6 +194,7 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 // gateway is the gateway's handler and the parts a caller may need.
 type gateway struct {
 	handler http.Handler
+	proxy   *guard.Proxy
 	keys    *verify.RemoteKeySet
 	verify  *verify.Verifier
 }
@@ -207,7 +208,8 @@ func (cfg *gatewayConfig) build(logger *slog.Logger) (*gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger})
-	return &gateway{handler: gatewayHandler(guard.NewProxy(cfg.upstream, g, logger)), keys: keySet, verify: v}, nil
+	proxy := guard.NewProxy(cfg.upstream, g, logger)
+	return &gateway{handler: gatewayHandler(proxy), proxy: proxy, keys: keySet, verify: v}, nil
 }
 
 // gatewayHandler serves GET /healthz itself and hands everything else to

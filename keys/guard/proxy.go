@@ -35,17 +35,18 @@ const headerPrefix = "x-oauthd-"
 // flushed as they arrive). The upstream's responses, errors included,
 // pass through unchanged; an unreachable upstream gives 502 with a JSON
 // body.
-func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) http.Handler {
+func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) *Proxy {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	transport := NewTransport()
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			pr.SetXForwarded()
 			setIdentity(pr.Out.Header, pr.In.Context())
 		},
-		Transport:     NewTransport(),
+		Transport:     transport,
 		BufferPool:    bufferPool{},
 		FlushInterval: -1,
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -64,8 +65,20 @@ func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) http.Handler {
 			_, _ = w.Write([]byte(`{"error":"bad_gateway","error_description":"the upstream server is unavailable"}` + "\n"))
 		},
 	}
-	return g.HTTP(rp)
+	return &Proxy{handler: g.HTTP(rp), transport: transport}
 }
+
+// Proxy is the guarded reverse proxy [NewProxy] returns.
+type Proxy struct {
+	handler   http.Handler
+	transport *http.Transport
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
+
+// CloseIdleConnections closes the proxy's idle connections to the
+// upstream.
+func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
 
 // Sizes of the proxy's connection pool and copy buffers.
 const (
@@ -122,10 +135,14 @@ func setIdentity(h http.Header, ctx context.Context) {
 	if !ok {
 		return
 	}
-	h.Set(HeaderUserID, c.Subject)
-	h.Set(HeaderClientID, c.ClientID)
-	h.Set(HeaderScopes, strings.Join(c.Scopes, " "))
+	// One backing array for the values (h.Set would allocate one per
+	// header); the names are canonical already.
+	vals := make([]string, 4)
+	vals[0], vals[1], vals[2], vals[3] = c.Subject, c.ClientID, strings.Join(c.Scopes, " "), "true"
+	h[HeaderUserID] = vals[0:1:1]
+	h[HeaderClientID] = vals[1:2:2]
+	h[HeaderScopes] = vals[2:3:3]
 	if c.Unrestricted {
-		h.Set(HeaderUnrestricted, "true")
+		h[HeaderUnrestricted] = vals[3:4:4]
 	}
 }
