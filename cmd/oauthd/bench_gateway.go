@@ -80,6 +80,9 @@ const (
 	targetGatewayN   = "gateway-N"  // the gateway, each request with the next of N tokens
 )
 
+// gatewayTargets are the targets of --mode gateway, in the first rep's order.
+var gatewayTargets = []string{targetBare, targetBareTuned, targetGatewayOne, targetGatewayN}
+
 // runGateway measures `oauthd gateway` against bare reverse proxies in
 // front of the same upstream, all on loopback in this process, in
 // alternating reps; each run gets fresh proxies (an empty token cache).
@@ -165,7 +168,10 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 	}
 
 	rep := gatewayReport{Mode: "gateway", Concurrency: o.concurrency, DurationS: o.duration.Seconds(), Reps: o.reps, DistinctTokens: o.distinct}
-	targets := []string{targetBare, targetBareTuned, targetGatewayOne, targetGatewayN}
+	targets := gatewayTargets
+	if len(o.targets) > 0 {
+		targets = o.targets
+	}
 	for r := 1; r <= o.reps; r++ {
 		// Each rep starts one target later than the one before, so that no
 		// target always runs right after the same other one.

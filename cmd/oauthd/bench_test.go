@@ -190,6 +190,7 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--target", "http://127.0.0.1:1/token", "--emit-tokens", "x"}, "--emit-tokens"},
 		{[]string{"--mode", "gateway", "--reps", "0"}, "--reps 0"},
 		{[]string{"--mode", "gateway", "--distinct-tokens", "0"}, "--distinct-tokens 0"},
+		{[]string{"--mode", "gateway", "--targets", "nginx"}, `--targets "nginx"`},
 		{[]string{"--target", "http://127.0.0.1:1/token", "--mode", "gateway"}, "refresh grants only"},
 	}
 	for _, tc := range tests {

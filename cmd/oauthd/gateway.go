@@ -69,7 +69,12 @@ issuer's JWKS), enforces the route table (the built-in routes of the
 scheduling API plus those of --routes), and forwards allowed requests to
 --upstream with the headers X-Oauthd-User-Id, X-Oauthd-Client-Id,
 X-Oauthd-Scopes and X-Oauthd-Unrestricted (any X-Oauthd-* header sent by
-the caller is removed first). GET /healthz answers the gateway's own health.`,
+the caller is removed first). GET /healthz answers the gateway's own health.
+
+Verified tokens are remembered (--token-cache, by default 32768 of them):
+a token seen before costs no signature check while it is unexpired and its
+signing key is still in the issuer's JWKS; the route's scopes are checked
+on every request.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {

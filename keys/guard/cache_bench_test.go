@@ -12,8 +12,9 @@ import (
 // BenchmarkGuard is the whole middleware with a real verifier and its
 // verified-token cache: "repeated" sends one ES256 token again and again
 // (one client), "distinct" cycles through 10,000 distinct tokens (10,000
-// clients; each is verified in full once, when first seen, then served
-// from the cache), "uncached" is the repeated token with the cache off.
+// clients, each seen once before the timer starts: the cost of a first
+// sight is "uncached"), "uncached" is the repeated token with the cache
+// off.
 // The /parallel variants run on every core.
 func BenchmarkGuard(b *testing.B) {
 	const distinct = 10_000
@@ -40,10 +41,14 @@ func BenchmarkGuard(b *testing.B) {
 			reqs[i] = httptest.NewRequest("GET", "/v2/organizations/1/teams/2/event-types/3", nil)
 			reqs[i].Header.Set("Authorization", "Bearer "+tok)
 		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, reqs[0])
-		if rec.Code != http.StatusOK {
-			b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		// Every token once before the clock starts (checking the answer):
+		// the cache is warm, as for clients that already called once.
+		for _, r := range reqs {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
 		}
 		b.Run(bc.name, func(b *testing.B) {
 			w := discardWriter{h: http.Header{}}
