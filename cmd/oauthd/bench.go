@@ -127,7 +127,7 @@ second on stderr.
 	fs.StringVar(&o.tokens, "tokens", "", "with --target: file of refresh tokens, one per line")
 	fs.StringVar(&o.emitTokens, "emit-tokens", "", "seed grants into --db, write their refresh tokens to this file and exit")
 	fs.IntVar(&o.grants, "grants", 0, "with --emit-tokens: how many grants (default --concurrency)")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase (server and load, in-process runs) to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase (server and load, in-process runs) to this file (--mode gateway: FILE.TARGET.REP, one per run)")
 	return cmd
 }
 
@@ -185,7 +185,7 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		return o.runEmit(ctx, logger, root, stdout)
 	}
 	if o.mode == "gateway" {
-		return o.runGatewayProfiled(ctx, stdout, stderr)
+		return o.runGateway(ctx, stdout, stderr)
 	}
 
 	dir, err := os.MkdirTemp("", "oauthd-bench-")
@@ -232,22 +232,6 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	rep.Target = "in-process " + srv.w.listenURL
 	rep.RSSMiB = rssMiB()
 	return rep.print(stdout, o.json)
-}
-
-// runGatewayProfiled is runGateway under --cpuprofile.
-func (o *benchOptions) runGatewayProfiled(ctx context.Context, stdout, stderr io.Writer) error {
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	return o.runGateway(ctx, stdout, stderr)
 }
 
 // benchServer is the real server, wired as serve wires it, serving on a

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -153,7 +155,7 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 					pr.SetURL(upURL)
 					pr.SetXForwarded()
 				},
-				Transport: t, BufferPool: guard.NewBufferPool(), FlushInterval: -1,
+				Transport: t, BufferPool: guard.NewBufferPool(),
 			}, t.CloseIdleConnections, nil
 		}
 		gw, err := gwCfg.build(logger)
@@ -188,7 +190,11 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 			if target == targetGatewayN {
 				toks = many
 			}
-			run, err := o.driveGateway(ctx, h, toks)
+			prof := ""
+			if o.cpuProfile != "" {
+				prof = fmt.Sprintf("%s.%s.%d", o.cpuProfile, target, r)
+			}
+			run, err := o.driveGateway(ctx, h, toks, prof)
 			closeIdle()
 			if err != nil {
 				return fmt.Errorf("%s: %w", target, err)
@@ -225,17 +231,21 @@ func gatewayRatios(runs []gatewayRun, reps int) map[string]float64 {
 			var rps, p99, cpu []float64
 			for i := 1; i <= reps; i++ {
 				g, b := by[gw][i], by[bare][i]
-				if b.PerS > 0 && b.LatencyMS.P99 > 0 {
+				if g.PerS > 0 && b.PerS > 0 && b.LatencyMS.P99 > 0 {
 					rps = append(rps, g.PerS/b.PerS)
 					p99 = append(p99, g.LatencyMS.P99/b.LatencyMS.P99)
 				}
-				if b.CPUPerReqUS > 0 {
+				if g.CPUPerReqUS > 0 && b.CPUPerReqUS > 0 {
 					cpu = append(cpu, g.CPUPerReqUS/b.CPUPerReqUS)
 				}
 			}
-			out[gw+"/"+bare+" rps"] = median(rps)
-			out[gw+"/"+bare+" p99"] = median(p99)
-			out[gw+"/"+bare+" cpu/req"] = median(cpu)
+			if len(rps) > 0 {
+				out[gw+"/"+bare+" rps"] = median(rps)
+				out[gw+"/"+bare+" p99"] = median(p99)
+			}
+			if len(cpu) > 0 {
+				out[gw+"/"+bare+" cpu/req"] = median(cpu)
+			}
 		}
 	}
 	return out
@@ -257,8 +267,8 @@ func (r gatewayReport) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return printJSON(w, r)
 	}
-	fmt.Fprintf(w, "gateway      GET %s through each proxy to one tiny upstream, c=%d, %.0fs per run, %d reps (alternating), %d distinct tokens for %s\n",
-		benchGatewayPath, r.Concurrency, r.DurationS, r.Reps, r.DistinctTokens, targetGatewayN)
+	fmt.Fprintf(w, "gateway      GET %s through each proxy to one tiny upstream, c=%d, %s per run, %d reps (alternating), %d distinct tokens for %s\n",
+		benchGatewayPath, r.Concurrency, time.Duration(r.DurationS*float64(time.Second)), r.Reps, r.DistinctTokens, targetGatewayN)
 	fmt.Fprintf(w, "%-11s %4s %9s %8s %8s %10s %8s %7s %14s\n", "target", "rep", "req/s", "p50 ms", "p99 ms", "cpu µs/req", "non-2xx", "errors", "warm-up req/s")
 	for _, run := range r.Runs {
 		fmt.Fprintf(w, "%-11s %4d %9.0f %8.2f %8.2f %10.1f %8d %7d %14.0f\n", run.Target, run.Rep, run.PerS, run.LatencyMS.P50, run.LatencyMS.P99,
@@ -283,7 +293,7 @@ func (r gatewayReport) print(w io.Writer, asJSON bool) error {
 // benchGatewayPath with the next of toks (worker i starts at token i).
 // The client writes prepared request bytes on raw connections, like wrk,
 // so that the load generator costs as little CPU as it can.
-func (o *benchOptions) driveGateway(ctx context.Context, h http.Handler, toks []string) (gatewayRun, error) {
+func (o *benchOptions) driveGateway(ctx context.Context, h http.Handler, toks []string, profile string) (gatewayRun, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return gatewayRun{}, err
@@ -388,6 +398,17 @@ func (o *benchOptions) driveGateway(ctx context.Context, h http.Handler, toks []
 	}
 	warm.Wait()
 	warmElapsed := time.Since(warmStart)
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return gatewayRun{}, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return gatewayRun{}, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cpu0 := processCPU()
 	startAt = time.Now()
 	deadline = startAt.Add(o.duration)
@@ -395,6 +416,9 @@ func (o *benchOptions) driveGateway(ctx context.Context, h http.Handler, toks []
 	wg.Wait()
 	elapsed := time.Since(startAt)
 	cpu := processCPU() - cpu0
+	if profile != "" {
+		pprof.StopCPUProfile()
+	}
 	if total.Load() == 0 {
 		return gatewayRun{}, errors.New("no request completed")
 	}

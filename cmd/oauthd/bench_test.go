@@ -85,13 +85,23 @@ func TestBenchGateway(t *testing.T) {
 	if got, want := rep.Ratios["gateway-1/bare rps"], median(ratios); got != want {
 		t.Errorf("gateway-1/bare rps = %v; want the median of %v", got, ratios)
 	}
-	out, _, err := c.run("", "bench", "--mode", "gateway", "-c", "2", "-d", "100ms", "--reps", "1", "--distinct-tokens", "10")
+	prof := filepath.Join(t.TempDir(), "cpu")
+	out, _, err := c.run("", "bench", "--mode", "gateway", "-c", "2", "-d", "100ms", "--reps", "1", "--distinct-tokens", "10",
+		"--targets", "bare-tuned,gateway-N", "--cpuprofile", prof)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"bare-tuned", "gateway-N", "gateway-1/bare rps", "token cache  10 of"} {
+	for _, want := range []string{"bare-tuned", "gateway-N/bare-tuned rps", "token cache  10 of"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "gateway-1") || strings.Contains(out, "gateway-N/bare rps") {
+		t.Errorf("output has a target that was not asked for:\n%s", out)
+	}
+	for _, f := range []string{prof + ".bare-tuned.1", prof + ".gateway-N.1"} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v", f, err)
 		}
 	}
 }

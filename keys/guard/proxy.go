@@ -31,8 +31,12 @@ const headerPrefix = "x-oauthd-"
 // identity headers ([HeaderUserID], [HeaderClientID], [HeaderScopes],
 // [HeaderUnrestricted]) set from the verified claims; on a public route
 // without a valid token no identity header is set. The Authorization
-// header is passed on. Bodies are streamed both ways (responses are
-// flushed as they arrive). The upstream's responses, errors included,
+// header is passed on. Bodies are streamed both ways: a response of
+// unknown length (chunked, or server-sent events) is flushed to the caller
+// as each piece arrives; one with a Content-Length goes through the
+// server's write buffer, as httputil.ReverseProxy does by default (forcing
+// a flush on every response cost a timer, a goroutine wake-up and often a
+// second write per request). The upstream's responses, errors included,
 // pass through unchanged; an unreachable upstream gives 502 with a JSON
 // body.
 func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) *Proxy {
@@ -46,10 +50,9 @@ func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) *Proxy {
 			pr.SetXForwarded()
 			setIdentity(pr.Out.Header, pr.In.Context())
 		},
-		Transport:     transport,
-		BufferPool:    bufferPool{},
-		FlushInterval: -1,
-		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		Transport:  transport,
+		BufferPool: bufferPool{},
+		ErrorLog:   slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				// The caller went away; nobody reads this response.

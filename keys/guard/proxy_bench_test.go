@@ -28,7 +28,7 @@ func BenchmarkProxy(b *testing.B) {
 	bareT := NewTransport()
 	bare := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.SetXForwarded() },
-		Transport: bareT, BufferPool: NewBufferPool(), FlushInterval: -1,
+		Transport: bareT, BufferPool: NewBufferPool(),
 	}
 	gw := NewProxy(u, New(Config{Verifier: v, Logger: slog.New(slog.DiscardHandler)}), slog.New(slog.DiscardHandler))
 	for _, bc := range []struct {
