@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/sha256"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,6 +130,10 @@ func (c *tokenCache) get(ctx context.Context, k *[sha256.Size]byte, now time.Tim
 	out := e.claims
 	kid, alg, pub := e.kid, e.alg, e.pub
 	s.mu.Unlock()
+	// The caller's own copy, slices included: a handler that changes its
+	// claims must not change another request's.
+	out.Audience = slices.Clone(out.Audience)
+	out.Scopes = slices.Clone(out.Scopes)
 
 	// The key source is asked outside the lock: a RemoteKeySet may fetch.
 	cur, curAlg, err := keys.Key(ctx, kid)
@@ -150,10 +155,8 @@ func (c *tokenCache) get(ctx context.Context, k *[sha256.Size]byte, now time.Tim
 // kid, unless the entry would already be out of its window at now.
 func (c *tokenCache) put(k *[sha256.Size]byte, cl *Claims, kid, alg string, pub crypto.PublicKey, leeway time.Duration, now time.Time) {
 	e := &cacheEntry{key: *k, claims: *cl, kid: kid, alg: alg, pub: pub, notAfter: cl.ExpiresAt}
-	// Shared with the callers: appending to a caller's slice must not
-	// write into the cached array.
-	e.claims.Audience = cl.Audience[:len(cl.Audience):len(cl.Audience)]
-	e.claims.Scopes = cl.Scopes[:len(cl.Scopes):len(cl.Scopes)]
+	e.claims.Audience = slices.Clone(cl.Audience) // cl is the caller's
+	e.claims.Scopes = slices.Clone(cl.Scopes)
 	nb := cl.IssuedAt
 	if cl.NotBefore.After(nb) {
 		nb = cl.NotBefore

@@ -158,8 +158,7 @@ var b64 = base64.RawURLEncoding.Strict()
 // as after `oauthd keys revoke`, is dropped at that lookup). A cached
 // answer is therefore never one the full check would refuse. Past exp the
 // full check decides, with its leeway. A failed check is never cached.
-// The returned Claims are the caller's; their Audience and Scopes slices
-// are shared with the cache: do not change their elements.
+// The returned Claims are the caller's own (a copy, slices included).
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if v.cache == nil || len(token) > MaxTokenSize {
 		return v.verify(ctx, token, nil)
