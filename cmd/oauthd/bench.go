@@ -120,7 +120,7 @@ second on stderr.
 	fs.StringVar(&o.mode, "mode", "refresh", "refresh (token endpoint), code (code exchanges against refresh grants), verify (access-token verification) or gateway (oauthd gateway against a bare reverse proxy)")
 	fs.IntVar(&o.reps, "reps", 3, "with --mode gateway: alternating reps of every target")
 	fs.IntVar(&o.distinct, "distinct-tokens", 10_000, "with --mode gateway: distinct access tokens of the many-tokens workload")
-	fs.StringSliceVar(&o.targets, "targets", nil, "with --mode gateway: only these of bare, bare-tuned, gateway-1, gateway-N (e.g. to profile one)")
+	fs.StringSliceVar(&o.targets, "targets", nil, "with --mode gateway: only these of bare, bare-tuned, gateway-1, gateway-N, and gateway-uncached (the gateway without its token cache, one token), e.g. to profile one")
 	fs.StringVar(&o.target, "target", "", "token endpoint URL of a running server on loopback (default: an in-process server)")
 	fs.StringVar(&o.clientID, "client-id", "", "with --target: the client's ID")
 	fs.StringVar(&o.clientSecret, "client-secret", "", "with --target: the client's secret (client_secret_post)")
@@ -145,8 +145,8 @@ func (o *benchOptions) validate() error {
 		return fmt.Errorf("--reps %d: use 1 to 20", o.reps)
 	}
 	for _, t := range o.targets {
-		if !slices.Contains(gatewayTargets, t) {
-			return fmt.Errorf("--targets %q: use %s", t, strings.Join(gatewayTargets, ", "))
+		if !slices.Contains(gatewayTargets, t) && t != targetUncached {
+			return fmt.Errorf("--targets %q: use %s or %s", t, strings.Join(gatewayTargets, ", "), targetUncached)
 		}
 	}
 	if o.distinct < 1 || o.distinct > benchMaxGrants {

@@ -80,6 +80,9 @@ const (
 	targetBareTuned  = "bare-tuned" // the same with the gateway's transport and buffer pool
 	targetGatewayOne = "gateway-1"  // the gateway, every request with the same token
 	targetGatewayN   = "gateway-N"  // the gateway, each request with the next of N tokens
+	// targetUncached is the gateway with its token cache off and one token
+	// (not run unless --targets names it): what the cache is worth.
+	targetUncached = "gateway-uncached"
 )
 
 // gatewayTargets are the targets of --mode gateway, in the first rep's order.
@@ -158,7 +161,11 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 				Transport: t, BufferPool: guard.NewBufferPool(),
 			}, t.CloseIdleConnections, nil
 		}
-		gw, err := gwCfg.build(logger)
+		cfg := *gwCfg
+		if target == targetUncached {
+			cfg.cache = -1
+		}
+		gw, err := cfg.build(logger)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -203,7 +210,7 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 			rep.Runs = append(rep.Runs, run)
 			fmt.Fprintf(stderr, "bench: rep %d/%d %-10s %8.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d  net errors %d\n",
 				r, o.reps, target, run.PerS, run.LatencyMS.P50, run.LatencyMS.P99, run.Non2xx, run.NetErrors)
-			if target == targetGatewayN && lastGW != nil {
+			if target == targetGatewayN && lastGW != nil && lastGW.verify.CacheStats().MaxEntries > 0 {
 				st := lastGW.verify.CacheStats()
 				rep.CacheEntries, rep.CacheBytes, rep.CacheMax = st.Entries, st.Bytes, st.MaxEntries
 				if st.Hits+st.Misses > 0 {
@@ -226,7 +233,7 @@ func gatewayRatios(runs []gatewayRun, reps int) map[string]float64 {
 		by[r.Target][r.Rep] = r
 	}
 	out := map[string]float64{}
-	for _, gw := range []string{targetGatewayOne, targetGatewayN} {
+	for _, gw := range []string{targetGatewayOne, targetGatewayN, targetUncached} {
 		for _, bare := range []string{targetBare, targetBareTuned} {
 			var rps, p99, cpu []float64
 			for i := 1; i <= reps; i++ {
@@ -269,9 +276,9 @@ func (r gatewayReport) print(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "gateway      GET %s through each proxy to one tiny upstream, c=%d, %s per run, %d reps (alternating), %d distinct tokens for %s\n",
 		benchGatewayPath, r.Concurrency, time.Duration(r.DurationS*float64(time.Second)), r.Reps, r.DistinctTokens, targetGatewayN)
-	fmt.Fprintf(w, "%-11s %4s %9s %8s %8s %10s %8s %7s %14s\n", "target", "rep", "req/s", "p50 ms", "p99 ms", "cpu µs/req", "non-2xx", "errors", "warm-up req/s")
+	fmt.Fprintf(w, "%-16s %4s %9s %8s %8s %10s %8s %7s %14s\n", "target", "rep", "req/s", "p50 ms", "p99 ms", "cpu µs/req", "non-2xx", "errors", "warm-up req/s")
 	for _, run := range r.Runs {
-		fmt.Fprintf(w, "%-11s %4d %9.0f %8.2f %8.2f %10.1f %8d %7d %14.0f\n", run.Target, run.Rep, run.PerS, run.LatencyMS.P50, run.LatencyMS.P99,
+		fmt.Fprintf(w, "%-16s %4d %9.0f %8.2f %8.2f %10.1f %8d %7d %14.0f\n", run.Target, run.Rep, run.PerS, run.LatencyMS.P50, run.LatencyMS.P99,
 			run.CPUPerReqUS, run.Non2xx+run.WarmupNon2xx, run.NetErrors, run.WarmupPerS)
 	}
 	keys := make([]string, 0, len(r.Ratios))
@@ -281,10 +288,12 @@ func (r gatewayReport) print(w io.Writer, asJSON bool) error {
 	slices.Sort(keys)
 	fmt.Fprintln(w, "median of the reps' ratios (gateway ÷ bare in the same rep):")
 	for _, k := range keys {
-		fmt.Fprintf(w, "  %-30s %.3f\n", k, r.Ratios[k])
+		fmt.Fprintf(w, "  %-38s %.3f\n", k, r.Ratios[k])
 	}
-	fmt.Fprintf(w, "token cache  %d of %d entries, %.1f MiB accounted, %.1f%% hits (last %s run, warm-up included)\n",
-		r.CacheEntries, r.CacheMax, float64(r.CacheBytes)/(1<<20), r.CacheHitPc, targetGatewayN)
+	if r.CacheMax > 0 {
+		fmt.Fprintf(w, "token cache  %d of %d entries, %.1f MiB accounted, %.1f%% hits (last %s run, warm-up included)\n",
+			r.CacheEntries, r.CacheMax, float64(r.CacheBytes)/(1<<20), r.CacheHitPc, targetGatewayN)
+	}
 	return nil
 }
 
