@@ -81,6 +81,7 @@ type Server struct {
 	refreshKey []byte              // Config.RefreshTokenKey
 	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
 	grace      time.Duration       // Config.RefreshReuseGrace
+	cors       *corsState          // cors.go; nil until Register
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -148,4 +149,5 @@ func (s *Server) Register(e *echo.Echo) {
 	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)
 	e.GET("/v2/me", s.handleMe, s.cfg.MeAuth)
+	s.registerCORS(e)
 }

@@ -204,6 +204,17 @@ func TestGatewayRealVerifier(t *testing.T) {
 	}
 }
 
+func TestGatewayTokenCacheEnv(t *testing.T) {
+	t.Setenv("OAUTHD_GATEWAY_TOKEN_CACHE", "lots")
+	cmd := newGatewayCommand()
+	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--upstream", "http://u", "--issuer", "http://i"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.ExecuteContext(t.Context()); err == nil || !strings.Contains(err.Error(), "OAUTHD_GATEWAY_TOKEN_CACHE") {
+		t.Errorf("error %v; want one naming OAUTHD_GATEWAY_TOKEN_CACHE", err)
+	}
+}
+
 func TestGatewayFlagErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`[{"method":"GET","path":"/v2/x","scopes":["NOPE"]}]`), 0o600)
@@ -219,6 +230,7 @@ func TestGatewayFlagErrors(t *testing.T) {
 		{"bad routes", []string{"--upstream", "http://u", "--issuer", "http://i", "--routes", bad}, `unknown scope "NOPE"`},
 		{"missing routes", []string{"--upstream", "http://u", "--issuer", "http://i", "--routes", bad + ".missing"}, "no such file"},
 		{"extra arg", []string{"--upstream", "http://u", "--issuer", "http://i", "x"}, "unknown command"},
+		{"negative token cache", []string{"--upstream", "http://u", "--issuer", "http://i", "--token-cache", "-1"}, "--token-cache -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := newGatewayCommand()

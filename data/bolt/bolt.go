@@ -56,10 +56,11 @@ var (
 	bucketUserExt     = []byte("users_external") // external ID → ID
 	bucketUserOff     = []byte("users_disabled") // 8-byte ID → "" while the user is disabled
 	bucketNonces      = []byte("nonces")         // key → 8-byte expiry (Unix ns)
+	bucketRevoked     = []byte("revoked")        // grant ID → Revocation (JSON)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
-		bucketUserExt, bucketUserOff, bucketNonces}
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked}
 
 	keySchema  = []byte("schema_version")
 	keyWALGen  = []byte("wal_checkpointed") // the last log generation in the file

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -184,9 +185,20 @@ func revokeUser(tx *bbolt.Tx, id int64) error {
 	if _, err := sweep(tx.Bucket(bucketCodes), func(c *data.AuthCode) bool { return mine(c.UserID) }, nil); err != nil {
 		return err
 	}
-	idx := tx.Bucket(bucketFamByClient)
+	idx, rev := tx.Bucket(bucketFamByClient), tx.Bucket(bucketRevoked)
 	if _, err := sweep(tx.Bucket(bucketFamilies), func(f *data.Family) bool { return mine(f.UserID) },
-		func(f *data.Family) error { return idx.Delete(familyIndexKey(f.ClientID, f.ID)) }); err != nil {
+		func(f *data.Family) error {
+			// A tombstone for each, as a revocation leaves (the
+			// revoked-grants feed).
+			raw, err := json.Marshal(data.RevocationOf(*f))
+			if err != nil {
+				return err
+			}
+			if err := rev.Put([]byte(f.ID), raw); err != nil {
+				return err
+			}
+			return idx.Delete(familyIndexKey(f.ClientID, f.ID))
+		}); err != nil {
 		return err
 	}
 	grants := tx.Bucket(bucketGrants)

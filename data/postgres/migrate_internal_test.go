@@ -11,16 +11,16 @@ import (
 	"oauthd/data/postgres/pgtest"
 )
 
-// TestMigrateUsersBackfill: a database at version 3, with records written
-// in that version's shape, migrated to 4: the new columns are filled from
+// TestMigrateUsersBackfill: a database at version 4, with records written
+// in that version's shape, migrated to 5: the new columns are filled from
 // the records, so disabling a user deletes what they had before the
 // upgrade, and a user's external ID finds them.
 func TestMigrateUsersBackfill(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.New(t)
 	ms, err := migrations()
-	if err != nil || len(ms) < 4 || ms[3].name != "0004_users" {
-		t.Fatalf("migrations = %d, %v; want 0004_users as the fourth", len(ms), err)
+	if err != nil || len(ms) < 5 || ms[4].name != "0005_users" {
+		t.Fatalf("migrations = %d, %v; want 0005_users as the fifth", len(ms), err)
 	}
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -30,7 +30,7 @@ func TestMigrateUsersBackfill(t *testing.T) {
 	if _, err := conn.Exec(ctx, createVersionTable); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms[:3] {
+	for _, m := range ms[:4] {
 		if _, err := conn.Exec(ctx, m.sql); err != nil {
 			t.Fatalf("%s: %v", m.name, err)
 		}

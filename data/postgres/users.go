@@ -144,10 +144,25 @@ func (s *Store) GetUserByExternalID(ctx context.Context, id string) (data.User, 
 var revokeUser = []string{
 	"DELETE FROM sessions WHERE user_id = $1",
 	"DELETE FROM auth_codes WHERE user_id = $1",
-	"DELETE FROM families WHERE user_id = $1",
+	revokeUserFamilies, // a tombstone for each (the revoked-grants feed)
 	`WITH d AS (DELETE FROM grants WHERE user_id = $1 RETURNING user_id, client_id)
 		SELECT pg_notify('` + Channel + `', 'grant '||user_id||' '||client_id) FROM d`,
 }
+
+// revokeUserFamilies deletes the user's families and stores the tombstone
+// of each in the same statement, as a revocation does (data.RevocationOf:
+// the family's last issuance is its rotated_at, or created_at before the
+// first rotation), so offline verifiers following the feed refuse the
+// user's access tokens too.
+const revokeUserFamilies = `WITH d AS (DELETE FROM families WHERE user_id = $1 RETURNING id, body),
+	r AS (SELECT id, body->>'client_id' AS client_id,
+		CASE WHEN (body->>'rotated_at')::timestamptz < (body->>'created_at')::timestamptz
+			THEN (body->>'created_at')::timestamptz ELSE (body->>'rotated_at')::timestamptz END AS at FROM d)
+INSERT INTO revoked_grants (grant_id, issued_ns, body)
+SELECT id, (extract(epoch FROM at) * 1000000000)::bigint,
+	jsonb_build_object('grant_id', id, 'client_id', client_id, 'last_issued_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+FROM r
+ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
 
 // UpdateUser implements [data.Store.UpdateUser]: the user's row is locked
 // FOR UPDATE from the read to the commit, so updates apply one after

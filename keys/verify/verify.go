@@ -40,9 +40,6 @@ const (
 	RS256 = "RS256"
 )
 
-// Algs lists the accepted algorithms.
-func Algs() []string { return []string{ES256, EdDSA, RS256} }
-
 // MaxTokenSize bounds the tokens Verify parses: an oauthd access token is
 // well under 1 KiB, and parsing an attacker's megabyte costs memory.
 const MaxTokenSize = 8 << 10
@@ -63,6 +60,16 @@ type Config struct {
 	Leeway time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Revoked, when set, refuses tokens whose grant_id it names (the
+	// issuer's revoked-grants feed, [RevocationFeed]): a map lookup per
+	// token, no call on the request path. Default: none.
+	Revoked RevokedGrants
+	// CacheEntries bounds the verified-token cache (see [Verifier.Verify]).
+	// Default [DefaultCacheEntries]; a negative value turns the cache off.
+	CacheEntries int
+	// CacheBytes bounds the memory the cache accounts for (see
+	// [CacheStats]). Default [DefaultCacheBytes].
+	CacheBytes int
 }
 
 // Verifier checks access tokens (RFC 9068 JWTs). It is safe for concurrent
@@ -70,6 +77,10 @@ type Config struct {
 type Verifier struct {
 	keys      KeySource
 	validator *jwt.Validator
+	revoked   RevokedGrants // nil: no feed
+	now       func() time.Time
+	leeway    time.Duration
+	cache     *tokenCache // nil when off
 }
 
 // New returns a Verifier for cfg.
@@ -103,7 +114,17 @@ func New(cfg Config) (*Verifier, error) {
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
 	)
-	return &Verifier{keys: cfg.Keys, validator: val}, nil
+	v := &Verifier{keys: cfg.Keys, validator: val, now: cfg.Now, leeway: cfg.Leeway, revoked: cfg.Revoked}
+	if cfg.CacheEntries == 0 {
+		cfg.CacheEntries = DefaultCacheEntries
+	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = DefaultCacheBytes
+	}
+	if cfg.CacheEntries > 0 {
+		v.cache = newTokenCache(cfg.CacheEntries, cfg.CacheBytes)
+	}
+	return v, nil
 }
 
 // tokenClaims is the JSON form of the claims, decoded once per token.
@@ -133,12 +154,71 @@ var b64 = base64.RawURLEncoding.Strict()
 // Verify checks token and returns its claims. Every error wraps
 // [ErrInvalidToken] and says briefly why; it never contains the token.
 //
+// A token that passed every check is remembered, under the SHA-256 of the
+// whole token, in a bounded cache: the same token again is answered
+// without the signature check, but only while the clock is between its
+// iat/nbf (less the leeway) and its exp, and only while the key source
+// still gives its kid the key that verified it (a kid that left the JWKS,
+// as after `oauthd keys revoke`, is dropped at that lookup). A cached
+// answer is therefore never one the full check would refuse. Past exp the
+// full check decides, with its leeway. A failed check is never cached.
+// The returned Claims are the caller's own (a copy, slices included).
+func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
+	if v.cache == nil || len(token) > MaxTokenSize {
+		return v.verify(ctx, token, nil)
+	}
+	k := tokenKey(token)
+	if c, ok := v.cache.get(ctx, &k, v.now(), v.keys); ok {
+		// The cache holds what the signature and claims checks decided;
+		// a grant revoked since then is refused here, on every request.
+		if err := v.CheckGrant(c.GrantID); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	var used usedKey
+	c, err := v.verify(ctx, token, &used)
+	if err != nil {
+		return nil, err
+	}
+	v.cache.put(&k, c, used.kid, used.alg, used.pub, v.leeway, v.now())
+	return c, nil
+}
+
+// DropCached removes from the cache every token whose claims match, and
+// returns how many it removed. Neither a revoked grant (Config.Revoked is
+// checked on every hit) nor a revoked key (an entry whose key is no longer
+// published is never served) needs a call.
+func (v *Verifier) DropCached(match func(*Claims) bool) int {
+	if v.cache == nil {
+		return 0
+	}
+	return v.cache.drop(match)
+}
+
+// CacheStats reports on the verified-token cache (zero when it is off).
+func (v *Verifier) CacheStats() CacheStats {
+	if v.cache == nil {
+		return CacheStats{}
+	}
+	return v.cache.stats()
+}
+
+// usedKey is the key a successful verification used.
+type usedKey struct {
+	kid, alg string
+	pub      crypto.PublicKey
+}
+
+// verify is Verify without the cache; when used is not nil it receives
+// the key that verified the token.
+//
 // The order of the checks: size, alphabet, exactly three segments, header
 // (strict base64url, JSON object, alg one of [Algs], typ at+jwt, kid),
 // key lookup, alg equal to the key's alg and key of the right type,
 // signature, and only then the claims (JSON, exp, nbf, iat, iss, aud).
 // A forged token therefore costs no claim decoding.
-func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
+func (v *Verifier) verify(ctx context.Context, token string, used *usedKey) (*Claims, error) {
 	if len(token) > MaxTokenSize {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidToken, MaxTokenSize)
 	}
@@ -170,6 +250,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if err != nil {
 		return nil, err
 	}
+	if used != nil {
+		*used = usedKey{kid: h.kid, alg: method.Alg(), pub: pub}
+	}
 	sig, err := b64.DecodeString(token[d2+1:])
 	if err != nil {
 		return nil, fmt.Errorf("%w: malformed", ErrInvalidToken)
@@ -191,6 +274,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if err := v.validator.Validate(&tc); err != nil {
 		return nil, reason(err)
 	}
+	if err := v.CheckGrant(tc.GrantID); err != nil {
+		return nil, err
+	}
 	c := &Claims{
 		Issuer:       tc.Issuer,
 		Subject:      tc.Subject,
@@ -211,6 +297,21 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		c.NotBefore = tc.NotBefore.Time
 	}
 	return c, nil
+}
+
+// CheckGrant applies Config.Revoked to a verified token's grant_id; every
+// path that accepts a token (a cache of verified tokens included) must
+// call it on each request, so that a grant revoked after its tokens were
+// verified is refused from the feed's next fetch on. A token without
+// grant_id (minted before the claim existed) has nothing to check.
+func (v *Verifier) CheckGrant(grantID string) error {
+	if v.revoked == nil || grantID == "" {
+		return nil
+	}
+	if err := v.revoked.CheckGrant(grantID); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	return nil
 }
 
 // p256HalfN is ⌊n/2⌋ for the order n of P-256, big-endian.
