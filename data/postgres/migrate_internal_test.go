@@ -66,8 +66,8 @@ func TestMigrateUsersBackfill(t *testing.T) {
 		}
 	}
 	from, to, err := Migrate(ctx, url, nil)
-	if err != nil || from != 3 || to != SchemaVersion() {
-		t.Fatalf("Migrate = %d → %d, %v; want 3 → %d", from, to, err, SchemaVersion())
+	if err != nil || from != 4 || to != SchemaVersion() {
+		t.Fatalf("Migrate = %d → %d, %v; want 4 → %d", from, to, err, SchemaVersion())
 	}
 	s, err := Open(ctx, url, Options{})
 	if err != nil {

@@ -159,7 +159,7 @@ const revokeUserFamilies = `WITH d AS (DELETE FROM families WHERE user_id = $1 R
 		CASE WHEN (body->>'rotated_at')::timestamptz < (body->>'created_at')::timestamptz
 			THEN (body->>'created_at')::timestamptz ELSE (body->>'rotated_at')::timestamptz END AS at FROM d)
 INSERT INTO revoked_grants (grant_id, issued_ns, body)
-SELECT id, (extract(epoch FROM at) * 1000000000)::bigint,
+SELECT id, greatest(least(extract(epoch FROM at) * 1000000000, 9223372036854775807), -9223372036854775808)::bigint, -- clamped as unixNano
 	jsonb_build_object('grant_id', id, 'client_id', client_id, 'last_issued_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
 FROM r
 ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
