@@ -11,6 +11,13 @@
 // clients. Every change goes through the [ClientAdmin] (issuer/admin), which
 // owns the rules; the pages check ownership, CSRF and render.
 //
+// With [Config.Handover] set, the login is handed to the platform
+// (handover.go, docs/LOGIN-HANDOVER.md): /auth/login sends the browser to
+// the platform with a challenge bound to it by a cookie, and
+// /auth/login/handover takes the platform's signed assertion (verified by
+// package consent/handover), spends its jti, provisions the user by the
+// platform's sub and opens the same session the login form would.
+//
 // Package consent does not validate authorization requests nor mint codes:
 // it hands the query to an [Authorizer] (the issuer) and renders or follows
 // what it answers. Password hashing is in package consent/password.

@@ -44,6 +44,11 @@ type Store interface {
 	CreateSession(ctx context.Context, s data.Session) error
 	GetSession(ctx context.Context, hash []byte) (data.Session, error)
 	DeleteSession(ctx context.Context, hash []byte) error
+	// For the hash upgrade at login and the login handover.
+	UpdateUser(ctx context.Context, id int64, update func(data.User) (data.User, error)) (data.User, error)
+	CreateUser(ctx context.Context, u data.User) (data.User, error)
+	GetUserByExternalID(ctx context.Context, id string) (data.User, error)
+	UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error
 }
 
 // Config configures a [Handler].
@@ -66,6 +71,9 @@ type Config struct {
 	// PasswordSlots is how many password checks (argon2id, 19 MiB each)
 	// run at once; default the usable cores (password.DefaultSlots).
 	PasswordSlots int
+	// Handover, when set, hands the login to the platform (the built-in
+	// form is then off); it needs AppURL. nil: the built-in login form.
+	Handover *Handover
 }
 
 // Limits of failed logins (issuer/throttle). Per account (by user ID,
@@ -100,6 +108,10 @@ type Handler struct {
 	limiter                         *throttle.Limiter
 	gate                            *password.Gate // bounds the password checks running at once
 	clients                         ClientAdmin
+	handover                        *Handover
+	handoverName                    string // the handover cookie's name
+	appURL                          string // AppURL without a trailing slash
+	handoverLimiter                 *throttle.Limiter
 }
 
 //go:embed templates/*.html
@@ -149,8 +161,20 @@ func New(cfg Config) (*Handler, error) {
 		}
 		h.secure = u.Scheme == "https"
 		h.origin = u.Scheme + "://" + strings.ToLower(u.Host)
+		h.appURL = strings.TrimSuffix(cfg.AppURL, "/")
+	}
+	if ho := cfg.Handover; ho != nil {
+		u, err := url.Parse(ho.LoginURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || ho.Verifier == nil || h.appURL == "" {
+			return nil, errors.New("consent: Config.Handover needs an http(s) LoginURL, a Verifier, and Config.AppURL")
+		}
+		h.handover = ho
 	}
 	h.sessionName, h.csrfName = cookieNames(h.secure)
+	h.handoverName = handoverCookie
+	if h.secure {
+		h.handoverName = hostPrefix + handoverCookie
+	}
 	h.csrfPath = loginPath
 	if h.secure {
 		h.csrfPath = "/"
@@ -177,6 +201,7 @@ func New(cfg Config) (*Handler, error) {
 		h.pages[name] = t
 	}
 	h.limiter = throttle.New(throttle.Config{Name: "login", Rules: loginLimits, Now: h.now, Registerer: cfg.Registerer})
+	h.handoverLimiter = throttle.New(throttle.Config{Name: "login_handover", Rules: handoverLimits, Now: h.now, Registerer: cfg.Registerer})
 	h.gate = password.NewGate(password.GateConfig{Slots: cfg.PasswordSlots, Registerer: cfg.Registerer})
 	return h, nil
 }
@@ -196,6 +221,9 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET(loginPath, h.showLogin)
 	e.POST(loginPath, h.checkLogin)
 	e.POST(logoutPath, h.logout)
+	if h.handover != nil {
+		e.GET(handoverPath, h.finishHandover)
+	}
 	e.GET(authorizePath, h.showConsent)
 	e.POST(authorizePath, h.decide)
 	e.GET(staticCSSPath, h.serveCSS)

@@ -1,6 +1,7 @@
 package consent
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -72,8 +73,12 @@ func loginURL(returnTo string) string {
 	return loginPath + "?return_to=" + url.QueryEscape(returnTo)
 }
 
-// showLogin serves GET /auth/login.
+// showLogin serves GET /auth/login: the form, or with a [Handover] the
+// redirect to the platform's login page.
 func (h *Handler) showLogin(c echo.Context) error {
+	if h.handover != nil {
+		return h.startHandover(c, safeReturnTo(c.QueryParam("return_to")))
+	}
 	return h.render(c, http.StatusOK, pageLogin, view{
 		Title:    "Sign in",
 		ReturnTo: safeReturnTo(c.QueryParam("return_to")),
@@ -83,6 +88,10 @@ func (h *Handler) showLogin(c echo.Context) error {
 
 // checkLogin serves POST /auth/login.
 func (h *Handler) checkLogin(c echo.Context) error {
+	if h.handover != nil {
+		return h.errorPage(c, http.StatusNotFound, "Sign in at the platform",
+			"Sign-in happens at the platform's own login page here. Go back to the application and sign in again.")
+	}
 	r := c.Request()
 	ctx := r.Context()
 	addr := c.RealIP()
@@ -154,6 +163,14 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	}
 	defer res.Refund() // a no-op after Fail; ends the attempt on a panic
 	ok := h.checkPassword(c, user, known, pw)
+	// A weaker (imported) hash is replaced at the first successful login,
+	// with the password check's slot: the new hash costs what a check does.
+	var upgraded string
+	if ok && !user.Disabled && password.Upgradable(user.PasswordHash, pw) {
+		if hash, err := password.Hash(pw); err == nil {
+			upgraded = hash
+		}
+	}
 	leave()
 	if !ok {
 		res.Fail()
@@ -163,7 +180,41 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		return h.render(c, http.StatusUnauthorized, pageLogin, v, "")
 	}
 	res.Refund()
+	if user.Disabled {
+		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_refused_disabled"),
+			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
+		return h.errorPage(c, http.StatusForbidden, "Account disabled",
+			"Your account is disabled. Ask the administrator of the platform if you think this is a mistake.")
+	}
+	if upgraded != "" {
+		h.upgradeHash(ctx, user, upgraded)
+	}
+	return h.openSession(c, user, "login_succeeded", v.ReturnTo)
+}
 
+// upgradeHash replaces the user's weaker (imported) hash by upgraded,
+// made from the password that just verified, unless the hash changed
+// meanwhile. A failure is logged only: the login stands.
+func (h *Handler) upgradeHash(ctx context.Context, user data.User, upgraded string) {
+	_, err := h.store.UpdateUser(ctx, user.ID, func(u data.User) (data.User, error) {
+		if u.PasswordHash == user.PasswordHash {
+			u.PasswordHash = upgraded
+		}
+		return u, nil
+	})
+	if err != nil {
+		h.log.WarnContext(ctx, "upgrade password hash", slog.Int64("user_id", user.ID), slog.Any("err", err))
+		return
+	}
+	h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "password_hash_upgraded"), slog.Int64("user_id", user.ID))
+}
+
+// openSession opens a fresh session for user, whichever way they logged
+// in, and sends the browser on to returnTo (a checked local path) or the
+// signed-in page.
+func (h *Handler) openSession(c echo.Context, user data.User, event, returnTo string) error {
+	r := c.Request()
+	ctx := r.Context()
 	// A fresh session ID on every login (no session fixation); the previous
 	// session of this browser, if any, is deleted.
 	if old, err := r.Cookie(h.sessionName); err == nil && wellFormed(old.Value, data.PrefixSession) {
@@ -172,14 +223,18 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		}
 	}
 	id, _, err := h.newSession(ctx, user.ID)
+	if errors.Is(err, data.ErrUserDisabled) {
+		return h.errorPage(c, http.StatusForbidden, "Account disabled",
+			"Your account is disabled. Ask the administrator of the platform if you think this is a mistake.")
+	}
 	if err != nil {
 		return h.internalError(c, "login", err)
 	}
 	h.setSessionCookie(c, id)
-	h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_succeeded"),
-		slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
-	if v.ReturnTo != "" {
-		return seeOther(c, v.ReturnTo)
+	h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", event),
+		slog.Int64("user_id", user.ID), slog.String("remote_addr", c.RealIP()))
+	if returnTo != "" {
+		return seeOther(c, returnTo)
 	}
 	return h.render(c, http.StatusOK, pageLoggedIn, view{Title: "Signed in", User: user}, "")
 }

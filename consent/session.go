@@ -73,7 +73,9 @@ func (h *Handler) session(ctx context.Context, r *http.Request) (data.Session, d
 		return data.Session{}, data.User{}, errNoSession
 	}
 	u, err := h.store.GetUser(ctx, s.UserID)
-	if errors.Is(err, data.ErrNotFound) {
+	if errors.Is(err, data.ErrNotFound) || (err == nil && u.Disabled) {
+		// A disabled user's sessions are deleted with the disabling; this
+		// is the second line.
 		return data.Session{}, data.User{}, errNoSession
 	}
 	if err != nil {

@@ -33,6 +33,9 @@ var (
 	// ErrConflict: the update lost a race it cannot merge (e.g. a state
 	// transition from a state the record is no longer in).
 	ErrConflict = errors.New("conflict")
+	// ErrUserDisabled: the user is disabled ([User.Disabled]); nothing new
+	// (session, authorization code, consent grant) is stored for them.
+	ErrUserDisabled = errors.New("user is disabled")
 )
 
 // Limits from the seed.
@@ -48,8 +51,16 @@ type User struct {
 	Username     string    `json:"username"` // unique, compared case-insensitively
 	Name         string    `json:"name"`
 	TimeZone     string    `json:"time_zone"`     // IANA name, e.g. Europe/Berlin
-	PasswordHash string    `json:"password_hash"` // PHC string (argon2id); never logged
+	PasswordHash string    `json:"password_hash"` // PHC or modular-crypt string; never logged
 	CreatedAt    time.Time `json:"created_at"`
+	// ExternalID is the user's ID at the platform that logs them in
+	// (the `sub` of its login assertion, docs/LOGIN-HANDOVER.md); unique
+	// when not "". "" for a user made by `users add` or `users import`.
+	ExternalID string `json:"external_id,omitempty"`
+	// Disabled: the user cannot log in or consent, and the store keeps
+	// no session, code, family or grant of theirs (see [Store.UpdateUser]).
+	Disabled   bool      `json:"disabled,omitempty"`
+	DisabledAt time.Time `json:"disabled_at,omitzero"`
 }
 
 // ClientStatus is the review state of a client.
@@ -280,6 +291,7 @@ type GCResult struct {
 	AuthCodes   int
 	Families    int
 	Sessions    int
+	Nonces      int
 	Revocations int
 }
 
@@ -298,6 +310,29 @@ type Store interface {
 	// GetUserByLogin finds a user by email or username, case-insensitively.
 	GetUserByLogin(ctx context.Context, login string) (User, error)
 	ListUsers(ctx context.Context) ([]User, error)
+	// CreateUsers stores all of us, or none of them, in one transaction:
+	// IDs are assigned in order; ErrExists (naming the record) when an
+	// email, username or external ID is taken, or repeated within us.
+	CreateUsers(ctx context.Context, us []User) ([]User, error)
+	// GetUserByExternalID finds the user whose ExternalID is id.
+	GetUserByExternalID(ctx context.Context, id string) (User, error)
+	// UpdateUser applies update to the stored user (same ID; ErrExists
+	// when the new email, username or external ID is another user's) in
+	// one transaction. When update disables the user (Disabled false →
+	// true), the same transaction deletes every session, authorization
+	// code, refresh-token family and consent grant of the user; and while
+	// a user is disabled, CreateSession, CreateAuthCode and PutGrant for
+	// them fail with ErrUserDisabled. So once UpdateUser returns, no
+	// credential of the user is left and none can be made.
+	UpdateUser(ctx context.Context, id int64, update func(User) (User, error)) (User, error)
+
+	// One-time values.
+
+	// UseNonce records key as used until expiresAt; ErrExists when it was
+	// recorded before (and not yet collected). Used for the single-use
+	// jti of login assertions, across every replica of the store.
+	// GarbageCollect removes keys whose expiresAt is before now.
+	UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error
 
 	// Clients.
 
@@ -367,9 +402,9 @@ type Store interface {
 	// always exactly the set one of them computed.
 	UpdateKeys(ctx context.Context, update func([]SigningKey) ([]SigningKey, error)) ([]SigningKey, error)
 
-	// GarbageCollect removes auth codes, families and sessions whose
-	// ExpiresAt (or AbsoluteExp) is before now, and revocations whose
-	// LastIssuedAt is more than [RevocationKeep] before now.
+	// GarbageCollect removes auth codes, families, sessions and nonces
+	// whose ExpiresAt (or AbsoluteExp) is before now, and revocations
+	// whose LastIssuedAt is more than [RevocationKeep] before now.
 	GarbageCollect(ctx context.Context, now time.Time) (GCResult, error)
 
 	// Close releases the store. Calls after Close fail.

@@ -77,7 +77,7 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 	}
 	now := s.now().UTC()
 	if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
-		return "", s.authzServerError(ctx, req, "record grant", err)
+		return "", s.authzUserError(ctx, req, "record grant", err)
 	}
 	code := data.NewAuthCode()
 	ac := data.AuthCode{
@@ -92,7 +92,7 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 		ExpiresAt:     now.Add(s.cfg.CodeTTL),
 	}
 	if err := s.store.CreateAuthCode(ctx, ac); err != nil {
-		return "", s.authzServerError(ctx, req, "create authorization code", err)
+		return "", s.authzUserError(ctx, req, "create authorization code", err)
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
 		slog.String("event", "consent_granted"),
@@ -305,6 +305,19 @@ func (s *Server) authzServerError(ctx context.Context, req *AuthorizeRequest, op
 	v.Set("error", authzCodeServerError)
 	v.Set("error_description", "the authorization server could not complete the request; try again")
 	return &RedirectError{URL: s.authzRedirect(req.RedirectURI, v, req.State), Code: authzCodeServerError}
+}
+
+// authzUserError is authzServerError, except for a user disabled while
+// consenting (the store refuses to record anything for them): the client
+// is told access_denied, as the user can no longer grant anything.
+func (s *Server) authzUserError(ctx context.Context, req *AuthorizeRequest, op string, err error) error {
+	if !errors.Is(err, data.ErrUserDisabled) {
+		return s.authzServerError(ctx, req, op, err)
+	}
+	v := url.Values{}
+	v.Set("error", authzCodeAccessDenied)
+	v.Set("error_description", "the user's account is disabled")
+	return &RedirectError{URL: s.authzRedirect(req.RedirectURI, v, req.State), Code: authzCodeAccessDenied}
 }
 
 // authzRecordGrant stores the user's consent, merging the scopes with an

@@ -460,6 +460,38 @@ func TestReplicas(t *testing.T) {
 		})
 	})
 
+	t.Run("users disable reaches every replica at once", func(t *testing.T) {
+		rts := make([]string, 3)
+		for i := range rts {
+			rts[i] = freshGrant(t, ctx, front, id, secret)
+		}
+		r := direct[1].refresh(t, id, secret, rts[1])
+		if r.Status != http.StatusOK {
+			t.Fatalf("refresh before the disable = %d %v", r.Status, r.Body)
+		}
+		at := r.str("access_token")
+		rts[1] = r.str("refresh_token")
+		mustOauthd(t, rs.db, "", "users", "disable", e2eEmail)
+		// No waiting: nothing of the user is cached by any replica.
+		for i, d := range direct {
+			if r := d.refresh(t, id, secret, rts[i]); r.Status != http.StatusBadRequest || r.str("error") != "invalid_grant" {
+				t.Fatalf("refresh on replica %d after the disable = %d %v; want invalid_grant", i, r.Status, r.Body)
+			}
+			if status, body := d.me(t, at); status != http.StatusUnauthorized {
+				t.Fatalf("/v2/me on replica %d after the disable = %d %s; want 401", i, status, body)
+			}
+		}
+		_, challenge := consenttest.PKCE()
+		conf := front.config(id, secret, e2eRedirect, oauth2.AuthStyleInParams, "PROFILE_READ")
+		_, err := consenttest.New().Authorize(ctx, conf.AuthCodeURL("st", oauth2.SetAuthURLParam("code_challenge", challenge), oauth2.SetAuthURLParam("code_challenge_method", "S256")), e2eEmail, e2ePassword, true)
+		var pe *consenttest.PageError
+		if !errors.As(err, &pe) || pe.StatusCode != http.StatusForbidden {
+			t.Fatalf("login of the disabled user through the front = %v; want 403", err)
+		}
+		mustOauthd(t, rs.db, "", "users", "enable", fmt.Sprint(u.ID))
+		freshGrant(t, ctx, front, id, secret) // login works again
+	})
+
 	t.Run("kill -9 under load, then a full restart", func(t *testing.T) {
 		const chains = 6
 		last := make([]string, chains)

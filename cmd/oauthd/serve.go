@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"oauthd/consent"
+	"oauthd/consent/handover"
 	"oauthd/consent/password"
 	"oauthd/data"
 	"oauthd/data/bolt"
@@ -52,6 +53,8 @@ type serveOptions struct {
 	debugAddr   string
 	pwSlots     int
 	proxies     []string
+	// The login handover (docs/LOGIN-HANDOVER.md): all three or none.
+	loginURL, loginIssuer, loginJWKS string
 
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
@@ -90,6 +93,9 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", envOr("OAUTHD_ADDR", "127.0.0.1:8080"), "listen address (env OAUTHD_ADDR); port 0 picks a free port")
 	fs.StringVar(&o.baseURL, "base-url", os.Getenv("OAUTHD_BASE_URL"), "public API base URL, the token issuer (env OAUTHD_BASE_URL; default http://<listen address>)")
 	fs.StringVar(&o.appURL, "app-url", os.Getenv("OAUTHD_APP_URL"), "public URL of the consent pages (env OAUTHD_APP_URL; default http://<listen address>)")
+	fs.StringVar(&o.loginURL, "login-url", os.Getenv("OAUTHD_LOGIN_URL"), "hand the login to the platform: its login page (env OAUTHD_LOGIN_URL; needs --login-issuer and --login-jwks; default: the built-in login form)")
+	fs.StringVar(&o.loginIssuer, "login-issuer", os.Getenv("OAUTHD_LOGIN_ISSUER"), "the iss of the platform's login assertions (env OAUTHD_LOGIN_ISSUER)")
+	fs.StringVar(&o.loginJWKS, "login-jwks", os.Getenv("OAUTHD_LOGIN_JWKS"), "the platform's public keys: a JWKS URL, or a JWKS or PEM file (env OAUTHD_LOGIN_JWKS)")
 	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
 	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
@@ -388,8 +394,12 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
 	}
 	w.local = admin.NewLocal(store, km, adminLog, now)
+	ho, err := o.handover(ctx, base)
+	if err != nil {
+		return nil, err
+	}
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
-		PasswordSlots: o.pwSlots, Now: now})
+		PasswordSlots: o.pwSlots, Handover: ho, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
@@ -421,6 +431,32 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 }
 
 // httpServer is the HTTP server of the wired app.
+// handover returns the login handover of the --login-* flags, or nil when
+// none is set (the built-in login form).
+func (o *serveOptions) handover(ctx context.Context, base string) (*consent.Handover, error) {
+	set := 0
+	for _, v := range []string{o.loginURL, o.loginIssuer, o.loginJWKS} {
+		if v != "" {
+			set++
+		}
+	}
+	switch set {
+	case 0:
+		return nil, nil
+	case 3:
+	default:
+		return nil, errors.New("the login handover needs all of --login-url, --login-issuer and --login-jwks (see docs/LOGIN-HANDOVER.md)")
+	}
+	if u, err := url.Parse(o.loginURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("--login-url %q must be an http(s) URL of the platform's login page", o.loginURL)
+	}
+	v, err := handover.New(ctx, handover.Config{Issuer: o.loginIssuer, Audience: base, Keys: o.loginJWKS})
+	if err != nil {
+		return nil, fmt.Errorf("--login-jwks: %w; check that the platform's keys are reachable", err)
+	}
+	return &consent.Handover{LoginURL: o.loginURL, Verifier: v}, nil
+}
+
 func (w *wired) httpServer(logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler: issuer.HeadAsGet(w.e),
@@ -597,8 +633,8 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 			}
 			continue
 		}
-		if res.AuthCodes+res.Families+res.Sessions > 0 {
-			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions)
+		if res.AuthCodes+res.Families+res.Sessions+res.Nonces > 0 {
+			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions, "nonces", res.Nonces)
 		}
 	}
 }

@@ -15,7 +15,8 @@ import (
 
 func newUsersCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "users", Short: "Manage platform users (who log in and consent)"}
-	cmd.AddCommand(newUsersAddCommand(o), newUsersListCommand(o))
+	cmd.AddCommand(newUsersAddCommand(o), newUsersListCommand(o), newUsersImportCommand(o),
+		newUsersStateCommand(o, "disable"), newUsersStateCommand(o, "enable"))
 	return cmd
 }
 
@@ -94,9 +95,9 @@ func newUsersListCommand(o *rootOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printList(cmd.OutOrStdout(), us, asJSON, []string{"ID", "EMAIL", "USERNAME", "NAME", "TIME ZONE"},
+				return printList(cmd.OutOrStdout(), us, asJSON, []string{"ID", "EMAIL", "USERNAME", "NAME", "TIME ZONE", "STATE", "EXTERNAL ID"},
 					func(u admin.UserView) []string {
-						return []string{strconv.FormatInt(u.ID, 10), u.Email, u.Username, u.Name, u.TimeZone}
+						return []string{strconv.FormatInt(u.ID, 10), u.Email, u.Username, u.Name, u.TimeZone, u.State, u.ExternalID}
 					})
 			})
 		},

@@ -19,6 +19,7 @@ import (
 var browserTests = []struct{ dir, test string }{
 	{"./cmd/oauthd", "TestBrowser"},
 	{"./cmd/oauthd", "TestBrowserCORS"},
+	{"./cmd/oauthd", "TestHandoverBrowser"},
 	{"./cmd/oauthd", "TestReviewWidening"},
 	{"./consent", "TestBrowserFlow"},
 	{"./consent", "TestSettingsBrowser"},

@@ -24,7 +24,9 @@ var ErrBusy = errors.New("password checks are all busy")
 // [Gate.Leave].
 //
 // The memory of password checks is then at most Slots × 19 MiB at any
-// moment, whatever the load.
+// moment, whatever the load, for hashes made by [Hash]; an imported hash
+// may take up to [MaxMemoryKiB] (64 MiB, scrypt or argon2id), so the
+// worst case is Slots × 64 MiB.
 type Gate struct {
 	slots   chan struct{} // a token per running check
 	admit   chan struct{} // a token per running or waiting check

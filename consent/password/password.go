@@ -25,7 +25,7 @@ const (
 // Limits on parameters accepted by [Verify], so that a tampered hash
 // cannot make verification allocate unbounded memory or spin for minutes.
 const (
-	maxMemory  = 1 << 20 // 1 GiB in KiB
+	maxMemory  = MaxMemoryKiB
 	maxTime    = 16
 	maxThreads = 16
 	maxKeyLen  = 128
@@ -126,20 +126,26 @@ func parse(encoded string) (params, error) {
 	return p, nil
 }
 
-// Verify reports whether password matches the PHC string encoded, reading
-// the argon2id parameters from it and comparing in constant time. A
-// malformed encoded string returns false and an error wrapping
+// Verify reports whether password matches encoded: an argon2id PHC
+// string, or one of the imported formats (see [Check]), reading the
+// parameters from it and comparing in constant time. A malformed encoded
+// string, or one in an unknown format, returns false and an error wrapping
 // [ErrMalformed].
 func Verify(encoded, password string) (bool, error) {
-	p, err := parse(encoded)
+	v, err := parseAny(encoded)
 	if err != nil {
 		return false, err
 	}
 	if len(password) > MaxLength {
 		return false, nil
 	}
+	return v(password), nil
+}
+
+// verify checks password against the argon2id hash p.
+func (p params) verify(password string) bool {
 	key := argon2.IDKey([]byte(password), p.salt, p.time, p.memory, p.threads, uint32(len(p.key)))
-	return subtle.ConstantTimeCompare(key, p.key) == 1, nil
+	return subtle.ConstantTimeCompare(key, p.key) == 1
 }
 
 // dummySalt is a fixed salt for [DummyVerify]; the result is thrown away.

@@ -50,13 +50,17 @@ var (
 	bucketCodes       = []byte("auth_codes")     // SHA-256 → AuthCode
 	bucketFamilies    = []byte("families")       // ID → Family
 	bucketFamByClient = []byte("families_by_client")
-	bucketGrants      = []byte("grants")   // 8-byte user ID + client ID → Grant
-	bucketSessions    = []byte("sessions") // SHA-256 → Session
-	bucketKeys        = []byte("keys")     // keySetKey → []SigningKey
-	bucketRevoked     = []byte("revoked")  // grant ID → Revocation (JSON)
+	bucketGrants      = []byte("grants")         // 8-byte user ID + client ID → Grant
+	bucketSessions    = []byte("sessions")       // SHA-256 → Session
+	bucketKeys        = []byte("keys")           // keySetKey → []SigningKey
+	bucketUserExt     = []byte("users_external") // external ID → ID
+	bucketUserOff     = []byte("users_disabled") // 8-byte ID → "" while the user is disabled
+	bucketNonces      = []byte("nonces")         // key → 8-byte expiry (Unix ns)
+	bucketRevoked     = []byte("revoked")        // grant ID → Revocation (JSON)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
-		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys, bucketRevoked}
+		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked}
 
 	keySchema  = []byte("schema_version")
 	keyWALGen  = []byte("wal_checkpointed") // the last log generation in the file

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -25,6 +26,9 @@ func grantKey(userID int64, clientID string) []byte {
 func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
 	utcGrant(&g)
 	return s.update(ctx, "put grant", func(tx *bbolt.Tx) error {
+		if userDisabled(tx, g.UserID) {
+			return fmt.Errorf("put grant: user %d: %w", g.UserID, data.ErrUserDisabled)
+		}
 		return put(tx.Bucket(bucketGrants), grantKey(g.UserID, g.ClientID), g)
 	})
 }
@@ -127,6 +131,10 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		}, nil); err != nil {
 			return err
 		}
+		r.Nonces, err = sweepNonces(tx.Bucket(bucketNonces), now)
+		if err != nil {
+			return err
+		}
 		r.Revocations, err = sweep(tx.Bucket(bucketRevoked), func(r *data.Revocation) bool {
 			return r.LastIssuedAt.Add(data.RevocationKeep).Before(now)
 		}, nil)
@@ -157,6 +165,23 @@ func sweep[T any](b *bbolt.Bucket, expired func(*T) bool, also func(*T) error) (
 			}
 		}
 		dead = append(dead, bytes.Clone(k))
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
+}
+
+// sweepNonces deletes the nonces that expired before now.
+func sweepNonces(b *bbolt.Bucket, now time.Time) (int, error) {
+	var dead [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < now.UnixNano() {
+			dead = append(dead, bytes.Clone(k))
+		}
 	}
 	for _, k := range dead {
 		if err := b.Delete(k); err != nil {

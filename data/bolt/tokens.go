@@ -30,6 +30,9 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 		if w.get(hotCodes, key) != nil {
 			return fmt.Errorf("create auth code: %w", data.ErrExists)
 		}
+		if userDisabled(w.tx, c.UserID) {
+			return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
+		}
 		return w.put(hotCodes, key, raw)
 	})
 }
@@ -256,6 +259,9 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	return s.submit(ctx, "create session", func(w *wtx) error {
 		if w.get(hotSessions, key) != nil {
 			return fmt.Errorf("create session: %w", data.ErrExists)
+		}
+		if userDisabled(w.tx, sess.UserID) {
+			return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
 		}
 		return w.put(hotSessions, key, raw)
 	})

@@ -1,10 +1,14 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -13,39 +17,242 @@ import (
 
 // CreateUser implements [data.Store.CreateUser].
 func (s *Store) CreateUser(ctx context.Context, u data.User) (data.User, error) {
-	utcUser(&u)
-	err := s.update(ctx, "create user", func(tx *bbolt.Tx) error {
-		users, byEmail, byName := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmail), tx.Bucket(bucketUserName)
-		email, name := []byte(strings.ToLower(u.Email)), []byte(strings.ToLower(u.Username))
-		if len(email) > 0 && byEmail.Get(email) != nil {
-			return fmt.Errorf("create user: email %q: %w", u.Email, data.ErrExists)
-		}
-		if len(name) > 0 && byName.Get(name) != nil {
-			return fmt.Errorf("create user: username %q: %w", u.Username, data.ErrExists)
-		}
-		seq, err := users.NextSequence()
-		if err != nil {
-			return err
-		}
-		u.ID = int64(seq)
-		id := itob(u.ID)
-		if err := put(users, id, u); err != nil {
-			return err
-		}
-		if len(email) > 0 {
-			if err := byEmail.Put(email, id); err != nil {
+	us, err := s.CreateUsers(ctx, []data.User{u})
+	if err != nil {
+		return data.User{}, err
+	}
+	return us[0], nil
+}
+
+// CreateUsers implements [data.Store.CreateUsers]: one bbolt transaction,
+// so a crash leaves all of us or none.
+func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, error) {
+	out := make([]data.User, len(us))
+	err := s.update(ctx, "create users", func(tx *bbolt.Tx) error {
+		users := tx.Bucket(bucketUsers)
+		for i, u := range us {
+			utcUser(&u)
+			if err := checkUnique(tx, u, nil); err != nil {
+				return fmt.Errorf("create user %d: %w", i+1, err)
+			}
+			seq, err := users.NextSequence()
+			if err != nil {
 				return err
 			}
-		}
-		if len(name) > 0 {
-			return byName.Put(name, id)
+			u.ID = int64(seq)
+			if err := putUser(tx, u); err != nil {
+				return err
+			}
+			out[i] = u
 		}
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkUnique fails with ErrExists when u's email, username or external
+// ID names a user other than self (nil: any user).
+func checkUnique(tx *bbolt.Tx, u data.User, self []byte) error {
+	for _, ix := range []struct {
+		b     []byte
+		k     string
+		field string
+	}{
+		{bucketUserEmail, strings.ToLower(u.Email), "email"},
+		{bucketUserName, strings.ToLower(u.Username), "username"},
+		{bucketUserExt, u.ExternalID, "external ID"},
+	} {
+		if ix.k == "" {
+			continue
+		}
+		if id := tx.Bucket(ix.b).Get([]byte(ix.k)); id != nil && !bytes.Equal(id, self) {
+			return fmt.Errorf("%s %q: %w", ix.field, ix.k, data.ErrExists)
+		}
+	}
+	return nil
+}
+
+// putUser stores u and its index entries.
+func putUser(tx *bbolt.Tx, u data.User) error {
+	id := itob(u.ID)
+	if err := put(tx.Bucket(bucketUsers), id, u); err != nil {
+		return err
+	}
+	for _, ix := range []struct{ b, k []byte }{
+		{bucketUserEmail, []byte(strings.ToLower(u.Email))},
+		{bucketUserName, []byte(strings.ToLower(u.Username))},
+		{bucketUserExt, []byte(u.ExternalID)},
+	} {
+		if len(ix.k) > 0 {
+			if err := tx.Bucket(ix.b).Put(ix.k, id); err != nil {
+				return err
+			}
+		}
+	}
+	if u.Disabled {
+		return tx.Bucket(bucketUserOff).Put(id, []byte{})
+	}
+	return tx.Bucket(bucketUserOff).Delete(id)
+}
+
+// dropUserIndex removes u's index entries.
+func dropUserIndex(tx *bbolt.Tx, u data.User) error {
+	for _, ix := range []struct{ b, k []byte }{
+		{bucketUserEmail, []byte(strings.ToLower(u.Email))},
+		{bucketUserName, []byte(strings.ToLower(u.Username))},
+		{bucketUserExt, []byte(u.ExternalID)},
+	} {
+		if len(ix.k) > 0 {
+			if err := tx.Bucket(ix.b).Delete(ix.k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// errDisabling makes UpdateUser run again as an exclusive op.
+var errDisabling = errors.New("update disables the user")
+
+// UpdateUser implements [data.Store.UpdateUser]. An update that disables
+// the user runs as an exclusive op (after a checkpoint, alone with the
+// hot writes), so that deleting the user's sessions, codes and families
+// and marking the user disabled are one transaction that no hot write can
+// interleave with. It scans those buckets: O(records), for a rare call.
+func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User) (data.User, error)) (data.User, error) {
+	var out data.User
+	apply := func(exclusive bool) func(tx *bbolt.Tx) error {
+		return func(tx *bbolt.Tx) error {
+			key := itob(id)
+			var old data.User
+			ok, err := get(tx.Bucket(bucketUsers), key, &old)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("update user %d: %w", id, data.ErrNotFound)
+			}
+			next, err := update(old)
+			if err != nil {
+				return err
+			}
+			if next.ID != id {
+				return fmt.Errorf("update user %d: %w", id, &data.RuleError{Field: "id", Reason: "an update cannot change the user's ID"})
+			}
+			disabling := next.Disabled && !old.Disabled
+			if disabling && !exclusive {
+				return errDisabling
+			}
+			utcUser(&next)
+			if err := checkUnique(tx, next, key); err != nil {
+				return fmt.Errorf("update user %d: %w", id, err)
+			}
+			if err := dropUserIndex(tx, old); err != nil {
+				return err
+			}
+			if err := putUser(tx, next); err != nil {
+				return err
+			}
+			if disabling {
+				if err := revokeUser(tx, id); err != nil {
+					return fmt.Errorf("update user %d: revoke: %w", id, err)
+				}
+			}
+			out = next
+			return nil
+		}
+	}
+	err := s.update(ctx, "update user", apply(false))
+	if errors.Is(err, errDisabling) {
+		err = s.exclusive(ctx, "disable user", true, apply(true))
+	}
+	if err != nil {
 		return data.User{}, err
 	}
-	return u, nil
+	return out, nil
+}
+
+// revokeUser deletes, in the bbolt file (after a checkpoint), every
+// session, auth code, family and grant of the user.
+func revokeUser(tx *bbolt.Tx, id int64) error {
+	mine := func(uid int64) bool { return uid == id }
+	if _, err := sweep(tx.Bucket(bucketSessions), func(s *data.Session) bool { return mine(s.UserID) }, nil); err != nil {
+		return err
+	}
+	if _, err := sweep(tx.Bucket(bucketCodes), func(c *data.AuthCode) bool { return mine(c.UserID) }, nil); err != nil {
+		return err
+	}
+	idx, rev := tx.Bucket(bucketFamByClient), tx.Bucket(bucketRevoked)
+	if _, err := sweep(tx.Bucket(bucketFamilies), func(f *data.Family) bool { return mine(f.UserID) },
+		func(f *data.Family) error {
+			// A tombstone for each, as a revocation leaves (the
+			// revoked-grants feed).
+			raw, err := json.Marshal(data.RevocationOf(*f))
+			if err != nil {
+				return err
+			}
+			if err := rev.Put([]byte(f.ID), raw); err != nil {
+				return err
+			}
+			return idx.Delete(familyIndexKey(f.ClientID, f.ID))
+		}); err != nil {
+		return err
+	}
+	grants := tx.Bucket(bucketGrants)
+	prefix := itob(id)
+	var dead [][]byte
+	c := grants.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		dead = append(dead, bytes.Clone(k))
+	}
+	for _, k := range dead {
+		if err := grants.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// userDisabled reports whether the user id is disabled (one index read).
+func userDisabled(tx *bbolt.Tx, id int64) bool {
+	return tx.Bucket(bucketUserOff).Get(itob(id)) != nil
+}
+
+// GetUserByExternalID implements [data.Store.GetUserByExternalID].
+func (s *Store) GetUserByExternalID(ctx context.Context, ext string) (data.User, error) {
+	var u data.User
+	err := s.view(ctx, "get user by external ID", func(tx *bbolt.Tx) error {
+		var id []byte
+		if ext != "" {
+			id = tx.Bucket(bucketUserExt).Get([]byte(ext))
+		}
+		if id == nil {
+			return fmt.Errorf("get user by external ID %q: %w", ext, data.ErrNotFound)
+		}
+		ok, err := get(tx.Bucket(bucketUsers), id, &u)
+		if err == nil && !ok {
+			err = fmt.Errorf("get user by external ID %q: index names a missing user: %w", ext, data.ErrNotFound)
+		}
+		return err
+	})
+	return u, err
+}
+
+// UseNonce implements [data.Store.UseNonce].
+func (s *Store) UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error {
+	if len(key) == 0 {
+		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	return s.update(ctx, "use nonce", func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketNonces)
+		if b.Get(key) != nil {
+			return fmt.Errorf("use nonce: %w", data.ErrExists)
+		}
+		return b.Put(bytes.Clone(key), u64(uint64(expiresAt.UnixNano())))
+	})
 }
 
 // GetUser implements [data.Store.GetUser].

@@ -5,7 +5,7 @@ import "oauthd/data"
 // The utc functions put a record's times in UTC before it is encoded, so that
 // every time read back is in UTC (and Equal to the one written).
 
-func utcUser(u *data.User) { u.CreatedAt = u.CreatedAt.UTC() }
+func utcUser(u *data.User) { u.CreatedAt, u.DisabledAt = u.CreatedAt.UTC(), u.DisabledAt.UTC() }
 
 func utcClient(c *data.Client) {
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()

@@ -18,7 +18,7 @@ func cloneBytes(b []byte) []byte {
 }
 
 func cloneUser(u data.User) data.User {
-	u.CreatedAt = u.CreatedAt.UTC()
+	u.CreatedAt, u.DisabledAt = u.CreatedAt.UTC(), u.DisabledAt.UTC()
 	return u
 }
 

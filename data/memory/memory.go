@@ -33,6 +33,8 @@ type Store struct {
 	users      map[int64]data.User
 	byEmail    map[string]int64 // lower-cased email → ID
 	byUsername map[string]int64 // lower-cased username → ID
+	byExternal map[string]int64 // external ID → ID
+	nonces     map[string]time.Time
 
 	clients  map[string]data.Client
 	codes    map[string]data.AuthCode // string(hash) → code
@@ -50,6 +52,8 @@ func New() *Store {
 		users:      make(map[int64]data.User),
 		byEmail:    make(map[string]int64),
 		byUsername: make(map[string]int64),
+		byExternal: make(map[string]int64),
+		nonces:     make(map[string]time.Time),
 		clients:    make(map[string]data.Client),
 		codes:      make(map[string]data.AuthCode),
 		families:   make(map[string]data.Family),
@@ -77,7 +81,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.users, s.clients, s.codes, s.families, s.grants, s.sessions, s.keys = nil, nil, nil, nil, nil, nil, nil
+	s.users, s.clients, s.codes, s.families, s.grants, s.sessions, s.keys, s.nonces = nil, nil, nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -85,28 +89,150 @@ func (s *Store) Close() error {
 
 // CreateUser implements [data.Store.CreateUser].
 func (s *Store) CreateUser(ctx context.Context, u data.User) (data.User, error) {
-	if err := s.lock(ctx, "create user"); err != nil {
+	us, err := s.CreateUsers(ctx, []data.User{u})
+	if err != nil {
+		return data.User{}, err
+	}
+	return us[0], nil
+}
+
+// CreateUsers implements [data.Store.CreateUsers]: every check first,
+// then every write.
+func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, error) {
+	if err := s.lock(ctx, "create users"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	email, name, ext := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for i, u := range us {
+		e, n := strings.ToLower(u.Email), strings.ToLower(u.Username)
+		if _, ok := s.byEmail[e]; (ok || email[e]) && e != "" {
+			return nil, fmt.Errorf("create user %d: email %q: %w", i+1, u.Email, data.ErrExists)
+		}
+		if _, ok := s.byUsername[n]; (ok || name[n]) && n != "" {
+			return nil, fmt.Errorf("create user %d: username %q: %w", i+1, u.Username, data.ErrExists)
+		}
+		if _, ok := s.byExternal[u.ExternalID]; (ok || ext[u.ExternalID]) && u.ExternalID != "" {
+			return nil, fmt.Errorf("create user %d: external ID %q: %w", i+1, u.ExternalID, data.ErrExists)
+		}
+		email[e], name[n], ext[u.ExternalID] = true, true, true
+	}
+	out := make([]data.User, len(us))
+	for i, u := range us {
+		u = cloneUser(u)
+		u.ID = s.nextUserID
+		s.nextUserID++
+		s.index(u)
+		out[i] = cloneUser(u)
+	}
+	return out, nil
+}
+
+// index stores u and its index entries.
+func (s *Store) index(u data.User) {
+	s.users[u.ID] = u
+	if e := strings.ToLower(u.Email); e != "" {
+		s.byEmail[e] = u.ID
+	}
+	if n := strings.ToLower(u.Username); n != "" {
+		s.byUsername[n] = u.ID
+	}
+	if u.ExternalID != "" {
+		s.byExternal[u.ExternalID] = u.ID
+	}
+}
+
+// GetUserByExternalID implements [data.Store.GetUserByExternalID].
+func (s *Store) GetUserByExternalID(ctx context.Context, id string) (data.User, error) {
+	if err := s.lock(ctx, "get user by external ID"); err != nil {
 		return data.User{}, err
 	}
 	defer s.mu.Unlock()
-	email, username := strings.ToLower(u.Email), strings.ToLower(u.Username)
-	if _, ok := s.byEmail[email]; ok && email != "" {
-		return data.User{}, fmt.Errorf("create user: email %q: %w", u.Email, data.ErrExists)
+	uid, ok := s.byExternal[id]
+	if !ok || id == "" {
+		return data.User{}, fmt.Errorf("get user by external ID %q: %w", id, data.ErrNotFound)
 	}
-	if _, ok := s.byUsername[username]; ok && username != "" {
-		return data.User{}, fmt.Errorf("create user: username %q: %w", u.Username, data.ErrExists)
+	return cloneUser(s.users[uid]), nil
+}
+
+// UpdateUser implements [data.Store.UpdateUser].
+func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User) (data.User, error)) (data.User, error) {
+	if err := s.lock(ctx, "update user"); err != nil {
+		return data.User{}, err
 	}
-	u = cloneUser(u)
-	u.ID = s.nextUserID
-	s.nextUserID++
-	s.users[u.ID] = u
-	if email != "" {
-		s.byEmail[email] = u.ID
+	defer s.mu.Unlock()
+	old, ok := s.users[id]
+	if !ok {
+		return data.User{}, fmt.Errorf("update user %d: %w", id, data.ErrNotFound)
 	}
-	if username != "" {
-		s.byUsername[username] = u.ID
+	next, err := update(cloneUser(old))
+	if err != nil {
+		return data.User{}, err
 	}
-	return cloneUser(u), nil
+	if next.ID != id {
+		return data.User{}, fmt.Errorf("update user %d: %w", id, &data.RuleError{Field: "id", Reason: "an update cannot change the user's ID"})
+	}
+	if o, ok := s.byEmail[strings.ToLower(next.Email)]; ok && o != id && next.Email != "" {
+		return data.User{}, fmt.Errorf("update user %d: email %q: %w", id, next.Email, data.ErrExists)
+	}
+	if o, ok := s.byUsername[strings.ToLower(next.Username)]; ok && o != id && next.Username != "" {
+		return data.User{}, fmt.Errorf("update user %d: username %q: %w", id, next.Username, data.ErrExists)
+	}
+	if o, ok := s.byExternal[next.ExternalID]; ok && o != id && next.ExternalID != "" {
+		return data.User{}, fmt.Errorf("update user %d: external ID %q: %w", id, next.ExternalID, data.ErrExists)
+	}
+	delete(s.byEmail, strings.ToLower(old.Email))
+	delete(s.byUsername, strings.ToLower(old.Username))
+	delete(s.byExternal, old.ExternalID)
+	next = cloneUser(next)
+	s.index(next)
+	if next.Disabled && !old.Disabled {
+		s.revokeUser(id)
+	}
+	return cloneUser(next), nil
+}
+
+// revokeUser deletes every session, code, family and grant of the user.
+func (s *Store) revokeUser(id int64) {
+	for k, v := range s.sessions {
+		if v.UserID == id {
+			delete(s.sessions, k)
+		}
+	}
+	for k, v := range s.codes {
+		if v.UserID == id {
+			delete(s.codes, k)
+		}
+	}
+	for _, v := range s.families {
+		if v.UserID == id {
+			s.revoke(v) // with its tombstone, for the revoked-grants feed
+		}
+	}
+	for k := range s.grants {
+		if k.userID == id {
+			delete(s.grants, k)
+		}
+	}
+}
+
+// disabled reports whether the user id exists and is disabled.
+func (s *Store) disabled(id int64) bool { return s.users[id].Disabled }
+
+// UseNonce implements [data.Store.UseNonce].
+func (s *Store) UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error {
+	if err := s.lock(ctx, "use nonce"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if len(key) == 0 {
+		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	if _, ok := s.nonces[string(key)]; ok {
+		return fmt.Errorf("use nonce: %w", data.ErrExists)
+	}
+	s.nonces[string(key)] = expiresAt.UTC()
+	return nil
 }
 
 // GetUser implements [data.Store.GetUser].
@@ -236,6 +362,9 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	}
 	if _, ok := s.codes[string(c.Hash)]; ok {
 		return fmt.Errorf("create auth code: %w", data.ErrExists)
+	}
+	if s.disabled(c.UserID) {
+		return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
 	}
 	s.codes[string(c.Hash)] = cloneCode(c)
 	return nil
@@ -375,6 +504,9 @@ func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	if s.disabled(g.UserID) {
+		return fmt.Errorf("put grant: user %d: %w", g.UserID, data.ErrUserDisabled)
+	}
 	s.grants[grantKey{g.UserID, g.ClientID}] = cloneGrant(g)
 	return nil
 }
@@ -435,6 +567,9 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	}
 	if _, ok := s.sessions[string(sess.Hash)]; ok {
 		return fmt.Errorf("create session: %w", data.ErrExists)
+	}
+	if s.disabled(sess.UserID) {
+		return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
 	}
 	s.sessions[string(sess.Hash)] = cloneSession(sess)
 	return nil
@@ -518,6 +653,12 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		if sess.ExpiresAt.Before(now) {
 			delete(s.sessions, k)
 			r.Sessions++
+		}
+	}
+	for k, exp := range s.nonces {
+		if exp.Before(now) {
+			delete(s.nonces, k)
+			r.Nonces++
 		}
 	}
 	for k, rev := range s.revoked {

@@ -70,6 +70,9 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 	if err := data.ValidateKeySet(d.Keys); err != nil {
 		return fmt.Errorf("import keys: %w", err)
 	}
+	if err := noneDisabled(d); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "LOCK TABLE "+strings.Join(copyTables, ", ")+", key_set IN EXCLUSIVE MODE"); err != nil {
 			return err
@@ -87,23 +90,22 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 		}
 		b := &pgx.Batch{}
 		for _, u := range d.Users {
-			b.Queue("INSERT INTO users (id, email_lower, username_lower, body) VALUES ($1, $2, $3, $4)",
-				u.ID, strings.ToLower(u.Email), strings.ToLower(u.Username), encode(u))
+			b.Queue(insertUser, userArgs(u, encode(u))...)
 		}
 		for _, c := range d.Clients {
 			b.Queue("INSERT INTO clients (id, status, body) VALUES ($1, $2, $3)", c.ID, string(c.Status), encode(c))
 		}
 		for _, c := range d.AuthCodes {
-			b.Queue("INSERT INTO auth_codes (hash, used, expires_ns, body) VALUES ($1, $2, $3, $4)", c.Hash, c.Used, unixNano(c.ExpiresAt), encode(c))
+			b.Queue("INSERT INTO auth_codes (hash, used, user_id, expires_ns, body) VALUES ($1, $2, $3, $4, $5)", c.Hash, c.Used, c.UserID, unixNano(c.ExpiresAt), encode(c))
 		}
 		for _, f := range d.Families {
-			b.Queue("INSERT INTO families (id, client_id, expires_ns, gc_ns, body) VALUES ($1, $2, $3, $3, $4)", f.ID, f.ClientID, familyExpiry(f), encode(f))
+			b.Queue("INSERT INTO families (id, client_id, user_id, expires_ns, gc_ns, body) VALUES ($1, $2, $3, $4, $4, $5)", f.ID, f.ClientID, f.UserID, familyExpiry(f), encode(f))
 		}
 		for _, g := range d.Grants {
 			b.Queue("INSERT INTO grants (user_id, client_id, body) VALUES ($1, $2, $3)", g.UserID, g.ClientID, encode(g))
 		}
 		for _, ss := range d.Sessions {
-			b.Queue("INSERT INTO sessions (hash, expires_ns, body) VALUES ($1, $2, $3)", ss.Hash, unixNano(ss.ExpiresAt), encode(ss))
+			b.Queue("INSERT INTO sessions (hash, user_id, expires_ns, body) VALUES ($1, $2, $3, $4)", ss.Hash, ss.UserID, unixNano(ss.ExpiresAt), encode(ss))
 		}
 		keys := d.Keys
 		if keys == nil {
@@ -115,6 +117,40 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 	})
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+// noneDisabled fails with [data.ErrUserDisabled] when d holds a code,
+// family, grant or session of a disabled user: a store holds none (see
+// [data.Store.UpdateUser]), and a copy keeps that rule.
+func noneDisabled(d data.Dump) error {
+	off := map[int64]bool{}
+	for _, u := range d.Users {
+		if u.Disabled {
+			off[u.ID] = true
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	var ids []int64
+	for _, c := range d.AuthCodes {
+		ids = append(ids, c.UserID)
+	}
+	for _, f := range d.Families {
+		ids = append(ids, f.UserID)
+	}
+	for _, g := range d.Grants {
+		ids = append(ids, g.UserID)
+	}
+	for _, s := range d.Sessions {
+		ids = append(ids, s.UserID)
+	}
+	for _, id := range ids {
+		if off[id] {
+			return fmt.Errorf("a record of user %d: %w", id, data.ErrUserDisabled)
+		}
 	}
 	return nil
 }

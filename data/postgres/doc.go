@@ -10,7 +10,10 @@
 // wins; client and key-set changes lock their row (SELECT … FOR UPDATE) for
 // the read-modify-write, so the caps of the seed (10 redirect URIs, 2 active
 // secrets, at least one scope) and the one-active-key rule hold under
-// concurrent writers. Serialization failures and deadlocks (SQLSTATE 40001,
+// concurrent writers; disabling a user holds the user's row FOR UPDATE
+// while it deletes their records, and the inserts of sessions, codes and
+// grants read that row FOR KEY SHARE in their one statement, so none
+// slips in after a disable (users.go). Serialization failures and deadlocks (SQLSTATE 40001,
 // 40P01) are retried inside the store.
 //
 // Every change that other replicas cache (clients, signing keys) or may

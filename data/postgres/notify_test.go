@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,6 +62,20 @@ func TestListen(t *testing.T) {
 	if e := next("DeleteGrant"); e.Kind != "grant" || e.ID != "7 c" {
 		t.Fatalf("event = %+v; want grant 7 c", e)
 	}
+	// Disabling a user announces each grant it deletes.
+	u, err := ss[0].CreateUser(ctx, data.User{Email: "u@example.com", CreatedAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ss[0].PutGrant(ctx, data.Grant{UserID: u.ID, ClientID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss[0].UpdateUser(ctx, u.ID, func(u data.User) (data.User, error) { u.Disabled = true; return u, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if e := next("disabling a user"); e.Kind != "grant" || e.ID != fmt.Sprintf("%d c", u.ID) {
+		t.Fatalf("event = %+v; want grant %d c", e, u.ID)
+	}
 	// The listener's connection is cut: it reconnects and reports a reset.
 	if _, err := ss[0].Pool().Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN "+postgres.Channel+"' OR query LIKE 'SELECT 1'"); err != nil {
 		t.Fatal(err)
@@ -68,8 +83,8 @@ func TestListen(t *testing.T) {
 	if e := next("a reconnection"); !e.Reset {
 		t.Fatalf("event after the connection was cut = %+v; want a reset", e)
 	}
-	if st := ss[1].Stats(); st.Reconnects < 1 || st.Resets < 2 || st.Notifications < 4 {
-		t.Fatalf("Stats = %+v; want a reconnect, two resets and the four notifications", st)
+	if st := ss[1].Stats(); st.Reconnects < 1 || st.Resets < 2 || st.Notifications < 5 {
+		t.Fatalf("Stats = %+v; want a reconnect, two resets and the five notifications", st)
 	}
 	if _, err := ss[0].UpdateClient(ctx, "c", func(c data.Client) (data.Client, error) { c.Name = "y"; return c, nil }); err != nil {
 		t.Fatal(err)

@@ -346,40 +346,14 @@ func queryAll[T any](ctx context.Context, q querier, sql string, args ...any) ([
 
 // Users.
 
-// CreateUser implements [data.Store.CreateUser]. IDs come from max(id)+1
-// under a table lock that readers do not wait for, so that a failed create
-// uses up no ID.
+// CreateUser implements [data.Store.CreateUser] as a batch of one (see
+// [Store.CreateUsers]).
 func (s *Store) CreateUser(ctx context.Context, u data.User) (data.User, error) {
-	const op = "create user"
-	if err := s.begin(ctx, op); err != nil {
+	us, err := s.CreateUsers(ctx, []data.User{u})
+	if err != nil {
 		return data.User{}, err
 	}
-	var out data.User
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "LOCK TABLE users IN EXCLUSIVE MODE"); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(id), 0) + 1 FROM users").Scan(&u.ID); err != nil {
-			return err
-		}
-		b := encode(u)
-		if _, err := tx.Exec(ctx, "INSERT INTO users (id, email_lower, username_lower, body) VALUES ($1, $2, $3, $4)",
-			u.ID, strings.ToLower(u.Email), strings.ToLower(u.Username), b); err != nil {
-			return err
-		}
-		var err error
-		out, err = decode[data.User](b)
-		return err
-	})
-	switch {
-	case isUnique(err, "users_email"):
-		return data.User{}, fmt.Errorf("%s: email %q: %w", op, u.Email, data.ErrExists)
-	case isUnique(err, "users_username"):
-		return data.User{}, fmt.Errorf("%s: username %q: %w", op, u.Username, data.ErrExists)
-	case err != nil:
-		return data.User{}, fmt.Errorf("%s: %w", op, err)
-	}
-	return out, nil
+	return us[0], nil
 }
 
 // GetUser implements [data.Store.GetUser].
@@ -513,7 +487,44 @@ func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Cl
 
 // Authorization codes.
 
-// CreateAuthCode implements [data.Store.CreateAuthCode].
+// insertChecked is the statement shape of CreateAuthCode, CreateSession
+// and PutGrant: the user's row is read FOR KEY SHARE (see users.go) and the
+// insert (%s, its $1 the user ID) happens only if the user is not disabled.
+// It returns whether the user is disabled and whether a row was written.
+const insertChecked = `WITH u AS MATERIALIZED (SELECT disabled FROM users WHERE id = $1 FOR KEY SHARE),
+	i AS (%s RETURNING 1)
+SELECT coalesce((SELECT disabled FROM u), false), EXISTS (SELECT 1 FROM i)`
+
+// notDisabled is the condition insertChecked's insert is made on.
+const notDisabled = `WHERE NOT coalesce((SELECT disabled FROM u), false)`
+
+var (
+	insertCode = fmt.Sprintf(insertChecked, `INSERT INTO auth_codes (user_id, hash, used, expires_ns, body)
+		SELECT $1, $2, $3, $4, $5 `+notDisabled+` ON CONFLICT (hash) DO NOTHING`)
+	insertSession = fmt.Sprintf(insertChecked, `INSERT INTO sessions (user_id, hash, expires_ns, body)
+		SELECT $1, $2, $3, $4 `+notDisabled+` ON CONFLICT (hash) DO NOTHING`)
+	upsertGrant = fmt.Sprintf(insertChecked, `INSERT INTO grants (user_id, client_id, body)
+		SELECT $1, $2, $3 `+notDisabled+` ON CONFLICT (user_id, client_id) DO UPDATE SET body = excluded.body`)
+)
+
+// execChecked runs an insertChecked statement: ErrUserDisabled when the
+// user is disabled, ErrExists when nothing was written.
+func (s *Store) execChecked(ctx context.Context, sql string, userID int64, args ...any) error {
+	var disabled, wrote bool
+	if err := s.pool.QueryRow(ctx, sql, append([]any{userID}, args...)...).Scan(&disabled, &wrote); err != nil {
+		return err
+	}
+	switch {
+	case disabled:
+		return fmt.Errorf("user %d: %w", userID, data.ErrUserDisabled)
+	case !wrote:
+		return data.ErrExists
+	}
+	return nil
+}
+
+// CreateAuthCode implements [data.Store.CreateAuthCode] in one statement
+// (see insertChecked).
 func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	if err := s.begin(ctx, "create auth code"); err != nil {
 		return err
@@ -521,13 +532,8 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	if len(c.Hash) == 0 {
 		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
 	}
-	tag, err := s.pool.Exec(ctx, "INSERT INTO auth_codes (hash, used, expires_ns, body) VALUES ($1, $2, $3, $4) ON CONFLICT (hash) DO NOTHING",
-		c.Hash, c.Used, unixNano(c.ExpiresAt), encode(c))
-	if err != nil {
+	if err := s.execChecked(ctx, insertCode, c.UserID, c.Hash, c.Used, unixNano(c.ExpiresAt), encode(c)); err != nil {
 		return fmt.Errorf("create auth code: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("create auth code: %w", data.ErrExists)
 	}
 	return nil
 }
@@ -539,7 +545,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 // statement, code included.
 const redeem = `WITH c AS (
 	UPDATE auth_codes SET used = true, body = $2 WHERE hash = $1 AND NOT used RETURNING 1)
-INSERT INTO families (id, client_id, expires_ns, gc_ns, body) SELECT $3, $4, $5, $5, $6 FROM c`
+INSERT INTO families (id, client_id, user_id, expires_ns, gc_ns, body) SELECT $3, $4, $7, $5, $5, $6 FROM c`
 
 // ExchangeAuthCode implements [data.Store.ExchangeAuthCode]. Of any number
 // of concurrent exchanges of one code, on any number of replicas, exactly
@@ -580,7 +586,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		cb, fb := encode(code), encode(fam)
 		var tag pgconn.CommandTag
 		err = retry(ctx, func() (err error) {
-			tag, err = s.pool.Exec(ctx, redeem, hash, cb, fam.ID, fam.ClientID, familyExpiry(fam), fb)
+			tag, err = s.pool.Exec(ctx, redeem, hash, cb, fam.ID, fam.ClientID, familyExpiry(fam), fb, fam.UserID)
 			return err
 		})
 		switch {
@@ -809,14 +815,13 @@ func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Famil
 
 // Consent grants.
 
-// PutGrant implements [data.Store.PutGrant].
+// PutGrant implements [data.Store.PutGrant] in one statement (see
+// insertChecked).
 func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
 	if err := s.begin(ctx, "put grant"); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO grants (user_id, client_id, body) VALUES ($1, $2, $3)
-		ON CONFLICT (user_id, client_id) DO UPDATE SET body = excluded.body`, g.UserID, g.ClientID, encode(g))
-	if err != nil {
+	if err := s.execChecked(ctx, upsertGrant, g.UserID, g.ClientID, encode(g)); err != nil {
 		return fmt.Errorf("put grant of user %d to %q: %w", g.UserID, g.ClientID, err)
 	}
 	return nil
@@ -864,7 +869,8 @@ func (s *Store) DeleteGrant(ctx context.Context, userID int64, clientID string) 
 
 // Sessions.
 
-// CreateSession implements [data.Store.CreateSession].
+// CreateSession implements [data.Store.CreateSession] in one statement
+// (see insertChecked).
 func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err := s.begin(ctx, "create session"); err != nil {
 		return err
@@ -872,13 +878,8 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if len(sess.Hash) == 0 {
 		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
 	}
-	tag, err := s.pool.Exec(ctx, "INSERT INTO sessions (hash, expires_ns, body) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
-		sess.Hash, unixNano(sess.ExpiresAt), encode(sess))
-	if err != nil {
+	if err := s.execChecked(ctx, insertSession, sess.UserID, sess.Hash, unixNano(sess.ExpiresAt), encode(sess)); err != nil {
 		return fmt.Errorf("create session: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("create session: %w", data.ErrExists)
 	}
 	return nil
 }
@@ -965,27 +966,28 @@ func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) (
 	return out, nil
 }
 
-// gc deletes every expired code, family and session in one statement,
+// gc deletes every expired code, family, session and nonce in one statement,
 // and moves up the gc_ns of the families it found alive (see the
 // migration).
 const gc = `WITH a AS (DELETE FROM auth_codes WHERE expires_ns < $1 RETURNING 1),
 	f AS (DELETE FROM families WHERE gc_ns < $1 AND expires_ns < $1 RETURNING 1),
 	fl AS (UPDATE families SET gc_ns = expires_ns WHERE gc_ns < $1 AND expires_ns >= $1),
 	s AS (DELETE FROM sessions WHERE expires_ns < $1 RETURNING 1),
+	n AS (DELETE FROM nonces WHERE expires_ns < $1 RETURNING 1),
 	r AS (DELETE FROM revoked_grants WHERE issued_ns < $2 RETURNING 1)
-SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s), (SELECT count(*) FROM r)`
+SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s), (SELECT count(*) FROM n), (SELECT count(*) FROM r)`
 
 // GarbageCollect implements [data.Store.GarbageCollect].
 func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
 	if err := s.begin(ctx, "garbage collect"); err != nil {
 		return data.GCResult{}, err
 	}
-	var a, f, ss, r int64
+	var a, f, ss, n, r int64
 	err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, gc, unixNano(now), unixNano(now.Add(-data.RevocationKeep))).Scan(&a, &f, &ss, &r)
+		return s.pool.QueryRow(ctx, gc, unixNano(now), unixNano(now.Add(-data.RevocationKeep))).Scan(&a, &f, &ss, &n, &r)
 	})
 	if err != nil {
 		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
 	}
-	return data.GCResult{AuthCodes: int(a), Families: int(f), Sessions: int(ss), Revocations: int(r)}, nil
+	return data.GCResult{AuthCodes: int(a), Families: int(f), Sessions: int(ss), Nonces: int(n), Revocations: int(r)}, nil
 }

@@ -90,6 +90,24 @@ func (c *Client) ListUsers(ctx context.Context) ([]UserView, error) {
 	return out, c.call(ctx, "users/list", request{}, &out)
 }
 
+// ImportUsers implements [Service.ImportUsers].
+func (c *Client) ImportUsers(ctx context.Context, us []ImportUser) ([]UserView, error) {
+	var out []UserView
+	return out, c.call(ctx, "users/import", request{Users: us}, &out)
+}
+
+// DisableUser implements [Service.DisableUser].
+func (c *Client) DisableUser(ctx context.Context, ref string) (UserView, error) {
+	var out UserView
+	return out, c.call(ctx, "users/disable", request{ID: ref}, &out)
+}
+
+// EnableUser implements [Service.EnableUser].
+func (c *Client) EnableUser(ctx context.Context, ref string) (UserView, error) {
+	var out UserView
+	return out, c.call(ctx, "users/enable", request{ID: ref}, &out)
+}
+
 // CreateClient implements [Service.CreateClient].
 func (c *Client) CreateClient(ctx context.Context, nc NewClient) (CreatedClient, error) {
 	var out CreatedClient

@@ -26,6 +26,7 @@ type request struct {
 	Force    bool           `json:"force,omitempty"`
 	Edit     *ClientEdit    `json:"edit,omitempty"`
 	Revision string         `json:"revision,omitempty"`
+	Users    []ImportUser   `json:"users,omitempty"`
 }
 
 // errorBody is the JSON of a failed call.
@@ -77,7 +78,10 @@ var operations = map[string]operation{
 		}
 		return s.AddUser(ctx, *r.User)
 	},
-	"users/list": func(ctx context.Context, s Service, r request) (any, error) { return s.ListUsers(ctx) },
+	"users/list":    func(ctx context.Context, s Service, r request) (any, error) { return s.ListUsers(ctx) },
+	"users/import":  func(ctx context.Context, s Service, r request) (any, error) { return s.ImportUsers(ctx, r.Users) },
+	"users/disable": func(ctx context.Context, s Service, r request) (any, error) { return s.DisableUser(ctx, r.ID) },
+	"users/enable":  func(ctx context.Context, s Service, r request) (any, error) { return s.EnableUser(ctx, r.ID) },
 	"clients/create": func(ctx context.Context, s Service, r request) (any, error) {
 		if r.Client == nil {
 			return nil, newError(data.ErrInvalid, "missing client")
@@ -131,7 +135,7 @@ var operations = map[string]operation{
 }
 
 // maxRequestBody bounds an admin request (imports can be large-ish).
-const maxRequestBody = 4 << 20
+const maxRequestBody = 8 << 20
 
 // Handler serves svc as JSON over HTTP: POST /v1/<operation> (e.g.
 // /v1/clients/create) with a JSON body; 200 and the result, or an error

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/mail"
 	"slices"
 	"strings"
 	"time"
@@ -46,21 +45,11 @@ func (l *Local) AddUser(ctx context.Context, in NewUser) (UserView, error) {
 	in.Email = strings.TrimSpace(in.Email)
 	in.Username = strings.TrimSpace(in.Username)
 	in.Name = strings.TrimSpace(in.Name)
-	if a, err := mail.ParseAddress(in.Email); err != nil || a.Address != in.Email {
-		return UserView{}, newError(data.ErrInvalid, fmt.Sprintf("%q is not an email address; pass --email like dev@example.com", in.Email))
+	tz, err := checkProfile(in.Email, in.Username, in.Name, in.TimeZone, false)
+	if err != nil {
+		return UserView{}, newError(data.ErrInvalid, err.Error()+"; pass --email, --username, --name and --time-zone")
 	}
-	if in.Username == "" || strings.ContainsAny(in.Username, " \t\n@") || len(in.Username) > 100 {
-		return UserView{}, newError(data.ErrInvalid, "the username must be 1 to 100 characters without spaces or @; pass --username")
-	}
-	if in.Name == "" || len(in.Name) > data.MaxNameLen {
-		return UserView{}, newError(data.ErrInvalid, fmt.Sprintf("the name must be 1 to %d bytes; pass --name", data.MaxNameLen))
-	}
-	if in.TimeZone == "" {
-		in.TimeZone = "UTC"
-	}
-	if _, err := time.LoadLocation(in.TimeZone); err != nil {
-		return UserView{}, newError(data.ErrInvalid, fmt.Sprintf("%q is not an IANA time zone; use a name like Europe/Berlin", in.TimeZone))
-	}
+	in.TimeZone = tz
 	if len(in.Password) < MinPasswordLen {
 		return UserView{}, newError(data.ErrInvalid, fmt.Sprintf("the password must be at least %d characters", MinPasswordLen))
 	}
@@ -96,7 +85,14 @@ func (l *Local) ListUsers(ctx context.Context) ([]UserView, error) {
 }
 
 func userView(u data.User) UserView {
-	return UserView{ID: u.ID, Email: u.Email, Username: u.Username, Name: u.Name, TimeZone: u.TimeZone}
+	v := UserView{ID: u.ID, Email: u.Email, Username: u.Username, Name: u.Name, TimeZone: u.TimeZone,
+		ExternalID: u.ExternalID, State: "active"}
+	if u.Disabled {
+		v.State = "disabled"
+		at := u.DisabledAt
+		v.DisabledAt = &at
+	}
+	return v
 }
 
 // Clients.

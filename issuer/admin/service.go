@@ -12,6 +12,15 @@ import (
 type Service interface {
 	AddUser(ctx context.Context, u NewUser) (UserView, error)
 	ListUsers(ctx context.Context) ([]UserView, error)
+	// ImportUsers creates all the users with their existing password
+	// hashes, or none (an ErrInvalid error names every bad row by line).
+	ImportUsers(ctx context.Context, us []ImportUser) ([]UserView, error)
+	// DisableUser (by ID, email or username) revokes the user's sessions,
+	// codes, refresh-token families and consent grants at once; the user
+	// cannot log in or consent until EnableUser. EnableUser restores login,
+	// not what was revoked.
+	DisableUser(ctx context.Context, ref string) (UserView, error)
+	EnableUser(ctx context.Context, ref string) (UserView, error)
 
 	CreateClient(ctx context.Context, c NewClient) (CreatedClient, error)
 	ImportClients(ctx context.Context, cs []LegacyClient) ([]string, error)
@@ -68,6 +77,12 @@ type UserView struct {
 	Username string `json:"username"`
 	Name     string `json:"name"`
 	TimeZone string `json:"time_zone,omitempty"`
+	// ExternalID is the user's ID at the platform that logs them in
+	// (login handover); absent for local users.
+	ExternalID string `json:"external_id,omitempty"`
+	// State is "active" or "disabled".
+	State      string     `json:"state"`
+	DisabledAt *time.Time `json:"disabled_at,omitempty"`
 }
 
 // NewClient is the input of [Service.CreateClient].

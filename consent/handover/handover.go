@@ -1,0 +1,302 @@
+package handover
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+)
+
+// Errors of [Verifier.Verify], each wrapped with the detail. Package
+// consent tells the user which one happened.
+var (
+	// ErrMalformed: not a JWT, or a claim is missing or has the wrong type.
+	ErrMalformed = errors.New("malformed login assertion")
+	// ErrSignature: the signature does not verify with any key the
+	// platform publishes (forged, or signed by an unknown key), or the
+	// algorithm is not allowed.
+	ErrSignature = errors.New("login assertion signature invalid")
+	// ErrExpired: exp is past (beyond the leeway).
+	ErrExpired = errors.New("login assertion expired")
+	// ErrNotYetValid: iat (or nbf) is in the future (beyond the leeway).
+	ErrNotYetValid = errors.New("login assertion issued in the future")
+	// ErrLifetime: exp - iat is more than MaxLifetime.
+	ErrLifetime = errors.New("login assertion lives too long")
+	// ErrAudience: aud is not exactly oauthd's issuer.
+	ErrAudience = errors.New("login assertion is for another audience")
+	// ErrIssuer: iss is not the configured platform.
+	ErrIssuer = errors.New("login assertion from another issuer")
+	// ErrKeys: the platform's keys could not be fetched or read.
+	ErrKeys = errors.New("platform keys unavailable")
+)
+
+// Limits of an assertion.
+const (
+	// MaxLifetime is the longest exp - iat accepted.
+	MaxLifetime = 60 * time.Second
+	// Leeway is the clock skew allowed on exp and iat, either way.
+	Leeway = 5 * time.Second
+	// maxToken bounds the assertion's length.
+	maxToken = 8 << 10
+)
+
+// Algs are the signature algorithms accepted.
+var Algs = []string{"ES256", "EdDSA", "RS256"}
+
+// Assertion is a verified login assertion.
+type Assertion struct {
+	Issuer    string
+	Subject   string // the user's ID at the platform
+	Email     string
+	Name      string
+	TimeZone  string
+	Challenge string
+	ID        string // jti
+	// Disabled: the platform says the user's account has ended.
+	Disabled  bool
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+}
+
+// claims is the JSON of an assertion.
+type claims struct {
+	jwt.RegisteredClaims
+	Email     string `json:"email"`
+	Name      string `json:"name"`
+	TimeZone  string `json:"time_zone"`
+	Challenge string `json:"challenge"`
+	Disabled  bool   `json:"disabled"`
+}
+
+// Config configures a [Verifier].
+type Config struct {
+	// Issuer is the platform's iss (required).
+	Issuer string
+	// Audience is oauthd's issuer identifier, its base URL (required).
+	Audience string
+	// Keys is the platform's JWKS URL (http or https), or the path of a
+	// file holding a JWKS or PEM public keys (required).
+	Keys string
+	// HTTPClient fetches a JWKS URL; default one with a 10 s timeout.
+	HTTPClient *http.Client
+	// MaxAge is how long fetched keys are used before they are fetched
+	// again; default 1 h.
+	MaxAge time.Duration
+	// MinRefresh is the least time between two fetches caused by an
+	// unknown kid (a rotation at the platform); default 2 s.
+	MinRefresh time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Verifier verifies assertions. Create it with [New]; it is safe for
+// concurrent use.
+type Verifier struct {
+	cfg Config
+
+	mu      sync.Mutex
+	set     jwk.Set
+	fetched time.Time // of the set in use
+	tried   time.Time // the last load, successful or not
+}
+
+// New checks cfg and loads the keys once (failing fast on a bad file or
+// an unreachable JWKS URL).
+func New(ctx context.Context, cfg Config) (*Verifier, error) {
+	if cfg.Issuer == "" || cfg.Audience == "" || cfg.Keys == "" {
+		return nil, errors.New("handover: Config needs Issuer, Audience and Keys")
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = time.Hour
+	}
+	if cfg.MinRefresh <= 0 {
+		cfg.MinRefresh = 2 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	v := &Verifier{cfg: cfg}
+	if _, err := v.keys(ctx, "", true); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// isURL reports whether Keys is a URL rather than a file.
+func (v *Verifier) isURL() bool {
+	return strings.HasPrefix(v.cfg.Keys, "https://") || strings.HasPrefix(v.cfg.Keys, "http://")
+}
+
+// load reads the key set from the URL or the file.
+func (v *Verifier) load(ctx context.Context) (jwk.Set, error) {
+	var raw []byte
+	if v.isURL() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.Keys, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrKeys, err)
+		}
+		resp, err := v.cfg.HTTPClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.cfg.Keys, resp.Status)
+		}
+		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
+			return nil, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
+		}
+	} else {
+		var err error
+		if raw, err = os.ReadFile(v.cfg.Keys); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrKeys, err)
+		}
+	}
+	pem := bytes.Contains(raw, []byte("-----BEGIN"))
+	set, err := jwk.Parse(raw, jwk.WithPEM(pem))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
+	}
+	for i := range set.Len() {
+		k, _ := set.Key(i)
+		if isPrivate(k) {
+			return nil, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
+		}
+	}
+	return set, nil
+}
+
+// isPrivate reports whether k is a private key.
+func isPrivate(k jwk.Key) bool {
+	switch k.(type) {
+	case jwk.ECDSAPrivateKey, jwk.RSAPrivateKey, jwk.OKPPrivateKey, jwk.SymmetricKey:
+		return true
+	}
+	return false
+}
+
+// keys returns the key set, fetched again when older than MaxAge, or when
+// kid is not in it and the last fetch is at least MinRefresh old (the
+// platform rotated its key), or when force.
+func (v *Verifier) keys(ctx context.Context, kid string, force bool) (jwk.Set, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.cfg.Now()
+	stale := v.set == nil || now.Sub(v.fetched) >= v.cfg.MaxAge
+	if !stale && kid != "" {
+		_, found := v.set.LookupKeyID(kid)
+		stale = !found
+	}
+	// At most one load per MinRefresh, failed ones included: made-up kids,
+	// or a platform that is down, cannot make every verification wait on
+	// a fetch.
+	if !force && (!stale || (v.set != nil && now.Sub(v.tried) < v.cfg.MinRefresh)) {
+		return v.set, nil
+	}
+	v.tried = now
+	set, err := v.load(ctx)
+	if err != nil {
+		if v.set != nil && !force {
+			return v.set, nil // keep the last good keys while the platform is down
+		}
+		return nil, err
+	}
+	v.set, v.fetched = set, now
+	return set, nil
+}
+
+// Verify checks token and returns its assertion. The challenge and the
+// jti's single use are the caller's to check.
+func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) {
+	if token == "" || len(token) > maxToken {
+		return Assertion{}, fmt.Errorf("%w: empty or longer than %d bytes", ErrMalformed, maxToken)
+	}
+	var c claims
+	var keyErr error
+	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		set, err := v.keys(ctx, kid, false)
+		if err != nil {
+			keyErr = err
+			return nil, err
+		}
+		var key jwk.Key
+		switch {
+		case kid != "":
+			k, ok := set.LookupKeyID(kid)
+			if !ok {
+				return nil, fmt.Errorf("no key %q at the platform", kid)
+			}
+			key = k
+		case set.Len() == 1:
+			key, _ = set.Key(0)
+		default:
+			return nil, errors.New("the assertion names no kid and the platform has several keys")
+		}
+		if a := key.Algorithm().String(); a != "" && a != t.Method.Alg() {
+			return nil, fmt.Errorf("key %q is for %s, not %s", kid, a, t.Method.Alg())
+		}
+		var raw any
+		if err := key.Raw(&raw); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	},
+		jwt.WithValidMethods(Algs),
+		jwt.WithIssuer(v.cfg.Issuer),
+		jwt.WithAudience(v.cfg.Audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(Leeway),
+		jwt.WithTimeFunc(v.cfg.Now),
+	)
+	switch {
+	case err == nil:
+	case keyErr != nil:
+		return Assertion{}, keyErr
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return Assertion{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return Assertion{}, fmt.Errorf("%w: %v", ErrSignature, err)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return Assertion{}, fmt.Errorf("%w: %v", ErrExpired, err)
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
+		return Assertion{}, fmt.Errorf("%w: %v", ErrNotYetValid, err)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return Assertion{}, fmt.Errorf("%w: %v", ErrAudience, err)
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return Assertion{}, fmt.Errorf("%w: %v", ErrIssuer, err)
+	default:
+		return Assertion{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	// Strict audience: oauthd's issuer and nothing else.
+	if len(c.Audience) != 1 || c.Audience[0] != v.cfg.Audience {
+		return Assertion{}, fmt.Errorf("%w: aud must be exactly %q", ErrAudience, v.cfg.Audience)
+	}
+	if c.IssuedAt == nil {
+		return Assertion{}, fmt.Errorf("%w: iat is required", ErrMalformed)
+	}
+	if life := c.ExpiresAt.Sub(c.IssuedAt.Time); life > MaxLifetime || life <= 0 {
+		return Assertion{}, fmt.Errorf("%w: exp - iat is %s; at most %s", ErrLifetime, life, MaxLifetime)
+	}
+	if c.Subject == "" || len(c.Subject) > 255 || c.ID == "" || len(c.ID) > 255 || c.Challenge == "" {
+		return Assertion{}, fmt.Errorf("%w: sub, jti and challenge are required (sub and jti at most 255 bytes)", ErrMalformed)
+	}
+	return Assertion{
+		Issuer: c.Issuer, Subject: c.Subject, Email: c.Email, Name: c.Name, TimeZone: c.TimeZone,
+		Challenge: c.Challenge, ID: c.ID, Disabled: c.Disabled,
+		IssuedAt: c.IssuedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
+	}, nil
+}

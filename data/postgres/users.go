@@ -1,0 +1,236 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"oauthd/data"
+)
+
+// The rule that a disabled user has no session, code, family or grant, and
+// gets none, holds across replicas by a row lock on the user:
+//
+//   - UpdateUser reads the user FOR UPDATE, and when it disables them,
+//     deletes their records in the same transaction, one statement per
+//     table (so each statement sees what committed before it started), codes
+//     before families (an exchange that redeemed a code before the code
+//     delete has committed its family by the time the family delete runs;
+//     one that comes after finds no code).
+//   - CreateSession, CreateAuthCode and PutGrant are one statement each that
+//     reads the user FOR KEY SHARE (the weakest lock that conflicts with FOR
+//     UPDATE) and inserts only if the user is not disabled. Against a
+//     disable in progress the lock waits for its commit and then reads the
+//     disabled row; a disable that comes second waits for the insert's
+//     commit, and its deletes then see the new record.
+//
+// A family deleted here may stay in famCache (of any replica): a rotation
+// on that guess updates no row, reads again and finds no family.
+//
+// A user ID with no user row (records of a user deleted by hand, say) is
+// not disabled: the insert goes ahead, as on the other stores.
+
+// insertUser is the one statement that writes a user row.
+const insertUser = `INSERT INTO users (id, email_lower, username_lower, external_id, disabled, body) VALUES ($1, $2, $3, $4, $5, $6)`
+
+func userArgs(u data.User, body []byte) []any {
+	return []any{u.ID, strings.ToLower(u.Email), strings.ToLower(u.Username), u.ExternalID, u.Disabled, body}
+}
+
+// userClash turns a unique violation on users into ErrExists naming the
+// field; other errors are returned as they are.
+func userClash(err error, u data.User) error {
+	switch {
+	case isUnique(err, "users_email"):
+		return fmt.Errorf("email %q: %w", u.Email, data.ErrExists)
+	case isUnique(err, "users_username"):
+		return fmt.Errorf("username %q: %w", u.Username, data.ErrExists)
+	case isUnique(err, "users_external_id"):
+		return fmt.Errorf("external ID %q: %w", u.ExternalID, data.ErrExists)
+	}
+	return err
+}
+
+// lockUsers is the table lock CreateUsers takes for max(id)+1. SHARE ROW
+// EXCLUSIVE conflicts with itself and with writes to users, but not with
+// reads nor with the FOR KEY SHARE of CreateSession, CreateAuthCode and
+// PutGrant (ROW SHARE): a long `users import` holds up other user writes,
+// never a login or a code. (EXCLUSIVE would stall those too.)
+const lockUsers = "LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE"
+
+// CreateUsers implements [data.Store.CreateUsers]: one transaction, the
+// inserts sent as one batch. IDs come from max(id)+1 under lockUsers, so
+// that a refused batch uses up no ID.
+func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, error) {
+	const op = "create user"
+	if err := s.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	out := make([]data.User, len(us))
+	if len(us) == 0 {
+		return out, nil
+	}
+	failed := -1
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		failed = -1
+		if _, err := tx.Exec(ctx, lockUsers); err != nil {
+			return err
+		}
+		var next int64
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(id), 0) + 1 FROM users").Scan(&next); err != nil {
+			return err
+		}
+		bodies := make([][]byte, len(us))
+		b := &pgx.Batch{}
+		for i, u := range us {
+			u.ID = next + int64(i)
+			bodies[i] = encode(u)
+			b.Queue(insertUser, userArgs(u, bodies[i])...)
+		}
+		br := tx.SendBatch(ctx, b)
+		for i := range us {
+			if _, err := br.Exec(); err != nil {
+				failed = i
+				br.Close()
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		for i, b := range bodies {
+			var err error
+			if out[i], err = decode[data.User](b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if failed >= 0 {
+			if len(us) == 1 {
+				return nil, fmt.Errorf("%s: %w", op, userClash(err, us[failed]))
+			}
+			return nil, fmt.Errorf("%s %d: %w", op, failed+1, userClash(err, us[failed]))
+		}
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+// GetUserByExternalID implements [data.Store.GetUserByExternalID].
+func (s *Store) GetUserByExternalID(ctx context.Context, id string) (data.User, error) {
+	const op = "get user by external ID"
+	if err := s.begin(ctx, op); err != nil {
+		return data.User{}, err
+	}
+	if id == "" {
+		return data.User{}, fmt.Errorf("%s %q: %w", op, id, data.ErrNotFound)
+	}
+	u, err := queryOne[data.User](ctx, s.pool, "SELECT body FROM users WHERE external_id = $1", id)
+	if err != nil {
+		return data.User{}, fmt.Errorf("%s %q: %w", op, id, err)
+	}
+	return u, nil
+}
+
+// revokeUser deletes every record of a user, one statement per table, in
+// this order (see the comment at the top of this file). Each deleted grant
+// is announced as DeleteGrant announces one.
+var revokeUser = []string{
+	"DELETE FROM sessions WHERE user_id = $1",
+	"DELETE FROM auth_codes WHERE user_id = $1",
+	revokeUserFamilies, // a tombstone for each (the revoked-grants feed)
+	`WITH d AS (DELETE FROM grants WHERE user_id = $1 RETURNING user_id, client_id)
+		SELECT pg_notify('` + Channel + `', 'grant '||user_id||' '||client_id) FROM d`,
+}
+
+// revokeUserFamilies deletes the user's families and stores the tombstone
+// of each in the same statement, as a revocation does (data.RevocationOf:
+// the family's last issuance is its rotated_at, or created_at before the
+// first rotation), so offline verifiers following the feed refuse the
+// user's access tokens too.
+const revokeUserFamilies = `WITH d AS (DELETE FROM families WHERE user_id = $1 RETURNING id, body),
+	r AS (SELECT id, body->>'client_id' AS client_id,
+		CASE WHEN (body->>'rotated_at')::timestamptz < (body->>'created_at')::timestamptz
+			THEN (body->>'created_at')::timestamptz ELSE (body->>'rotated_at')::timestamptz END AS at FROM d)
+INSERT INTO revoked_grants (grant_id, issued_ns, body)
+SELECT id, greatest(least(extract(epoch FROM at) * 1000000000, 9223372036854775807), -9223372036854775808)::bigint, -- clamped as unixNano
+	jsonb_build_object('grant_id', id, 'client_id', client_id, 'last_issued_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+FROM r
+ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
+
+// UpdateUser implements [data.Store.UpdateUser]: the user's row is locked
+// FOR UPDATE from the read to the commit, so updates apply one after
+// another and a disable serializes with the inserts that check it.
+func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User) (data.User, error)) (data.User, error) {
+	const op = "update user"
+	if err := s.begin(ctx, op); err != nil {
+		return data.User{}, err
+	}
+	var out data.User
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var b []byte
+		err := tx.QueryRow(ctx, "SELECT body FROM users WHERE id = $1 FOR UPDATE", id).Scan(&b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%s %d: %w", op, id, data.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %d: %w", op, id, err)
+		}
+		old, err := decode[data.User](b)
+		if err != nil {
+			return fmt.Errorf("%s %d: %w", op, id, err)
+		}
+		arg, _ := decode[data.User](b) // update may change its argument
+		next, err := update(arg)
+		if err != nil {
+			return err
+		}
+		if next.ID != id {
+			return fmt.Errorf("%s %d: %w", op, id, &data.RuleError{Field: "id", Reason: "an update cannot change the user's ID"})
+		}
+		nb := encode(next)
+		if _, err := tx.Exec(ctx, "UPDATE users SET email_lower = $2, username_lower = $3, external_id = $4, disabled = $5, body = $6 WHERE id = $1",
+			userArgs(next, nb)...); err != nil {
+			return fmt.Errorf("%s %d: %w", op, id, userClash(err, next))
+		}
+		if next.Disabled && !old.Disabled {
+			for _, q := range revokeUser {
+				if _, err := tx.Exec(ctx, q, id); err != nil {
+					return fmt.Errorf("%s %d: revoke: %w", op, id, err)
+				}
+			}
+		}
+		out, err = decode[data.User](nb)
+		return err
+	})
+	if err != nil {
+		return data.User{}, err
+	}
+	return out, nil
+}
+
+// UseNonce implements [data.Store.UseNonce]: the primary key refuses a key
+// that any replica recorded before.
+func (s *Store) UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error {
+	const op = "use nonce"
+	if err := s.begin(ctx, op); err != nil {
+		return err
+	}
+	if len(key) == 0 {
+		return fmt.Errorf("%s: %w", op, &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	tag, err := s.pool.Exec(ctx, "INSERT INTO nonces (key, expires_ns) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", key, unixNano(expiresAt))
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", op, data.ErrExists)
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+
+	"oauthd/consent/password"
+	"oauthd/data"
+)
+
+// ImportUser is one row of `oauthd users import`: a user coming over from
+// another system with the password hash it has there (see
+// [password.Check] for the formats). Line is the row's line in the file,
+// for the report.
+type ImportUser struct {
+	Line         int    `json:"line"`
+	Email        string `json:"email"`
+	Username     string `json:"username,omitempty"` // optional: then the user logs in with the email
+	Name         string `json:"name"`
+	TimeZone     string `json:"time_zone,omitempty"` // default UTC
+	PasswordHash string `json:"password_hash"`
+}
+
+// MaxImportUsers bounds one import (the admin request carries them all).
+const MaxImportUsers = 10000
+
+// checkProfile validates the fields a user record needs; username may be
+// "" when optional.
+func checkProfile(email, username, name, tz string, usernameOptional bool) (string, error) {
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
+		return "", fmt.Errorf("%q is not an email address", email)
+	}
+	if (username != "" || !usernameOptional) && (username == "" || strings.ContainsAny(username, " \t\n@") || len(username) > 100) {
+		return "", errors.New("the username must be 1 to 100 characters without spaces or @")
+	}
+	if name == "" || len(name) > data.MaxNameLen {
+		return "", fmt.Errorf("the name must be 1 to %d bytes", data.MaxNameLen)
+	}
+	if tz == "" {
+		tz = "UTC"
+	}
+	if _, err := time.LoadLocation(tz); err != nil {
+		return "", fmt.Errorf("%q is not an IANA time zone (like Europe/Berlin)", tz)
+	}
+	return tz, nil
+}
+
+// ImportUsers implements [Service.ImportUsers]: every row is checked
+// first (its fields, its hash's format and cost, its email and username
+// against the other rows and the stored users); any bad row refuses the
+// whole import with every bad row named by line. Then all rows are
+// created in one transaction ([data.Store.CreateUsers]): nothing
+// half-imported is ever left behind, not even by a crash.
+func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView, error) {
+	if len(rows) == 0 {
+		return nil, newError(data.ErrInvalid, "the file holds no users")
+	}
+	if len(rows) > MaxImportUsers {
+		return nil, newError(data.ErrInvalid, fmt.Sprintf("%d users in one import; split the file into parts of at most %d", len(rows), MaxImportUsers))
+	}
+	var bad []string
+	seen := map[string]int{}
+	now := l.now().UTC()
+	us := make([]data.User, 0, len(rows))
+	for i, r := range rows {
+		line := r.Line
+		if line == 0 {
+			line = i + 1
+		}
+		fail := func(msg string) { bad = append(bad, fmt.Sprintf("line %d: %s", line, msg)) }
+		r.Email, r.Username, r.Name = strings.TrimSpace(r.Email), strings.TrimSpace(r.Username), strings.TrimSpace(r.Name)
+		tz, err := checkProfile(r.Email, r.Username, r.Name, r.TimeZone, true)
+		if err != nil {
+			fail(err.Error())
+			continue
+		}
+		if err := password.Check(r.PasswordHash); err != nil {
+			fail("password_hash: " + strings.TrimPrefix(err.Error(), password.ErrMalformed.Error()+": "))
+			continue
+		}
+		for _, login := range []string{r.Email, r.Username} {
+			if login == "" {
+				continue
+			}
+			k := strings.ToLower(login)
+			if first, dup := seen[k]; dup {
+				fail(fmt.Sprintf("%s is also on line %d", login, first))
+				continue
+			}
+			seen[k] = line
+			switch _, err := l.store.GetUserByLogin(ctx, login); {
+			case err == nil:
+				fail(fmt.Sprintf("a user with the login %s already exists", login))
+			case !errors.Is(err, data.ErrNotFound):
+				return nil, fmt.Errorf("import users: %w", err)
+			}
+		}
+		us = append(us, data.User{Email: r.Email, Username: r.Username, Name: r.Name, TimeZone: tz,
+			PasswordHash: r.PasswordHash, CreatedAt: now})
+	}
+	if len(bad) > 0 {
+		return nil, newError(data.ErrInvalid, fmt.Sprintf("%d of %d rows are bad; nothing was imported. Fix them and import the file again:\n%s",
+			len(bad), len(rows), strings.Join(bad, "\n")))
+	}
+	created, err := l.store.CreateUsers(ctx, us)
+	if errors.Is(err, data.ErrExists) {
+		return nil, newError(data.ErrExists, fmt.Sprintf("a user was added while importing (%v); nothing was imported; import the file again", err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("import users: %w", err)
+	}
+	out := make([]UserView, len(created))
+	for i, u := range created {
+		out[i] = userView(u)
+	}
+	l.audit(ctx, "users_imported", "count", len(created))
+	return out, nil
+}
+
+// findUser finds a user by ID (digits) or email/username.
+func (l *Local) findUser(ctx context.Context, ref string) (data.User, error) {
+	ref = strings.TrimSpace(ref)
+	var (
+		u   data.User
+		err error
+	)
+	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil {
+		u, err = l.store.GetUser(ctx, id)
+	} else {
+		u, err = l.store.GetUserByLogin(ctx, ref)
+	}
+	if errors.Is(err, data.ErrNotFound) {
+		return data.User{}, newError(data.ErrNotFound, fmt.Sprintf("no user %q; `oauthd users list` shows the users", ref))
+	}
+	if err != nil {
+		return data.User{}, fmt.Errorf("find user %q: %w", ref, err)
+	}
+	return u, nil
+}
+
+// DisableUser implements [Service.DisableUser]: the store revokes every
+// session, code, refresh-token family and consent grant of the user in
+// the same transaction; access tokens stop working at /v2/me and
+// introspection at once (their family is gone).
+func (l *Local) DisableUser(ctx context.Context, ref string) (UserView, error) {
+	u, err := l.findUser(ctx, ref)
+	if err != nil {
+		return UserView{}, err
+	}
+	now := l.now().UTC()
+	u, err = l.store.UpdateUser(ctx, u.ID, func(u data.User) (data.User, error) {
+		if !u.Disabled {
+			u.Disabled, u.DisabledAt = true, now
+		}
+		return u, nil
+	})
+	if err != nil {
+		return UserView{}, fmt.Errorf("disable user: %w", err)
+	}
+	l.audit(ctx, "user_disabled", "user_id", u.ID)
+	return userView(u), nil
+}
+
+// EnableUser implements [Service.EnableUser]: the user may log in again;
+// what was revoked stays revoked.
+func (l *Local) EnableUser(ctx context.Context, ref string) (UserView, error) {
+	u, err := l.findUser(ctx, ref)
+	if err != nil {
+		return UserView{}, err
+	}
+	u, err = l.store.UpdateUser(ctx, u.ID, func(u data.User) (data.User, error) {
+		u.Disabled, u.DisabledAt = false, time.Time{}
+		return u, nil
+	})
+	if err != nil {
+		return UserView{}, fmt.Errorf("enable user: %w", err)
+	}
+	l.audit(ctx, "user_enabled", "user_id", u.ID)
+	return userView(u), nil
+}
