@@ -66,6 +66,10 @@ type Config struct {
 	// PasswordSlots is how many password checks (argon2id, 19 MiB each)
 	// run at once; default the usable cores (password.DefaultSlots).
 	PasswordSlots int
+	// Throttle, when set, shares the failed logins' counts with every
+	// replica that has the same (issuer/throttle.Shared); nil counts them
+	// in this process.
+	Throttle *throttle.Shared
 }
 
 // Limits of failed logins (issuer/throttle). Per account (by user ID,
@@ -176,7 +180,7 @@ func New(cfg Config) (*Handler, error) {
 		}
 		h.pages[name] = t
 	}
-	h.limiter = throttle.New(throttle.Config{Name: "login", Rules: loginLimits, Now: h.now, Registerer: cfg.Registerer})
+	h.limiter = throttle.New(throttle.Config{Name: "login", Rules: loginLimits, Now: h.now, Registerer: cfg.Registerer, Shared: cfg.Throttle})
 	h.gate = password.NewGate(password.GateConfig{Slots: cfg.PasswordSlots, Registerer: cfg.Registerer})
 	return h, nil
 }
