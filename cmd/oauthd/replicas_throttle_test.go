@@ -15,7 +15,14 @@ import (
 // round trips to the database) over the replicas.
 func storeOps(t *testing.T, rs *replicaSet) int {
 	t.Helper()
-	re := regexp.MustCompile(`(?m)^oauthd_throttle_store_ops_total\{[^}]*\} (\d+)`)
+	return sumMetric(t, rs, `oauthd_throttle_store_ops_total{`)
+}
+
+// sumMetric sums over the replicas the samples whose line starts with
+// prefix (a metric name, with as many of its labels as wanted).
+func sumMetric(t *testing.T, rs *replicaSet, prefix string) int {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(prefix) + `[^ ]* (\d+)`)
 	n := 0
 	for _, s := range rs.reps {
 		_, body := e2eGet(t, s.base+"/metrics", "", nil)

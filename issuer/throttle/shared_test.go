@@ -42,7 +42,10 @@ func (f *fakeStore) Load(_ context.Context, limiter string, keys []StoredKey) er
 	return nil
 }
 
-func (f *fakeStore) Fail(_ context.Context, limiter string, now time.Time, keys []StoredKey) error {
+func (f *fakeStore) Fail(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error {
+	if err := ctx.Err(); err != nil {
+		return err // as the database's client does
+	}
 	f.mu.Lock()
 	if f.err != nil {
 		f.mu.Unlock()
@@ -238,5 +241,32 @@ func TestSharedNameKeys(t *testing.T) {
 		ls[0].Check(ctx, ks)
 	}); n != 0 {
 		t.Errorf("a shared limiter's Check of a key without failures allocates %v times; want 0", n)
+	}
+}
+
+// TestSharedFailAfterHangUp: a failure is counted in the store even when
+// the request's context is already cancelled (the client hung up right
+// after its guess): otherwise hanging up would keep every guess out of
+// the shared count.
+func TestSharedFailAfterHangUp(t *testing.T) {
+	st := newFakeStore()
+	c := &clock{t: t0}
+	ls := replicas(2, st, c)
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	ls[0].Fail(gone, keys(ls[0], "app", addrA))
+	r, _, err := ls[0].Reserve(ctx, keys(ls[0], "app", addrA), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r.ctx = rctx
+	cancel()
+	r.Fail()
+	if _, fails := st.counts(); fails != 2 {
+		t.Fatalf("2 failures under a cancelled context: %d counted in the store; want 2", fails)
+	}
+	if _, ok := ls[1].Check(ctx, keys(ls[1], "app", addrA)); ok {
+		t.Fatal("the other replica lets the key through after its budget of 2 was spent")
 	}
 }
