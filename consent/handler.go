@@ -74,6 +74,10 @@ type Config struct {
 	// Handover, when set, hands the login to the platform (the built-in
 	// form is then off); it needs AppURL. nil: the built-in login form.
 	Handover *Handover
+	// Throttle, when set, shares the failed logins' counts with every
+	// replica that has the same (issuer/throttle.Shared); nil counts them
+	// in this process.
+	Throttle *throttle.Shared
 }
 
 // Limits of failed logins (issuer/throttle). Per account (by user ID,
@@ -200,7 +204,7 @@ func New(cfg Config) (*Handler, error) {
 		}
 		h.pages[name] = t
 	}
-	h.limiter = throttle.New(throttle.Config{Name: "login", Rules: loginLimits, Now: h.now, Registerer: cfg.Registerer})
+	h.limiter = throttle.New(throttle.Config{Name: "login", Rules: loginLimits, Now: h.now, Registerer: cfg.Registerer, Shared: cfg.Throttle})
 	h.handoverLimiter = throttle.New(throttle.Config{Name: "login_handover", Rules: handoverLimits, Now: h.now, Registerer: cfg.Registerer})
 	h.gate = password.NewGate(password.GateConfig{Slots: cfg.PasswordSlots, Registerer: cfg.Registerer})
 	return h, nil

@@ -119,7 +119,7 @@ func (h *Handler) finishHandover(c echo.Context) error {
 	addr := c.RealIP()
 	var ks throttle.Keys
 	ks.Add(throttle.AddrKey(throttle.ParseAddr(addr)))
-	if wait, ok := h.handoverLimiter.Check(ks); !ok {
+	if wait, ok := h.handoverLimiter.Check(ctx, ks); !ok {
 		secs := int(wait.Seconds()) + 1
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return h.errorPage(c, http.StatusTooManyRequests, "Too many attempts",
@@ -131,7 +131,7 @@ func (h *Handler) finishHandover(c echo.Context) error {
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
 	if err != nil {
 		if !errors.Is(err, handover.ErrKeys) {
-			h.handoverLimiter.Fail(ks)
+			h.handoverLimiter.Fail(ctx, ks)
 		}
 		var ee *internalErr
 		if errors.As(err, &ee) {

@@ -133,7 +133,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	}
 	ks.Add(throttle.AddrKey(ip))
 	// A limited key is refused before it can queue for a password check.
-	if wait, ok := h.limiter.Check(ks); !ok {
+	if wait, ok := h.limiter.Check(ctx, ks); !ok {
 		return h.throttled(c, v, addr, wait)
 	}
 	// At most a few password checks run at once (19 MiB each); past a

@@ -66,11 +66,11 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 	var ks throttle.Keys
 	ks.Add(lim.NameKey(throttle.Client, id, ip))
 	ks.Add(throttle.AddrKey(ip))
-	if wait, ok := lim.Check(ks); !ok {
+	if wait, ok := lim.Check(ctx, ks); !ok {
 		return data.Client{}, tooMany(wait)
 	}
 	fail := func(e *Error) (data.Client, error) {
-		lim.Fail(ks)
+		lim.Fail(ctx, ks)
 		s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
 			slog.String("event", "client_auth_failed"),
 			slog.String("client_id", id),

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"oauthd/data"
+	"oauthd/issuer/throttle"
 	"oauthd/keys/verify"
 )
 
@@ -62,6 +63,10 @@ type Config struct {
 	// and rotates the family again instead of revoking it. 0 disables it
 	// (the default here; serve's default is DefaultRefreshReuseGrace).
 	RefreshReuseGrace time.Duration
+	// Throttle, when set, shares the failed client authentications'
+	// counts with every replica that has the same (issuer/throttle.Shared);
+	// nil counts them in this process.
+	Throttle *throttle.Shared
 }
 
 // DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace

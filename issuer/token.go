@@ -30,7 +30,7 @@ type tokenState struct {
 func newTokenState(cfg Config) *tokenState {
 	return &tokenState{
 		limiter: throttle.New(throttle.Config{
-			Name: "token", Rules: tokenLimits, Now: cfg.Now, Registerer: cfg.Registerer,
+			Name: "token", Rules: tokenLimits, Now: cfg.Now, Registerer: cfg.Registerer, Shared: cfg.Throttle,
 		}),
 		metadata: buildMetadata(cfg),
 	}

@@ -35,6 +35,7 @@ import (
 	"oauthd/data/postgres"
 	"oauthd/issuer"
 	"oauthd/issuer/admin"
+	"oauthd/issuer/throttle"
 	"oauthd/keys"
 	"oauthd/keys/guard"
 	"oauthd/keys/verify"
@@ -210,7 +211,11 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if w.pg != nil {
 		wg.Go(func() { w.follow(loopCtx, logger, postgres.ListenOptions{}) })
 	}
-	wg.Go(func() { gcLoop(loopCtx, logger, store) })
+	var throttleGC func(context.Context, time.Time) (int, error)
+	if w.pg != nil {
+		throttleGC = w.pg.ThrottleGC
+	}
+	wg.Go(func() { gcLoop(loopCtx, logger, store, throttleGC) })
 
 	select {
 	case <-ctx.Done():
@@ -282,6 +287,7 @@ type wired struct {
 	iss                  *issuer.Server
 	guard                *guard.Guard
 	local                *admin.Local
+	throttle             *pgThrottle // on PostgreSQL: the limiters' shared failures, or nil
 	e                    *echo.Echo
 	ln                   net.Listener
 	listenURL, base, app string
@@ -379,10 +385,14 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	me := &grantVerifier{v: v}
 	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger})
 	registerTokenCacheMetrics(reg, v)
+	var shared *throttle.Shared // nil on bbolt: one process counts alone
+	if w.pg != nil {
+		shared, w.throttle = sharedThrottle(w.pg, km.RefreshTokenKey())
+	}
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
-		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace,
+		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, Throttle: shared,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
@@ -399,7 +409,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, err
 	}
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
-		PasswordSlots: o.pwSlots, Handover: ho, Now: now})
+		PasswordSlots: o.pwSlots, Handover: ho, Now: now, Throttle: shared})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
@@ -616,8 +626,9 @@ func notReady(ctx context.Context, store data.Store) string {
 }
 
 // gcLoop removes expired codes, refresh-token families and sessions every
-// minute until ctx is done.
-func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
+// minute until ctx is done, and on PostgreSQL (throttleGC not nil) the
+// shared failure counters that lapsed.
+func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store, throttleGC func(context.Context, time.Time) (int, error)) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
@@ -625,6 +636,11 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if throttleGC != nil {
+			if _, err := throttleGC(ctx, time.Now()); err != nil && ctx.Err() == nil {
+				logger.ErrorContext(ctx, "garbage collection of the failure counters", "err", err)
+			}
 		}
 		res, err := store.GarbageCollect(ctx, time.Now())
 		if err != nil {

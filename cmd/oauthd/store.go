@@ -69,6 +69,10 @@ func redactDB(db string) string {
 // families are not cached, so their changes need nothing here.
 func (w *wired) follow(ctx context.Context, logger *slog.Logger, opts postgres.ListenOptions) {
 	w.pg.Listen(ctx, opts, func(ctx context.Context, e postgres.Event) {
+		if e.Kind == "throttle" {
+			w.throttle.learn(e.ID)
+			return
+		}
 		if e.Reset || e.Kind == "client" {
 			w.store.Invalidate()
 		}

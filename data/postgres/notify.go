@@ -14,7 +14,8 @@ import (
 // Channel is the LISTEN/NOTIFY channel on which every change that other
 // processes may cache is announced, in the transaction that makes it (so a
 // notification arrives only after the change is visible). Payloads are
-// "client ID", "keys" and "grant USER_ID CLIENT_ID". Families are not
+// "client ID", "keys", "grant USER_ID CLIENT_ID" and "throttle HEXKEY
+// STATE" (a failure counted, [Store.ThrottleFail]). Families are not
 // announced: no process caches a family's fate (famCache is a guess the
 // database checks), and a NOTIFY serializes the commits that send one.
 const Channel = "oauthd_changes"
@@ -27,10 +28,10 @@ func notify(ctx context.Context, tx pgx.Tx, payload string) error {
 
 // Event is a change announced on [Channel].
 type Event struct {
-	// Kind is "client", "keys" or "grant"; "" for a reset.
+	// Kind is "client", "keys", "grant" or "throttle"; "" for a reset.
 	Kind string
 	// ID names the record: a client ID, "USER_ID CLIENT_ID" for a grant,
-	// "" for keys.
+	// "" for keys, "HEXKEY STATE" for throttle ([ParseThrottleEvent]).
 	ID string
 	// Reset: notifications may have been missed (the listener has just
 	// connected or reconnected, or the periodic resync is due): re-read

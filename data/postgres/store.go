@@ -595,7 +595,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		case err != nil:
 			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, err)
 		case tag.RowsAffected() == 1:
-			s.fams.put(fam.ID, 1, fb)
+			s.fams.put(fam.ID, 1, fam)
 			c, err := decode[data.AuthCode](cb)
 			if err != nil {
 				return data.AuthCode{}, data.Family{}, err
@@ -644,11 +644,12 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 	for attempt := 1; ; attempt++ {
 		var version int64
 		var b []byte
-		guessed := false
-		if e, ok := s.fams.get(id); ok && attempt == 1 {
-			version, b = e.version, e.body // a guess; the write checks it
-			guessed = true
+		var old data.Family
+		e, guessed := s.fams.get(id)
+		if guessed && attempt == 1 {
+			version, old = e.version, cloneFamily(e.fam) // a guess; the write checks it
 		} else {
+			guessed = false
 			err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
 			if errors.Is(err, pgx.ErrNoRows) {
 				s.fams.drop(id)
@@ -657,11 +658,11 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
+			if old, err = decode[data.Family](b); err != nil {
+				return data.Family{}, fmt.Errorf("%s: %w", op, err)
+			}
 		}
-		old, err := decode[data.Family](b)
-		if err != nil {
-			return data.Family{}, fmt.Errorf("%s: %w", op, err)
-		}
+		var err error
 		var tag pgconn.CommandTag
 		// update decides on the record read (or guessed); every write is
 		// conditional on its version, so a decision taken on a record
@@ -682,11 +683,12 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			if deleted {
 				// The stored record, not update's argument (which update
 				// may have changed).
-				stored, err := decode[data.Family](b)
-				if err != nil {
-					return data.Family{}, fmt.Errorf("%s: %w", op, err)
+				stored := cloneFamily(e.fam)
+				if !guessed {
+					if stored, err = decode[data.Family](b); err != nil {
+						return data.Family{}, fmt.Errorf("%s: %w", op, err)
+					}
 				}
-				toUTC(reflect.ValueOf(&stored).Elem())
 				return stored, uerr
 			}
 		case uerr != nil && guessed:
@@ -711,7 +713,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
 			if tag.RowsAffected() == 1 {
-				s.fams.put(id, version+1, nb)
+				s.fams.put(id, version+1, next)
 				// next shares no memory with the store (which keeps
 				// only nb), so it is returned as it is, in UTC.
 				toUTC(reflect.ValueOf(&next).Elem())

@@ -2,15 +2,17 @@ package postgres
 
 import (
 	"context"
-	"errors"
+	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// ThrottleRule is the budget of a key: Burst attempts at once, and one
+// ThrottleRule is the budget of a key: Burst failures at once, and one
 // more each Every after that (a token bucket). A key that has not been
 // charged for Burst×Every holds nothing: every limit lifts by itself.
 type ThrottleRule struct {
@@ -19,112 +21,141 @@ type ThrottleRule struct {
 }
 
 // ThrottleKey is one shared counter and its rule. Key is opaque (the
-// limiter's kind, identifier and address, e.g. 25 bytes).
+// limiter's name, the key's kind, identifier and address).
 type ThrottleKey struct {
 	Key  []byte
 	Rule ThrottleRule
 }
 
-// ThrottleTake charges one attempt against every key at now, all or none,
-// in one transaction whose row locks make concurrent attempts from every
-// replica count one after another: the limit holds across replicas. When a
-// key has no attempt left it charges nothing and returns that key's index
-// and how long until every key has an attempt again; else it returns
-// exhausted = -1. This is the shape of the failure limiter's Counter
-// (issuer/throttle), with a context and an error because it is I/O.
-func (s *Store) ThrottleTake(ctx context.Context, now time.Time, keys []ThrottleKey) (wait time.Duration, exhausted int, err error) {
-	exhausted = -1
-	err = s.throttle(ctx, "throttle take", keys, func(tats []int64) ([]int64, error) {
-		n := unixNano(now)
-		next := make([]int64, len(tats))
-		for i, k := range keys {
-			every := int64(k.Rule.Every)
-			t := max(tats[i], n) + every
-			if over := t - n - int64(k.Rule.Burst)*every; over > 0 {
-				if exhausted < 0 || time.Duration(over) > wait {
-					wait = time.Duration(over)
-				}
-				if exhausted < 0 {
-					exhausted = i
-				}
-			}
-			next[i] = t
-		}
-		if exhausted >= 0 {
-			return nil, errExhausted
-		}
-		return next, nil
-	})
-	if errors.Is(err, errExhausted) {
-		return wait, exhausted, nil
-	}
-	return 0, -1, err
-}
+// throttleFail charges every key whose budget has room, in key order (two
+// statements on overlapping keys lock their rows in the same order and
+// cannot deadlock), and announces each charged key's new state. A key at
+// its budget is locked but not changed, and not returned.
+const throttleFail = `WITH n AS (SELECT * FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS n(k, every, cap)),
+up AS (
+	INSERT INTO throttle AS t (key, tat_ns)
+	SELECT k, $2::bigint + every FROM n ORDER BY k
+	ON CONFLICT (key) DO UPDATE SET tat_ns = GREATEST(t.tat_ns, $2::bigint) + (EXCLUDED.tat_ns - $2::bigint)
+	WHERE GREATEST(t.tat_ns, $2::bigint) + (EXCLUDED.tat_ns - $2::bigint) - $2::bigint <= (SELECT cap FROM n WHERE n.k = t.key)
+	RETURNING key, tat_ns
+)
+SELECT key, tat_ns, pg_notify('` + Channel + `', 'throttle ' || encode(key, 'hex') || ' ' || tat_ns) FROM up`
 
-// ThrottleGive gives back an attempt that ThrottleTake charged at now.
-func (s *Store) ThrottleGive(ctx context.Context, now time.Time, keys []ThrottleKey) error {
-	return s.throttle(ctx, "throttle give", keys, func(tats []int64) ([]int64, error) {
-		n := unixNano(now)
-		next := make([]int64, len(tats))
-		for i, k := range keys {
-			next[i] = max(tats[i]-int64(k.Rule.Every), n)
-		}
-		return next, nil
-	})
-}
-
-var errExhausted = errors.New("exhausted")
-
-// throttle locks the keys' rows (creating missing ones; in key order, so
-// that two attempts on overlapping keys cannot deadlock), passes their
-// states to decide and writes what it returns.
-func (s *Store) throttle(ctx context.Context, op string, keys []ThrottleKey, decide func([]int64) ([]int64, error)) error {
-	if err := s.begin(ctx, op); err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		return nil
+// ThrottleFail counts a failure at now against every key whose budget has
+// room for it (never past a budget: a flood of concurrent failures from
+// every replica cannot push a limit further out), in one statement whose
+// row locks make concurrent failures count one after another. It returns
+// each key's state after (the Unix nanoseconds at which its budget is
+// whole again) and announces the charged keys on [Channel] ("throttle
+// HEXKEY STATE", see [ParseThrottleEvent]) so that every replica learns
+// them.
+func (s *Store) ThrottleFail(ctx context.Context, now time.Time, keys []ThrottleKey) ([]int64, error) {
+	if err := s.begin(ctx, "throttle fail"); err != nil {
+		return nil, err
 	}
 	raw := make([][]byte, len(keys))
+	every := make([]int64, len(keys))
+	caps := make([]int64, len(keys))
 	for i, k := range keys {
-		raw[i] = k.Key
+		raw[i], every[i], caps[i] = k.Key, int64(k.Rule.Every), int64(k.Rule.Burst)*int64(k.Rule.Every)
 	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "INSERT INTO throttle (key, tat_ns) SELECT k, $2 FROM unnest($1::bytea[]) AS k ORDER BY k ON CONFLICT (key) DO NOTHING", raw, int64(-1<<62)); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, "SELECT key, tat_ns FROM throttle WHERE key = ANY($1) ORDER BY key FOR UPDATE", raw)
+	full := make([]int64, len(keys))
+	missing := len(keys)
+	err := retry(ctx, func() error {
+		missing = len(keys)
+		clear(full)
+		rows, err := s.pool.Query(ctx, throttleFail, raw, unixNano(now), every, caps)
 		if err != nil {
 			return err
 		}
-		tats := make([]int64, len(keys))
 		var key []byte
 		var tat int64
-		_, err = pgx.ForEachRow(rows, []any{&key, &tat}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&key, &tat, nil}, func() error {
 			for i, k := range raw {
-				if slices.Equal(k, key) {
-					tats[i] = tat
+				if slices.Equal(k, key) && full[i] == 0 {
+					full[i] = tat
+					missing--
 				}
 			}
 			return nil
 		})
-		if err != nil {
-			return err
+		if retryable(err) {
+			s.stats.retries.Add(1)
 		}
-		next, err := decide(tats)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, "UPDATE throttle SET tat_ns = n.t FROM unnest($1::bytea[], $2::bigint[]) AS n(k, t) WHERE throttle.key = n.k", raw, next)
 		return err
 	})
-	if err != nil && !errors.Is(err, errExhausted) {
-		return fmt.Errorf("%s: %w", op, err)
+	if err != nil {
+		return nil, fmt.Errorf("throttle fail: %w", err)
 	}
-	return err
+	if missing > 0 {
+		// Keys at their budget: read their state (rare: only a failure
+		// that found its budget used up, which the replica did not know).
+		var rest [][]byte
+		for i, k := range raw {
+			if full[i] == 0 {
+				rest = append(rest, k)
+			}
+		}
+		got, err := s.ThrottleLoad(ctx, rest)
+		if err != nil {
+			return nil, err
+		}
+		j := 0
+		for i := range raw {
+			if full[i] == 0 {
+				full[i] = got[j]
+				j++
+			}
+		}
+	}
+	return full, nil
 }
 
-// ThrottleGC removes the keys that hold no charge at now.
+// ThrottleLoad returns the state of each key (0 for a key without a row).
+func (s *Store) ThrottleLoad(ctx context.Context, keys [][]byte) ([]int64, error) {
+	if err := s.begin(ctx, "throttle load"); err != nil {
+		return nil, err
+	}
+	full := make([]int64, len(keys))
+	err := retry(ctx, func() error {
+		rows, err := s.pool.Query(ctx, "SELECT key, tat_ns FROM throttle WHERE key = ANY($1)", keys)
+		if err != nil {
+			return err
+		}
+		var key []byte
+		var tat int64
+		_, err = pgx.ForEachRow(rows, []any{&key, &tat}, func() error {
+			for i, k := range keys {
+				if slices.Equal(k, key) {
+					full[i] = tat
+				}
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("throttle load: %w", err)
+	}
+	return full, nil
+}
+
+// ParseThrottleEvent reads the ID of an [Event] of kind "throttle": the
+// key and its state after a failure.
+func ParseThrottleEvent(id string) (key []byte, full int64, ok bool) {
+	h, n, found := strings.Cut(id, " ")
+	if !found {
+		return nil, 0, false
+	}
+	key, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, 0, false
+	}
+	full, err = strconv.ParseInt(n, 10, 64)
+	return key, full, err == nil
+}
+
+// ThrottleGC removes the keys that hold no failure at now.
 func (s *Store) ThrottleGC(ctx context.Context, now time.Time) (int, error) {
 	if err := s.begin(ctx, "throttle gc"); err != nil {
 		return 0, err

@@ -1,53 +1,90 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"oauthd/data/postgres"
 )
 
-// TestSharedThrottle: two replicas charging one key at once never let more
-// than Burst attempts through, the limit lifts by itself, and a given-back
-// attempt is available again.
+// TestSharedThrottle: 30 failures counted at once on two replicas charge
+// the budget exactly, never past it; each charge is announced to every
+// listener; the state is read back; the limit lifts by itself and the
+// collector removes what lapsed.
 func TestSharedThrottle(t *testing.T) {
 	ss := twoStores(t)
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan postgres.Event, 100)
+	listening := make(chan struct{})
+	go ss[1].Listen(lctx, postgres.ListenOptions{}, func(_ context.Context, e postgres.Event) {
+		if e.Reset {
+			select {
+			case <-listening:
+			default:
+				close(listening)
+			}
+			return
+		}
+		if e.Kind == "throttle" {
+			events <- e
+		}
+	})
+	<-listening
+
 	rule := postgres.ThrottleRule{Burst: 5, Every: time.Minute}
-	user := postgres.ThrottleKey{Key: []byte("account:1@127.0.0.1"), Rule: rule}
-	addr := postgres.ThrottleKey{Key: []byte("addr:127.0.0.1"), Rule: postgres.ThrottleRule{Burst: 20, Every: 15 * time.Second}}
+	user := postgres.ThrottleKey{Key: []byte("login:account 1@127.0.0.1"), Rule: rule}
+	addr := postgres.ThrottleKey{Key: []byte("login:addr 127.0.0.1"), Rule: postgres.ThrottleRule{Burst: 20, Every: 15 * time.Second}}
 	now := t0
 	errs := race(30, ss, func(i int, s *postgres.Store) error {
-		_, ex, err := s.ThrottleTake(ctx, now, []postgres.ThrottleKey{addr, user})
-		if err == nil && ex >= 0 {
-			return errRefused
-		}
+		_, err := s.ThrottleFail(ctx, now, []postgres.ThrottleKey{addr, user})
 		return err
 	})
-	if ok, refused := count(errs, nil), count(errs, errRefused); ok != rule.Burst || refused != 30-rule.Burst {
-		t.Fatalf("30 concurrent attempts on two replicas: %d let through, %d refused (errors %v); want %d and %d", ok, refused, errs, rule.Burst, 30-rule.Burst)
+	if n := count(errs, nil); n != 30 {
+		t.Fatalf("30 concurrent failures: %d succeeded: %v", n, errs)
 	}
-	wait, ex, err := ss[1].ThrottleTake(ctx, now, []postgres.ThrottleKey{addr, user})
-	if err != nil || ex != 1 || wait != time.Minute {
-		t.Fatalf("ThrottleTake when exhausted = %v, %d, %v; want 1m, key 1 (the account)", wait, ex, err)
-	}
-	// A success gives its attempt back: one more is allowed.
-	if err := ss[0].ThrottleGive(ctx, now, []postgres.ThrottleKey{addr, user}); err != nil {
+	full, err := ss[0].ThrottleLoad(ctx, [][]byte{user.Key, addr.Key, []byte("login:none")})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ex, err := ss[1].ThrottleTake(ctx, now, []postgres.ThrottleKey{addr, user}); err != nil || ex != -1 {
-		t.Fatalf("ThrottleTake after a give-back = %d, %v; want allowed", ex, err)
+	want := []int64{now.Add(5 * time.Minute).UnixNano(), now.Add(20 * 15 * time.Second).UnixNano(), 0}
+	for i := range want {
+		if full[i] != want[i] {
+			t.Fatalf("state after 30 failures = %v; want %v (each budget used up exactly, never past it)", full, want)
+		}
 	}
-	// One refills per minute; after Burst minutes the key holds nothing.
-	if _, ex, _ := ss[0].ThrottleTake(ctx, now.Add(time.Minute), []postgres.ThrottleKey{user}); ex != -1 {
-		t.Fatal("no attempt a minute later")
+	// One more is not counted, and returns the state all the same.
+	got, err := ss[1].ThrottleFail(ctx, now, []postgres.ThrottleKey{user})
+	if err != nil || got[0] != want[0] {
+		t.Fatalf("a failure past the budget = %v, %v; want the state unchanged, %d", got, err, want[0])
+	}
+	// Every charge was announced: 5 of the account, 20 of the address.
+	seen := map[string]int{}
+	last := map[string]int64{}
+	deadline := time.After(5 * time.Second)
+	for len(seen) < 2 || seen[string(user.Key)] < 5 || seen[string(addr.Key)] < 20 {
+		select {
+		case e := <-events:
+			k, f, ok := postgres.ParseThrottleEvent(e.ID)
+			if !ok {
+				t.Fatalf("unparsable throttle event %q", e.ID)
+			}
+			seen[string(k)]++
+			last[string(k)] = max(last[string(k)], f)
+		case <-deadline:
+			t.Fatalf("announcements after 5 s: %v; want 5 and 20", seen)
+		}
+	}
+	if last[string(user.Key)] != want[0] || last[string(addr.Key)] != want[1] {
+		t.Fatalf("announced states %v; want %v", last, want[:2])
+	}
+	// One refills per minute.
+	got, err = ss[0].ThrottleFail(ctx, now.Add(time.Minute), []postgres.ThrottleKey{user})
+	if err != nil || got[0] != want[0]+int64(time.Minute) {
+		t.Fatalf("a failure a minute later = %v, %v; want counted", got, err)
 	}
 	if n, err := ss[0].ThrottleGC(ctx, now.Add(time.Hour)); err != nil || n != 2 {
 		t.Fatalf("ThrottleGC an hour later = %d, %v; want both keys removed", n, err)
 	}
 }
-
-var errRefused = errorString("refused")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

@@ -18,5 +18,8 @@
 // valid credentials at another.
 //
 // The counting lives behind [Counter]; [Memory] keeps it in a bounded map
-// of this process. The package knows nothing of HTTP, OAuth or users.
+// of this process. With [Shared], several replicas count the failures in
+// one [Store] (PostgreSQL) and each mirrors the keys with failures, so a
+// budget holds across replicas while the success path stays in memory.
+// The package knows nothing of HTTP, OAuth or users.
 package throttle

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -50,7 +51,7 @@ func (m *Memory) Len() int {
 }
 
 // Peek implements [Counter].
-func (m *Memory) Peek(now time.Time, ks Keys) (time.Duration, int) {
+func (m *Memory) Peek(_ context.Context, now time.Time, ks Keys) (time.Duration, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.over(now.UnixNano(), ks, false)
@@ -83,7 +84,7 @@ func (m *Memory) over(t int64, ks Keys, inflight bool) (time.Duration, int) {
 }
 
 // Start implements [Counter].
-func (m *Memory) Start(now time.Time, ks Keys) (time.Duration, int, bool) {
+func (m *Memory) Start(_ context.Context, now time.Time, ks Keys) (time.Duration, int, bool) {
 	t := now.UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -109,7 +110,7 @@ func (m *Memory) Start(now time.Time, ks Keys) (time.Duration, int, bool) {
 }
 
 // End implements [Counter].
-func (m *Memory) End(now time.Time, ks Keys, failed bool) {
+func (m *Memory) End(_ context.Context, now time.Time, ks Keys, failed bool) {
 	t := now.UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -129,7 +130,7 @@ func (m *Memory) End(now time.Time, ks Keys, failed bool) {
 }
 
 // Fail implements [Counter].
-func (m *Memory) Fail(now time.Time, ks Keys) {
+func (m *Memory) Fail(_ context.Context, now time.Time, ks Keys) {
 	t := now.UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -187,4 +188,43 @@ func (m *Memory) makeRoom(t int64) {
 		}
 		delete(m.m, victim)
 	}
+}
+
+// failed reports whether a key of ks has failures at t (this process's
+// view): any, or with half at least half its budget. Called without m.mu
+// held.
+func (m *Memory) failed(t int64, ks Keys, half bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range ks.n {
+		r := m.rules[ks.k[i].Kind]
+		if r.Burst <= 0 {
+			continue
+		}
+		e, ok := m.m[ks.k[i]]
+		if ok && e.full > t && (!half || 2*(e.full-t) >= int64(r.Burst)*int64(r.Every)) {
+			return true
+		}
+	}
+	return false
+}
+
+// learn raises the failures of k to full (Unix nanoseconds at which its
+// budget is whole), as another replica or the shared store knows them. It
+// never lowers them: failures only lapse with time.
+func (m *Memory) learn(t int64, k Key, full int64) {
+	if full <= t || m.rules[k.Kind].Burst <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[k]
+	if full <= e.full {
+		return
+	}
+	if !ok && len(m.m) >= m.maxKeys {
+		m.makeRoom(t)
+	}
+	e.full = full
+	m.m[k] = e
 }

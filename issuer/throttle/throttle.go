@@ -87,25 +87,29 @@ type Rule struct {
 type Rules [numKinds]Rule
 
 // Counter holds the counts. [Memory] keeps them in this process; a
-// shared store (for replicas) would implement the same four methods.
-// Every method takes the keys of one attempt, all or none.
+// counter shared by replicas ([Config.Shared]) keeps the failures in a
+// [Store] and the rest here. Every method takes the keys of one attempt,
+// all or none. None returns an error: a counter that cannot reach its
+// store decides from what this process knows (it fails open, never shut:
+// an unreachable database must not lock anyone out) and reports the
+// failure itself.
 type Counter interface {
 	// Peek returns -1 when no key of ks has used up its failures at now;
 	// otherwise the index of one that has, and how long until every key
 	// has an attempt again.
-	Peek(now time.Time, ks Keys) (wait time.Duration, exhausted int)
+	Peek(ctx context.Context, now time.Time, ks Keys) (wait time.Duration, exhausted int)
 	// Start begins an attempt under ks and returns -1 if every key's
 	// failures plus the attempts in flight leave room for it. If a key's
 	// failures alone leave none it starts nothing and returns the index
 	// and wait as Peek; if only the attempts in flight take the room, it
 	// starts nothing and returns busy (those may yet succeed).
-	Start(now time.Time, ks Keys) (wait time.Duration, exhausted int, busy bool)
+	Start(ctx context.Context, now time.Time, ks Keys) (wait time.Duration, exhausted int, busy bool)
 	// End ends an attempt begun by Start, counting it as a failure if
 	// failed.
-	End(now time.Time, ks Keys, failed bool)
+	End(ctx context.Context, now time.Time, ks Keys, failed bool)
 	// Fail counts a failure against every key of ks (of an attempt that
 	// was not started: a cheap check), but never past a key's budget.
-	Fail(now time.Time, ks Keys)
+	Fail(ctx context.Context, now time.Time, ks Keys)
 }
 
 // Limiter counts attempts against their keys and exports how often it
@@ -114,6 +118,7 @@ type Limiter struct {
 	c       Counter
 	now     func() time.Time
 	seed    maphash.Seed
+	names   *[32]byte // with a shared counter, the secret NameKey hashes with
 	refused [numKinds]prometheus.Counter
 }
 
@@ -129,6 +134,9 @@ type Config struct {
 	MaxKeys int
 	// Counter, when set, replaces the in-memory counter.
 	Counter Counter
+	// Shared, when set (and Counter is not), makes the failures shared
+	// by every replica that has the same Shared: see [Shared].
+	Shared *Shared
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Registerer receives the metrics; nil means none.
@@ -148,6 +156,10 @@ func New(cfg Config) *Limiter {
 	if l.c == nil {
 		mem = NewMemory(cfg.Rules, cfg.MaxKeys)
 		l.c = mem
+		if cfg.Shared != nil {
+			l.c = newSharedCounter(cfg.Name, mem, cfg.Shared, l.now, cfg.Registerer)
+			l.names = nameKey(cfg.Shared.Secret)
+		}
 	}
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "oauthd_throttle_refused_total",
@@ -188,8 +200,15 @@ func UserKey(id int64, addr netip.Addr) Key {
 // NameKey is the key of the identifier name (a client ID, or a login name
 // that names no user; kind Client or Login) at addr. The name is hashed
 // with a seed of this process, so the key holds no copy of it and nobody
-// can choose names whose keys collide.
+// can choose names whose keys collide. A limiter whose failures are
+// shared hashes with a secret every replica has ([Shared.Secret]), so
+// that the replicas agree on the key and the database never holds a
+// typed login name (perhaps a password typed in the wrong field) in a
+// form anyone could test guesses against.
 func (l *Limiter) NameKey(kind Kind, name string, addr netip.Addr) Key {
+	if l.names != nil {
+		return Key{Kind: kind, ID: keyedHash(l.names, name), Addr: addrBytes(addr)}
+	}
 	return Key{Kind: kind, ID: maphash.String(l.seed, name), Addr: addrBytes(addr)}
 }
 
@@ -226,8 +245,9 @@ var (
 
 // Reservation is an attempt begun by [Limiter.Reserve].
 type Reservation struct {
-	l  *Limiter
-	ks Keys
+	l   *Limiter
+	ks  Keys
+	ctx context.Context // Reserve's: the attempt ends under it
 }
 
 // reservePoll is how often Reserve looks again while the budget is held
@@ -249,10 +269,10 @@ const reservePoll = 5 * time.Millisecond
 func (l *Limiter) Reserve(ctx context.Context, ks Keys, maxWait time.Duration) (Reservation, time.Duration, error) {
 	var deadline time.Time
 	for {
-		wait, i, busy := l.c.Start(l.now(), ks)
+		wait, i, busy := l.c.Start(ctx, l.now(), ks)
 		switch {
 		case i < 0:
-			return Reservation{l: l, ks: ks}, 0, nil
+			return Reservation{l: l, ks: ks, ctx: ctx}, 0, nil
 		case !busy:
 			return Reservation{}, l.refuse(ks, i, wait), ErrLimited
 		}
@@ -277,7 +297,7 @@ func (r *Reservation) Fail() {
 	if r.l == nil {
 		return
 	}
-	r.l.c.End(r.l.now(), r.ks, true)
+	r.l.c.End(r.ctx, r.l.now(), r.ks, true)
 	r.l = nil
 }
 
@@ -287,7 +307,7 @@ func (r *Reservation) Refund() {
 	if r.l == nil {
 		return
 	}
-	r.l.c.End(r.l.now(), r.ks, false)
+	r.l.c.End(r.ctx, r.l.now(), r.ks, false)
 	r.l = nil
 }
 
@@ -297,8 +317,8 @@ func (r *Reservation) Refund() {
 // many at once (the token endpoint): successes then never hold budget,
 // and a concurrent flood overshoots the budget by at most the requests
 // already in flight.
-func (l *Limiter) Check(ks Keys) (wait time.Duration, ok bool) {
-	wait, i := l.c.Peek(l.now(), ks)
+func (l *Limiter) Check(ctx context.Context, ks Keys) (wait time.Duration, ok bool) {
+	wait, i := l.c.Peek(ctx, l.now(), ks)
 	if i >= 0 {
 		return l.refuse(ks, i, wait), false
 	}
@@ -307,8 +327,8 @@ func (l *Limiter) Check(ks Keys) (wait time.Duration, ok bool) {
 
 // Fail counts a failed attempt (one checked after [Limiter.Check])
 // against every key of ks.
-func (l *Limiter) Fail(ks Keys) {
-	l.c.Fail(l.now(), ks)
+func (l *Limiter) Fail(ctx context.Context, ks Keys) {
+	l.c.Fail(ctx, l.now(), ks)
 }
 
 // refuse counts a refusal under the kind of key i and returns the wait.

@@ -14,6 +14,8 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+var ctx = context.Background()
+
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -297,23 +299,23 @@ func TestCheckFail(t *testing.T) {
 	var refused sync.Map
 	for i := range 100 {
 		wg.Go(func() {
-			if _, ok := l.Check(keys(l, "app", addrA)); !ok {
+			if _, ok := l.Check(ctx, keys(l, "app", addrA)); !ok {
 				refused.Store(i, true)
 			}
 		})
 	}
 	wg.Wait()
 	refused.Range(func(k, _ any) bool { t.Errorf("check %v refused with no failure counted", k); return false })
-	l.Fail(keys(l, "app", addrA))
-	l.Fail(keys(l, "app", addrA))
-	if wait, ok := l.Check(keys(l, "app", addrA)); ok || wait != 6*time.Second {
+	l.Fail(ctx, keys(l, "app", addrA))
+	l.Fail(ctx, keys(l, "app", addrA))
+	if wait, ok := l.Check(ctx, keys(l, "app", addrA)); ok || wait != 6*time.Second {
 		t.Errorf("Check after 2 failures: ok %v wait %v; want refused, 6s", ok, wait)
 	}
-	if _, ok := l.Check(keys(l, "app", addrB)); !ok {
+	if _, ok := l.Check(ctx, keys(l, "app", addrB)); !ok {
 		t.Error("the other address refused")
 	}
 	c.advance(6 * time.Second)
-	if _, ok := l.Check(keys(l, "app", addrA)); !ok {
+	if _, ok := l.Check(ctx, keys(l, "app", addrA)); !ok {
 		t.Error("refused after the budget refilled")
 	}
 }
@@ -328,7 +330,7 @@ func TestReserveRefundAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("Reserve+Refund allocates %v times; want 0", n)
 	}
-	if n := testing.AllocsPerRun(1000, func() { l.Check(ks) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { l.Check(ctx, ks) }); n != 0 {
 		t.Errorf("Check allocates %v times; want 0", n)
 	}
 }
@@ -352,7 +354,7 @@ func BenchmarkCheck(b *testing.B) {
 		var ks Keys
 		ks.Add(l.NameKey(Client, "client-id-0123456789", a))
 		ks.Add(AddrKey(a))
-		l.Check(ks)
+		l.Check(ctx, ks)
 	}
 }
 
