@@ -114,6 +114,12 @@ type Client struct {
 	RejectedChange *ClientChange `json:"rejected_change,omitempty"`
 	CreatedAt      time.Time     `json:"created_at"`
 	UpdatedAt      time.Time     `json:"updated_at"`
+	// DPoPBoundAccessTokens (RFC 9449 §5.2): every token request of the
+	// client must carry a DPoP proof, and its tokens are all DPoP-bound.
+	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens,omitempty"`
+	// RequirePAR (RFC 9126 §6): the client's authorization requests must
+	// come through the pushed authorization request endpoint.
+	RequirePAR bool `json:"require_pushed_authorization_requests,omitempty"`
 }
 
 // ClientChange is the part of a change by a client's owner that widens what
@@ -127,6 +133,11 @@ type ClientChange struct {
 	AddRedirectURIs []string `json:"add_redirect_uris,omitempty"`
 	// Type is the client type asked for; "" when the type stays.
 	Type ClientType `json:"type,omitempty"`
+	// DropDPoPBound and DropRequirePAR turn off the client's
+	// [Client.DPoPBoundAccessTokens] and [Client.RequirePAR]: a protection
+	// removed widens the client.
+	DropDPoPBound  bool `json:"drop_dpop_bound_access_tokens,omitempty"`
+	DropRequirePAR bool `json:"drop_require_pushed_authorization_requests,omitempty"`
 	// Secret is, for a public client that asked to become confidential, the
 	// secret it will have (its hash; the owner saw the secret once, when
 	// asking). It is not accepted before the change is approved.
@@ -164,6 +175,12 @@ func (c Client) WithPending() Client {
 	c.Pending = nil
 	c.Scopes = append(slices.Clone(c.Scopes), p.AddScopes...)
 	c.RedirectURIs = append(slices.Clone(c.RedirectURIs), p.AddRedirectURIs...)
+	if p.DropDPoPBound {
+		c.DPoPBoundAccessTokens = false
+	}
+	if p.DropRequirePAR {
+		c.RequirePAR = false
+	}
 	if p.Type != "" && p.Type != c.Type {
 		c.Type = p.Type
 		c.Secrets = nil
@@ -225,6 +242,10 @@ type Family struct {
 	// last untagged token once a rotation replaced it: a replay of that
 	// token is genuine (it revokes), any other untagged token is a forgery.
 	LegacyHash []byte `json:"legacy_hash,omitempty"`
+	// JKT is the RFC 7638 thumbprint of the DPoP key the family's refresh
+	// tokens are bound to (RFC 9449 §5: a public client's); "" when they
+	// are not bound. A refresh without a proof by that key is refused.
+	JKT string `json:"jkt,omitempty"`
 }
 
 // Grant records a user's consent to a client for some scopes.
@@ -280,6 +301,7 @@ type GCResult struct {
 	AuthCodes int
 	Families  int
 	Sessions  int
+	Nonces    int
 }
 
 // Store is the storage contract. Every method is safe for concurrent use,
@@ -361,8 +383,18 @@ type Store interface {
 	// always exactly the set one of them computed.
 	UpdateKeys(ctx context.Context, update func([]SigningKey) ([]SigningKey, error)) ([]SigningKey, error)
 
-	// GarbageCollect removes auth codes, families and sessions whose
-	// ExpiresAt (or AbsoluteExp) is before now.
+	// One-time values.
+
+	// UseNonce records key (e.g. the hash of a DPoP proof's jti, or of a
+	// pushed request_uri) as used until expires, and returns an error
+	// wrapping ErrExists when it is already recorded (expired or not, until
+	// GarbageCollect removes it): of any number of calls with one key, on
+	// any number of processes sharing the store, exactly one succeeds.
+	// The record is durable like every other write.
+	UseNonce(ctx context.Context, key []byte, expires time.Time) error
+
+	// GarbageCollect removes auth codes, families, sessions and nonces
+	// whose ExpiresAt (or AbsoluteExp, or expiry) is before now.
 	GarbageCollect(ctx context.Context, now time.Time) (GCResult, error)
 
 	// Close releases the store. Calls after Close fail.

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -122,15 +123,35 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		}); err != nil {
 			return err
 		}
-		r.Sessions, err = sweep(tx.Bucket(bucketSessions), func(s *data.Session) bool {
+		if r.Sessions, err = sweep(tx.Bucket(bucketSessions), func(s *data.Session) bool {
 			return s.ExpiresAt.Before(now)
-		}, nil)
+		}, nil); err != nil {
+			return err
+		}
+		r.Nonces, err = sweepNonces(tx.Bucket(bucketNonces), now)
 		return err
 	})
 	if err != nil {
 		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
 	}
 	return r, nil
+}
+
+// sweepNonces deletes the nonces that expired before now.
+func sweepNonces(b *bbolt.Bucket, now time.Time) (int, error) {
+	var dead [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < now.UnixNano() {
+			dead = append(dead, bytes.Clone(k))
+		}
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
 }
 
 // sweep deletes the records of b for which expired returns true (calling

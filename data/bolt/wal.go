@@ -65,11 +65,12 @@ const (
 	hotFamilies
 	hotFamByClient
 	hotSessions
+	hotNonces
 	numHot
 )
 
 // hotNames are the bbolt buckets of the hot buckets, by hotBucket.
-var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions}
+var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketNonces}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 

@@ -48,6 +48,8 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"Sessions", testSessions},
 		{"Keys", testKeys},
 		{"KeysConcurrentPromote", testKeysConcurrent},
+		{"Nonces", testNonces},
+		{"NoncesConcurrent", testNoncesConcurrent},
 		{"GarbageCollect", testGC},
 		{"TimesRoundTripInUTC", testUTC},
 		{"CopiesAreIndependent", testCopies},
@@ -998,9 +1000,15 @@ func testGC(t *testing.T, s data.Store) {
 		wantErr(t, "CreateSession", s.CreateSession(ctx, sess), nil)
 	}
 
+	wantErr(t, "UseNonce(expired)", s.UseNonce(ctx, []byte("n-old"), now.Add(-time.Second)), nil)
+	wantErr(t, "UseNonce(live)", s.UseNonce(ctx, []byte("n-live"), now.Add(time.Second)), nil)
+
 	got, err := s.GarbageCollect(ctx, now)
 	wantErr(t, "GarbageCollect", err, nil)
-	mustEqual(t, "GarbageCollect", got, data.GCResult{AuthCodes: 3, Families: 3, Sessions: 1})
+	mustEqual(t, "GarbageCollect", got, data.GCResult{AuthCodes: 3, Families: 3, Sessions: 1, Nonces: 1})
+	// The collected nonce is free again; the live one is still used.
+	wantErr(t, "UseNonce(collected)", s.UseNonce(ctx, []byte("n-old"), now.Add(time.Second)), nil)
+	wantErr(t, "UseNonce(live again)", s.UseNonce(ctx, []byte("n-live"), now.Add(time.Second)), data.ErrExists)
 
 	for i, live := range []bool{false, false, true, true} {
 		_, _, err := s.ExchangeAuthCode(ctx, data.AuthCodeKey(fmt.Sprintf("oauthd_ac_%d", i)), func(c data.AuthCode) (data.Family, error) {
@@ -1024,6 +1032,41 @@ func testGC(t *testing.T, s data.Store) {
 	again, err := s.GarbageCollect(ctx, now)
 	wantErr(t, "GarbageCollect again", err, nil)
 	mustEqual(t, "GarbageCollect again", again, data.GCResult{})
+}
+
+// testNonces: a key is used once; another key is independent; an empty
+// key is refused.
+func testNonces(t *testing.T, s data.Store) {
+	ctx := context.Background()
+	exp := time.Now().Add(time.Minute)
+	wantErr(t, "UseNonce", s.UseNonce(ctx, []byte("jti-1"), exp), nil)
+	wantErr(t, "UseNonce(replay)", s.UseNonce(ctx, []byte("jti-1"), exp), data.ErrExists)
+	wantErr(t, "UseNonce(other)", s.UseNonce(ctx, []byte("jti-2"), exp), nil)
+	wantErr(t, "UseNonce(empty)", s.UseNonce(ctx, nil, exp), data.ErrInvalid)
+}
+
+// testNoncesConcurrent: of many concurrent uses of one key exactly one
+// succeeds.
+func testNoncesConcurrent(t *testing.T, s data.Store) {
+	ctx := context.Background()
+	exp := time.Now().Add(time.Minute)
+	const n = 16
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- s.UseNonce(ctx, []byte("race"), exp) }()
+	}
+	ok := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case !errors.Is(err, data.ErrExists):
+			t.Fatalf("UseNonce: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of %d concurrent UseNonce calls succeeded, want 1", ok, n)
+	}
 }
 
 // Round trips.

@@ -39,6 +39,7 @@ type Store struct {
 	families map[string]data.Family
 	grants   map[grantKey]data.Grant
 	sessions map[string]data.Session // string(hash) → session
+	nonces   map[string]time.Time    // string(key) → expiry
 	keys     []data.SigningKey
 }
 
@@ -54,6 +55,7 @@ func New() *Store {
 		families:   make(map[string]data.Family),
 		grants:     make(map[grantKey]data.Grant),
 		sessions:   make(map[string]data.Session),
+		nonces:     make(map[string]time.Time),
 	}
 }
 
@@ -396,6 +398,22 @@ func (s *Store) DeleteGrant(ctx context.Context, userID int64, clientID string) 
 	return nil
 }
 
+// UseNonce implements [data.Store.UseNonce].
+func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) error {
+	if err := s.lock(ctx, "use nonce"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if len(key) == 0 {
+		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	if _, ok := s.nonces[string(key)]; ok {
+		return fmt.Errorf("use nonce: %w", data.ErrExists)
+	}
+	s.nonces[string(key)] = expires
+	return nil
+}
+
 // Sessions.
 
 // CreateSession implements [data.Store.CreateSession].
@@ -492,6 +510,12 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		if sess.ExpiresAt.Before(now) {
 			delete(s.sessions, k)
 			r.Sessions++
+		}
+	}
+	for k, exp := range s.nonces {
+		if exp.Before(now) {
+			delete(s.nonces, k)
+			r.Nonces++
 		}
 	}
 	return r, nil

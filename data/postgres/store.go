@@ -829,6 +829,26 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	return nil
 }
 
+// UseNonce implements [data.Store.UseNonce]: the primary key decides
+// between concurrent inserts, on any replica.
+func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) error {
+	if err := s.begin(ctx, "use nonce"); err != nil {
+		return err
+	}
+	if len(key) == 0 {
+		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	tag, err := s.pool.Exec(ctx, "INSERT INTO nonces (key, expires_ns) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+		key, unixNano(expires))
+	if err != nil {
+		return fmt.Errorf("use nonce: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("use nonce: %w", data.ErrExists)
+	}
+	return nil
+}
+
 // GetSession implements [data.Store.GetSession].
 func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
 	if err := s.begin(ctx, "get session"); err != nil {
@@ -917,20 +937,21 @@ func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) (
 const gc = `WITH a AS (DELETE FROM auth_codes WHERE expires_ns < $1 RETURNING 1),
 	f AS (DELETE FROM families WHERE gc_ns < $1 AND expires_ns < $1 RETURNING 1),
 	fl AS (UPDATE families SET gc_ns = expires_ns WHERE gc_ns < $1 AND expires_ns >= $1),
-	s AS (DELETE FROM sessions WHERE expires_ns < $1 RETURNING 1)
-SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s)`
+	s AS (DELETE FROM sessions WHERE expires_ns < $1 RETURNING 1),
+	n AS (DELETE FROM nonces WHERE expires_ns < $1 RETURNING 1)
+SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s), (SELECT count(*) FROM n)`
 
 // GarbageCollect implements [data.Store.GarbageCollect].
 func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
 	if err := s.begin(ctx, "garbage collect"); err != nil {
 		return data.GCResult{}, err
 	}
-	var a, f, ss int64
+	var a, f, ss, n int64
 	err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, gc, unixNano(now)).Scan(&a, &f, &ss)
+		return s.pool.QueryRow(ctx, gc, unixNano(now)).Scan(&a, &f, &ss, &n)
 	})
 	if err != nil {
 		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
 	}
-	return data.GCResult{AuthCodes: int(a), Families: int(f), Sessions: int(ss)}, nil
+	return data.GCResult{AuthCodes: int(a), Families: int(f), Sessions: int(ss), Nonces: int(n)}, nil
 }
