@@ -62,6 +62,10 @@ type Config struct {
 	// and rotates the family again instead of revoking it. 0 disables it
 	// (the default here; serve's default is DefaultRefreshReuseGrace).
 	RefreshReuseGrace time.Duration
+
+	// DPoPWindow is how far a DPoP proof's iat may be from now, either
+	// way (RFC 9449 §11.1). Default verify.DefaultDPoPWindow (60 s).
+	DPoPWindow time.Duration
 }
 
 // DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace
@@ -81,6 +85,7 @@ type Server struct {
 	refreshKey []byte              // Config.RefreshTokenKey
 	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
 	grace      time.Duration       // Config.RefreshReuseGrace
+	dpop       *verify.DPoP        // token endpoint proofs; jti in the store
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -134,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
+	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil

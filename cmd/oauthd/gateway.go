@@ -27,6 +27,10 @@ type gatewayOptions struct {
 	routes   string
 	jwksURL  string
 	audience string
+	// publicURL is the scheme and authority clients call the gateway at
+	// (DPoP proofs name it in htu); dpopWindow the proofs' iat window.
+	publicURL  string
+	dpopWindow time.Duration
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -47,6 +51,8 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.routes, "routes", env("ROUTES", ""), "JSON file of routes to add to (or replace in) the built-in route table (env OAUTHD_GATEWAY_ROUTES)")
 	fs.StringVar(&o.jwksURL, "jwks-url", env("JWKS_URL", ""), "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json; env OAUTHD_GATEWAY_JWKS_URL)")
 	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
+	fs.StringVar(&o.publicURL, "public-url", env("PUBLIC_URL", ""), "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted; env OAUTHD_GATEWAY_PUBLIC_URL)")
+	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long")
 }
 
 func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
@@ -128,7 +134,13 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger})
+	if o.publicURL != "" {
+		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
+		}
+	}
+	dp := verify.NewDPoP(verify.DPoPConfig{Window: o.dpopWindow})
+	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger, DPoP: dp, PublicURL: o.publicURL})
 	proxy := guard.NewProxy(cfg.upstream, g, logger)
 
 	ln, err := net.Listen("tcp", o.listen)
