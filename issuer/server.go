@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -86,6 +87,7 @@ type Server struct {
 	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
 	grace      time.Duration       // Config.RefreshReuseGrace
 	dpop       *verify.DPoP        // token endpoint proofs; jti in the store
+	par        cipher.AEAD         // seals pushed authorization requests (par.go)
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -139,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
+	s.par = newPARSealer(cfg.RefreshTokenKey)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
@@ -150,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 // pages (package consent) mount the authorization endpoint.
 func (s *Server) Register(e *echo.Echo) {
 	e.POST("/v2/auth/oauth2/token", s.handleToken)
+	e.POST(parPath, s.handlePAR)
 	e.POST("/v2/auth/oauth2/revoke", s.handleRevoke)
 	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)
