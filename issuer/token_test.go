@@ -803,7 +803,7 @@ func TestMetadata(t *testing.T) {
 		"authorization_response_iss_parameter_supported": true,
 		"pushed_authorization_request_endpoint":          tkIssuer + "/v2/auth/oauth2/par",
 		"require_pushed_authorization_requests":          false,
-		"dpop_signing_alg_values_supported":              []any{"ES256", "EdDSA"},
+		"dpop_signing_alg_values_supported":              []any{"ES256", "EdDSA", "Ed25519"},
 	}
 	for k, v := range want {
 		gb, _ := json.Marshal(m[k])

@@ -740,6 +740,7 @@ func testRotateGraceFields(t *testing.T, s data.Store) {
 		f.PrevHash, f.LegacyHash = data.Hash("rt0"), data.Hash("legacy")
 		f.TokenHash = data.Hash("rt1")
 		f.Scopes = []string{"PROFILE_READ"}
+		f.JKT = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
 		return f, nil
 	})
 	wantErr(t, "RotateRefreshToken", err, nil)
@@ -747,8 +748,8 @@ func testRotateGraceFields(t *testing.T, s data.Store) {
 	wantErr(t, "GetFamily", err, nil)
 	mustEqual(t, "stored family", stored, got)
 	if !stored.Tagged || !data.Equal(stored.PrevHash, data.Hash("rt0")) || !data.Equal(stored.LegacyHash, data.Hash("legacy")) ||
-		!slices.Equal(stored.Scopes, []string{"PROFILE_READ"}) {
-		t.Fatalf("stored family = %+v; want Tagged, PrevHash rt0, LegacyHash legacy, scopes narrowed", stored)
+		!slices.Equal(stored.Scopes, []string{"PROFILE_READ"}) || stored.JKT != "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" {
+		t.Fatalf("stored family = %+v; want Tagged, PrevHash rt0, LegacyHash legacy, scopes narrowed, the DPoP binding", stored)
 	}
 	all, err := s.ListFamilies(ctx, "a")
 	wantErr(t, "ListFamilies", err, nil)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,10 +41,10 @@ var (
 
 // DPoPAlgs are the proof algorithms accepted (metadata
 // dpop_signing_alg_values_supported, and the algs of a DPoP challenge).
-func DPoPAlgs() []string { return []string{ES256, EdDSA} }
+func DPoPAlgs() []string { return []string{ES256, EdDSA, "Ed25519"} }
 
 // DPoPChallengeAlgs is DPoPAlgs joined with spaces, for WWW-Authenticate.
-const DPoPChallengeAlgs = "ES256 EdDSA"
+const DPoPChallengeAlgs = "ES256 EdDSA Ed25519"
 
 // DefaultDPoPWindow is how far a proof's iat may be from now, either way.
 const DefaultDPoPWindow = 60 * time.Second
@@ -128,8 +129,13 @@ func (d *DPoP) Check(ctx context.Context, proof, method, htu, accessToken string
 		return bad("typ is not dpop+jwt")
 	}
 	alg := h.Algorithm()
+	if alg == "Ed25519" {
+		// RFC 9864's fully-specified name for EdDSA with Ed25519 (what
+		// WebCrypto clients such as oauth4webapi send): the same algorithm.
+		alg = jwa.EdDSA
+	}
 	if alg != jwa.ES256 && alg != jwa.EdDSA {
-		return bad("alg must be ES256 or EdDSA")
+		return bad("alg must be ES256 or EdDSA, not " + strconv.Quote(alg.String()))
 	}
 	if len(h.Critical()) > 0 {
 		return bad("crit is not understood")
