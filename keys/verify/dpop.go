@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
@@ -160,10 +161,21 @@ func (d *DPoP) Check(ctx context.Context, proof, method, htu, accessToken string
 	default: // a private key, a symmetric key, RSA, …
 		return bad("jwk must be a public EC P-256 or Ed25519 key")
 	}
-	payload, err := jws.Verify([]byte(proof), jws.WithKey(alg, raw))
+	// The signature over the compact form as received (jwx parsed the
+	// header; verifying here avoids parsing the proof and its jwk again).
+	dot := strings.LastIndexByte(proof, '.')
+	sig, err := b64.DecodeString(proof[dot+1:])
 	if err != nil {
+		return bad("malformed")
+	}
+	sm := jwt.SigningMethod(jwt.SigningMethodES256)
+	if alg == jwa.EdDSA {
+		sm = jwt.SigningMethodEdDSA
+	}
+	if err := sm.Verify(proof[:dot], sig, raw); err != nil {
 		return bad("bad signature")
 	}
+	payload := msg.Payload()
 	var c proofClaims
 	dec := json.NewDecoder(strings.NewReader(string(payload)))
 	dec.UseNumber()
