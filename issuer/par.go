@@ -53,6 +53,10 @@ const (
 	parAAD          = "oauthd pushed authorization request v1"
 )
 
+// pushedParams are the authorization request parameters a pushed request
+// keeps.
+var pushedParams = []string{"client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "response_type"}
+
 // pushedRequest is what a request_uri (or a consent continuation) seals.
 type pushedRequest struct {
 	ID       string `json:"i"` // random; keys the single use
@@ -121,16 +125,19 @@ func (s *Server) push(c echo.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	q := url.Values{}
-	for k, v := range req.Form {
-		q[k] = v
-	}
-	delete(q, "client_secret")
 	switch {
-	case q.Has("request_uri"):
+	case req.Form.Has("request_uri"):
 		return "", tokBadRequest("request_uri must not be pushed (RFC 9126 §2.1)")
-	case q.Has("request"):
+	case req.Form.Has("request"):
 		return "", WithDescription(&Error{Code: "request_not_supported", Status: http.StatusBadRequest}, "request objects are not supported; push the parameters themselves")
+	}
+	// Only the parameters the authorization endpoint reads are sealed
+	// (others are ignored, RFC 6749 §3.1): the request_uri stays short.
+	q := url.Values{}
+	for _, k := range pushedParams {
+		if v, ok := req.Form[k]; ok {
+			q[k] = v
+		}
 	}
 	q.Set("client_id", client.ID) // a Basic-authenticated client may leave it out
 	if _, err := s.authzValidate(ctx, q, modePush); err != nil {
