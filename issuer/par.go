@@ -92,7 +92,7 @@ func (s *Server) openPushed(uri string) (pushedRequest, bool) {
 	} else if !strings.HasPrefix(uri, parURIPrefix) {
 		return p, false
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(uri[len(prefix):])
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(uri[len(prefix):])
 	if err != nil || len(raw) < s.par.NonceSize()+s.par.Overhead() {
 		return p, false
 	}

@@ -85,7 +85,8 @@ func TestPARRefused(t *testing.T) {
 		"mixed parameters":  {"client_id": {"pub"}, "request_uri": {env.push(t)}, "scope": {"PROFILE_READ"}},
 		"another client":    {"client_id": {"conf"}, "request_uri": {env.push(t)}},
 		"forged":            {"client_id": {"pub"}, "request_uri": {"urn:ietf:params:oauth:request_uri:AAAA"}},
-		"tampered":          {"client_id": {"pub"}, "request_uri": {tamperLast(env.push(t))}},
+		"tampered":          {"client_id": {"pub"}, "request_uri": {tamperAt(env.push(t), 60)}},
+		"tampered last":     {"client_id": {"pub"}, "request_uri": {tamperAt(env.push(t), -1)}},
 		"continuation kind": {"client_id": {"pub"}, "request_uri": {strings.Replace(env.push(t), "urn:ietf:params:oauth:request_uri:", "urn:oauthd:consent:", 1)}},
 	} {
 		if _, err := env.s.CheckAuthorize(ctx, q); !errors.As(err, &pe) {
@@ -125,11 +126,14 @@ func TestPARRefused(t *testing.T) {
 	}
 }
 
-// tamperLast flips the last character of s.
-func tamperLast(s string) string {
+// tamperAt changes the character of s at i (from the end when negative).
+func tamperAt(s string, i int) string {
+	if i < 0 {
+		i += len(s)
+	}
 	c := byte('A')
-	if s[len(s)-1] == 'A' {
+	if s[i] == 'A' {
 		c = 'B'
 	}
-	return s[:len(s)-1] + string(c)
+	return s[:i] + string(c) + s[i+1:]
 }
