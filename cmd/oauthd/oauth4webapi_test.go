@@ -128,7 +128,7 @@ func runOAuth4WebAPI(t *testing.T, dir, alg string) {
 	gw := startGatewayProcess(t, upSrv.URL, e.base)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // after the Wait below (cleanups run last-in first-out)
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "client.mjs"))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ISSUER="+e.base, "CLIENT_ID="+id, "REDIRECT_URI="+e2eRedirect,
