@@ -150,6 +150,17 @@ func newChangePanel(cv admin.ClientView, p *admin.ChangeView) *changePanel {
 	if p.DropRequirePAR {
 		cp.Rows = append(cp.Rows, changeRow{"Pushed authorization requests", []string{"required"}, []string{"no longer required"}})
 	}
+	// Browser origins (CORS) derive from the redirect URIs and the type:
+	// those the change would add wait with it.
+	var addOrigins []string
+	for _, o := range p.AllowedOrigins {
+		if !slices.Contains(cv.AllowedOrigins, o) {
+			addOrigins = append(addOrigins, o)
+		}
+	}
+	if len(addOrigins) > 0 {
+		cp.Rows = append(cp.Rows, changeRow{"Browser origins (CORS)", cv.AllowedOrigins, addOrigins})
+	}
 	return cp
 }
 

@@ -298,10 +298,11 @@ type SigningKey struct {
 
 // GCResult counts what [Store.GarbageCollect] removed.
 type GCResult struct {
-	AuthCodes int
-	Families  int
-	Sessions  int
-	Nonces    int
+	AuthCodes   int
+	Families    int
+	Sessions    int
+	Revocations int
+	Nonces      int
 }
 
 // Store is the storage contract. Every method is safe for concurrent use,
@@ -351,14 +352,19 @@ type Store interface {
 	// stored record and returns:
 	//   - a family (same ID and ClientID; else a *RuleError): it is stored
 	//     and returned;
-	//   - an error wrapping ErrTokenReused: the family is deleted in the
-	//     same transaction, and the stored record is returned with that
-	//     error (as update returned it);
+	//   - an error wrapping ErrTokenReused: the family is deleted (and
+	//     its [Revocation] stored) in the same transaction, and the
+	//     stored record is returned with that error (as update returned it);
 	//   - any other error: nothing is written; the error is returned as is.
 	// ErrNotFound when there is no family id (update is not called).
 	RotateRefreshToken(ctx context.Context, id string, update func(Family) (Family, error)) (Family, error)
 	// DeleteFamily revokes a family; ErrNotFound when there is none.
+	// Like the delete of RotateRefreshToken, it stores the family's
+	// [Revocation] in the same transaction.
 	DeleteFamily(ctx context.Context, id string) error
+	// ListRevoked returns the revocations whose LastIssuedAt is at or
+	// after since, ordered by GrantID.
+	ListRevoked(ctx context.Context, since time.Time) ([]Revocation, error)
 	// ListFamilies lists the families of a client ("" for all).
 	ListFamilies(ctx context.Context, clientID string) ([]Family, error)
 
@@ -393,8 +399,10 @@ type Store interface {
 	// The record is durable like every other write.
 	UseNonce(ctx context.Context, key []byte, expires time.Time) error
 
-	// GarbageCollect removes auth codes, families, sessions and nonces
-	// whose ExpiresAt (or AbsoluteExp, or expiry) is before now.
+	// GarbageCollect removes auth codes, families and sessions whose
+	// ExpiresAt (or AbsoluteExp) is before now, and revocations whose
+	// LastIssuedAt is more than [RevocationKeep] before now, and nonces
+	// whose expiry is before now.
 	GarbageCollect(ctx context.Context, now time.Time) (GCResult, error)
 
 	// Close releases the store. Calls after Close fail.

@@ -112,6 +112,7 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 	if matched >= 0 && now.Sub(client.Secrets[matched].LastUsedAt) > secretTouchInterval {
 		s.touchSecret(ctx, client.ID, client.Secrets[matched].ID, now)
 	}
+	s.allowOrigin(c, client)
 	return client, nil
 }
 

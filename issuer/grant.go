@@ -41,3 +41,18 @@ func (s *Server) grantLive(ctx context.Context, claims *verify.Claims) (bool, er
 	}
 	return fam.ClientID == claims.ClientID && strconv.FormatInt(fam.UserID, 10) == claims.Subject, nil
 }
+
+// CheckGrant is grantLive for the guard of /v2/me (serve wraps the
+// guard's verifier with it): a token whose grant no longer stands fails
+// like an invalid token, so /v2/me answers 401 invalid_token before any
+// scope is judged (RFC 6750 §3.1), not 403 insufficient_scope. A store
+// error is not the token's fault: CheckGrant lets it pass, and handleMe,
+// which checks again, answers 500.
+func (s *Server) CheckGrant(ctx context.Context, claims *verify.Claims) error {
+	live, err := s.grantLive(ctx, claims)
+	if err != nil || live {
+		return nil
+	}
+	s.metrics.grantRefused.Inc()
+	return fmt.Errorf("%w: the token's grant was revoked", verify.ErrInvalidToken)
+}

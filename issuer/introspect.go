@@ -35,8 +35,8 @@ type cnf struct {
 }
 
 // handleIntrospect is POST /v2/auth/oauth2/introspect (RFC 7662). The
-// client authenticates as at the token endpoint and may introspect only
-// tokens issued to it: anything else (another client's, invalid, expired,
+// client authenticates as at the token endpoint, with a secret (a public
+// client is refused), and may introspect only tokens issued to it: anything else (another client's, invalid, expired,
 // revoked, unknown) is {"active":false}. An access token is inactive as
 // soon as its grant is revoked or its client no longer approved
 // (grantLive).
@@ -65,6 +65,14 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 	client, err := s.authenticateClient(ctx, c, &req)
 	if err != nil {
 		return inactive, err
+	}
+	if client.Type == data.Public {
+		// RFC 7662 §2.1: introspection needs client authentication, and a
+		// client_id alone is none (the metadata lists no "none"). Open to
+		// anyone who knows a public client's ID, it would let a thief of a
+		// refresh token learn, without tripping reuse detection, whether
+		// the token is still current.
+		return inactive, WithDescription(ErrInvalidClient, "introspection needs client authentication; a public client has no secret")
 	}
 	if req.Token == "" {
 		return inactive, tokBadRequest("token is required")
@@ -118,6 +126,14 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 		!now.Before(fam.ExpiresAt) || !now.Before(fam.AbsoluteExp) {
 		return inactive, nil
 	}
+	scopes := fam.Scopes
+	if !fam.Unrestricted && !client.Legacy {
+		// As the next refresh will see it: narrowed to the client's
+		// scopes, and revoked when none is left (refresh).
+		if scopes = keptScopes(fam.Scopes, client.Scopes); len(scopes) == 0 {
+			return inactive, nil
+		}
+	}
 	r := introspection{
 		Active:       true,
 		ClientID:     fam.ClientID,
@@ -128,7 +144,7 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 		Unrestricted: fam.Unrestricted,
 	}
 	if !fam.Unrestricted {
-		r.Scope = scope.Join(fam.Scopes)
+		r.Scope = scope.Join(scopes)
 	}
 	return r, nil
 }

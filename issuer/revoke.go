@@ -13,10 +13,11 @@ import (
 
 // handleRevoke is POST /v2/auth/oauth2/revoke (RFC 7009). The client
 // authenticates as at the token endpoint. Revoking one of its refresh
-// tokens, or one of its access tokens, revokes the whole family (RFC 7009
-// §2.1 allows revoking the related tokens), and the family's access tokens
-// become invalid at /v2/me and inactive at introspection at once. A token
-// that is unknown, invalid, not current or another client's is answered
+// tokens that still refreshes (the current one, or the previous one within
+// the reuse grace), or one of its access tokens, revokes the whole family
+// (RFC 7009 §2.1 allows revoking the related tokens), and the family's
+// access tokens become invalid at /v2/me and inactive at introspection at
+// once. A token that is unknown, invalid, older or another client's is answered
 // 200 and changes nothing (RFC 7009 §2.2). An access token issued before
 // tokens named their grant cannot be tied to one: unsupported_token_type
 // (§2.2.1); it expires within 30 minutes. token_type_hint is accepted and
@@ -59,9 +60,19 @@ func (s *Server) revoke(c echo.Context) error {
 	case err != nil:
 		return fmt.Errorf("revoke: %w", err)
 	}
-	// A token that is not the family's current one is not treated as reuse
-	// here: revocation must not become a way to revoke others' grants.
-	if fam.ClientID != client.ID || !data.Equal(data.Hash(req.Token), fam.TokenHash) {
+	// Only a token that still refreshes revokes: the current one, or the
+	// previous one within the reuse grace (it would refresh once more, so a
+	// client that lost the rotation's response revokes with it). An older
+	// token is not treated as reuse here: revocation must not become a way
+	// to revoke others' grants.
+	if fam.ClientID != client.ID {
+		return nil
+	}
+	tag := s.tagger.Check(req.Token)
+	if tag == data.TagInvalid {
+		return nil
+	}
+	if v := judgeRefresh(&fam, data.Hash(req.Token), tag, s.now(), s.grace); v != rotateCurrent && v != rotateGrace {
 		return nil
 	}
 	if err := s.store.DeleteFamily(ctx, familyID); err != nil && !errors.Is(err, data.ErrNotFound) {

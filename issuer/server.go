@@ -88,6 +88,7 @@ type Server struct {
 	grace      time.Duration       // Config.RefreshReuseGrace
 	dpop       *verify.DPoP        // token endpoint proofs; jti in the store
 	par        cipher.AEAD         // seals pushed authorization requests (par.go)
+	cors       *corsState          // cors.go; nil until Register
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -158,4 +159,5 @@ func (s *Server) Register(e *echo.Echo) {
 	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)
 	e.GET("/v2/me", s.handleMe, s.cfg.MeAuth)
+	s.registerCORS(e)
 }

@@ -110,16 +110,24 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 		if e := checkCode(code, client, req, now); e != nil {
 			return data.Family{}, e
 		}
+		// Narrowing reaches a code as it reaches a grant (refresh): a
+		// scope taken from the client since the consent is not issued.
+		scopes := code.Scopes
+		if !code.Unrestricted && !client.Legacy {
+			if scopes = keptScopes(code.Scopes, client.Scopes); len(scopes) == 0 {
+				return data.Family{}, WithDescription(ErrInvalidGrant, "the client no longer has any of the scopes the user authorized; the user must authorize again")
+			}
+		}
 		id := data.NewFamilyID()
 		refreshToken = s.tagger.NewToken(id)
-		access = s.startAccessToken(now, id, code.UserID, code.ClientID, code.Scopes, code.Unrestricted, jkt)
+		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
 		abs := now.Add(s.cfg.RefreshMax)
 		return data.Family{
 			JKT:          refreshBinding(client, jkt),
 			ID:           id,
 			ClientID:     code.ClientID,
 			UserID:       code.UserID,
-			Scopes:       code.Scopes,
+			Scopes:       scopes,
 			Unrestricted: code.Unrestricted,
 			TokenHash:    data.Hash(refreshToken),
 			CreatedAt:    now,
@@ -149,6 +157,20 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the authorization code was already used")
 	default:
 		return tokenResponse{}, fmt.Errorf("exchange code: %w", err)
+	}
+	// A rejection sets the client's status, then lists and deletes its
+	// grants (admin.RejectClient); a grant stored after that list, by an
+	// exchange that authenticated the client before the rejection, would
+	// outlive it (and come back with a later approval). Looking at the
+	// status again after the grant is stored closes that gap.
+	switch cur, err := s.store.GetClient(ctx, client.ID); {
+	case err != nil && !errors.Is(err, data.ErrNotFound):
+		return tokenResponse{}, fmt.Errorf("exchange code: check client: %w", err)
+	case err != nil || cur.Status != data.StatusApproved:
+		if derr := s.store.DeleteFamily(ctx, fam.ID); derr != nil && !errors.Is(derr, data.ErrNotFound) {
+			return tokenResponse{}, fmt.Errorf("exchange code: revoke the grant of a client no longer approved: %w", derr)
+		}
+		return tokenResponse{}, WithDescription(ErrInvalidClient, "client is not approved")
 	}
 	tok, err := access.wait()
 	if err != nil {

@@ -35,13 +35,6 @@ func ParseMasterKey(s string) ([]byte, error) {
 	return nil, errors.New("master key must be 32 bytes as 64 hex digits or base64; generate one with: openssl rand -hex 32")
 }
 
-// NewMasterKey returns a fresh random master key as 64 hex digits.
-func NewMasterKey() string {
-	b := make([]byte, MasterKeySize)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // sealer encrypts private keys with the master key (AES-256-GCM, random
 // 96-bit nonce, the kid as additional data so a sealed key cannot be moved
 // to another record).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh measures oauthd's refresh grant side by side with the bare Echo
 # ceiling from ../shared/bench, interleaved, and prints each run and the
-# median ratio. It is the command behind the README's performance table.
+# median ratio. It is the command behind docs/PERFORMANCE.md's figures.
 #
 #   scripts/bench.sh                       # c=16 and c=64, 3 reps of 20 s
 #   REPS=5 D=10s CS="16" scripts/bench.sh

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,8 @@ func (cb *e2eCallback) all() []url.Values {
 // Allow and lands on the client's redirect URI with a code that x/oauth2
 // exchanges; a second run clicks Deny and lands with access_denied.
 //
-// OAUTHD_SCREENSHOT=1 saves /tmp/oauthd-login.png and /tmp/oauthd-consent.png.
+// OAUTHD_SCREENSHOT=1 saves oauthd-login.png and oauthd-consent.png in
+// $OAUTHD_SCREENSHOT_DIR (default: the system's temporary directory).
 func TestBrowser(t *testing.T) {
 	bctx := consenttest.Chrome(t, 1280, 900)
 	cb := &e2eCallback{}
@@ -67,7 +69,11 @@ func TestBrowser(t *testing.T) {
 	shot := func(file string) {
 		t.Helper()
 		if os.Getenv("OAUTHD_SCREENSHOT") == "1" {
-			consenttest.Screenshot(t, bctx, file, 1280, 900, false)
+			dir := os.Getenv("OAUTHD_SCREENSHOT_DIR")
+			if dir == "" {
+				dir = os.TempDir()
+			}
+			consenttest.Screenshot(t, bctx, filepath.Join(dir, file), 1280, 900, false)
 		}
 	}
 
@@ -80,7 +86,7 @@ func TestBrowser(t *testing.T) {
 	if !strings.HasPrefix(loc, e.base+"/auth/login") {
 		t.Errorf("the authorization URL led to %s; want the login page", loc)
 	}
-	shot("/tmp/oauthd-login.png")
+	shot("oauthd-login.png")
 	step("sign in",
 		chromedp.SendKeys(chromedp.CSS(`input[name="login"]`), e2eEmail),
 		chromedp.SendKeys(chromedp.CSS(`input[type="password"]`), e2ePassword),
@@ -102,7 +108,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the consent page does not show %q; its text:\n%s", want, page)
 		}
 	}
-	shot("/tmp/oauthd-consent.png")
+	shot("oauthd-consent.png")
 
 	// 3. Allow: the browser lands on the client with a code, state and iss.
 	step("allow", chromedp.Click(chromedp.CSS(`button[value="allow"]`)), chromedp.WaitVisible(chromedp.ID("back")))

@@ -181,7 +181,7 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if len(ids) == 0 {
 		ids = []string{"-"}
 	}
-	kv = append(kv, "secrets", strings.Join(ids, "; "))
+	kv = append(kv, "secrets", strings.Join(ids, "; "), "allowed_origins", originsText(c.ClientType, c.AllowedOrigins))
 	if c.DPoPBoundAccessTokens || c.RequirePAR {
 		kv = append(kv, "dpop_bound_access_tokens", strconv.FormatBool(c.DPoPBoundAccessTokens),
 			"require_pushed_authorization_requests", strconv.FormatBool(c.RequirePAR))
@@ -193,7 +193,7 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if p := c.PendingChange; p != nil {
 		kv = append(kv, "pending_change", changeSummary(p),
 			"  proposed", fmt.Sprintf("by %s at %s", p.ProposedBy, fmtTime(p.ProposedAt)),
-			"  once approved", fmt.Sprintf("%s; redirect_uris %s; scopes %s", p.ResultType, strings.Join(p.RedirectURIs, " "), strings.Join(p.Scopes, " ")))
+			"  once approved", fmt.Sprintf("%s; redirect_uris %s; scopes %s; allowed_origins %s", p.ResultType, strings.Join(p.RedirectURIs, " "), strings.Join(p.Scopes, " "), originsText(p.ResultType, p.AllowedOrigins)))
 	}
 	if p := c.RejectedChange; p != nil {
 		kv = append(kv, "rejected_change", fmt.Sprintf("%s (reason: %s)", changeSummary(p), p.RejectReason))
@@ -202,13 +202,13 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		return err
 	}
 	if c.Status == "pending" {
-		fmt.Fprintf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --reason TEXT`.\n",
-			c.ClientID, c.Revision, c.ClientID)
+		fmt.Fprintf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --revision %s --reason TEXT`.\n",
+			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.PendingChange != nil {
 		fmt.Fprintf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
-			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --reason TEXT` (the client stays approved).\n",
-			c.ClientID, c.Revision, c.ClientID)
+			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --revision %s --reason TEXT` (the client stays approved).\n",
+			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.MigrationSafe != nil {
 		if *c.MigrationSafe {
@@ -301,12 +301,16 @@ func newClientsApproveCommand(o *rootOptions) *cobra.Command {
 }
 
 func newClientsRejectCommand(o *rootOptions) *cobra.Command {
-	var reason string
-	cmd := clientCommand(o, "reject CLIENT_ID --reason TEXT", "Reject a client, with a reason", exactArgs("CLIENT_ID"),
+	var reason, revision string
+	cmd := clientCommand(o, "reject CLIENT_ID --reason TEXT [--revision R]", "Reject a client, or an approved client's pending change, with a reason", exactArgs("CLIENT_ID"),
 		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			if revision != "" {
+				return svc.RejectRevision(ctx, args[0], reason, revision)
+			}
 			return svc.RejectClient(ctx, args[0], reason)
 		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why the client is rejected (required)")
+	cmd.Flags().StringVar(&revision, "revision", "", "reject only if the client is still at this revision (from `oauthd clients show`): a retry, or a change withdrawn meanwhile, cannot reject the whole client")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }
@@ -360,4 +364,16 @@ func newClientsSetCommand(o *rootOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&dpop, "dpop-bound-access-tokens", false, "require DPoP proofs at the token endpoint (dpop_bound_access_tokens)")
 	cmd.Flags().BoolVar(&par, "require-par", false, "require pushed authorization requests (require_pushed_authorization_requests)")
 	return cmd
+}
+
+// originsText is how `clients show` prints a client's CORS origins.
+func originsText(clientType string, origins []string) string {
+	switch {
+	case len(origins) > 0:
+		return strings.Join(origins, " ")
+	case clientType == "public":
+		return "(none: no http or https redirect URI)"
+	default:
+		return "(none: confidential client)"
+	}
 }

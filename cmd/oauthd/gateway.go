@@ -31,6 +31,7 @@ type gatewayOptions struct {
 	// (DPoP proofs name it in htu); dpopWindow the proofs' iat window.
 	publicURL  string
 	dpopWindow time.Duration
+	feed       feedOptions // gateway_feed.go
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -53,6 +54,7 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
 	fs.StringVar(&o.publicURL, "public-url", env("PUBLIC_URL", ""), "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted; env OAUTHD_GATEWAY_PUBLIC_URL)")
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long")
+	o.feed.AddFlags(fs, env)
 }
 
 func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
@@ -130,7 +132,15 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("component", "gateway")
 
 	keySet := verify.NewRemoteKeySet(verify.RemoteConfig{URL: cfg.jwksURL, Logger: logger})
-	v, err := verify.New(verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet})
+	feed, err := o.feed.follower(cfg.issuer, keySet, logger)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	vcfg := verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet}
+	if feed != nil {
+		vcfg.Revoked = feed
+	}
+	v, err := verify.New(vcfg)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
@@ -159,6 +169,15 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	// key set fetches again on the first token.
 	if err := keySet.Refresh(ctx); err != nil {
 		logger.WarnContext(ctx, "jwks not fetched yet", "url", cfg.jwksURL, "err", err)
+	}
+	if feed != nil {
+		// The first fetch before listening, then every interval.
+		feedCtx, stopFeed := context.WithCancel(ctx)
+		defer stopFeed()
+		if err := feed.Refresh(feedCtx); err != nil {
+			logger.WarnContext(ctx, "revoked-grants feed not fetched yet", "url", o.feed.url, "err", err)
+		}
+		go feed.Run(feedCtx)
 	}
 	logger.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(),
 		"upstream", cfg.upstream.String(), "issuer", cfg.issuer, "jwks_url", cfg.jwksURL, "routes", len(cfg.table.Routes()))

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -52,6 +53,8 @@ type serveOptions struct {
 	debugAddr   string
 	pwSlots     int
 	proxies     []string
+
+	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
 
 // envList splits the comma-separated environment variable name.
@@ -126,6 +129,9 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	if err := o.checkReuseGrace(); err != nil {
 		return err
+	}
+	if err := o.checkFlags(); err != nil {
+		return err // before anything is opened: a typo never leaves a new database behind
 	}
 	tuneGC()
 	if o.pwSlots < 0 {
@@ -214,6 +220,35 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	return err
 }
 
+// checkFlags checks the flags that wire would otherwise check only after
+// opening (and perhaps creating) the database.
+func (o *serveOptions) checkFlags() error {
+	if o.refreshIdle <= 0 || o.refreshMax <= 0 {
+		return fmt.Errorf("--refresh-idle %s / --refresh-max %s: use positive durations (defaults 720h and 8760h)", o.refreshIdle, o.refreshMax)
+	}
+	for _, f := range []struct{ name, url string }{{"--base-url", o.baseURL}, {"--app-url", o.appURL}} {
+		if f.url == "" {
+			continue
+		}
+		u, err := url.Parse(f.url)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("%s %q: use an http(s) URL without query or fragment, e.g. https://auth.example.com", f.name, f.url)
+		}
+	}
+	if _, err := ipExtractor(o.proxies); err != nil {
+		return err
+	}
+	if o.debugAddr != "" {
+		if err := checkDebugAddr(o.debugAddr); err != nil {
+			return err
+		}
+	}
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		return fmt.Errorf("--addr %q: %w; use host:port, e.g. 127.0.0.1:8080", o.addr, err)
+	}
+	return nil
+}
+
 // maxReuseGrace bounds --refresh-reuse-grace: a longer grace keeps the
 // previous refresh token as good as the current one for too long (Hydra
 // caps its own at 5 minutes).
@@ -264,6 +299,10 @@ var reserveSyncProc = sync.OnceFunc(func() {
 // caller closes ln and calls closeStore.
 func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte) (w *wired, err error) {
 	w = &wired{}
+	now := o.now
+	if now == nil {
+		now = time.Now
+	}
 	var db data.Store
 	if postgres.IsURL(dbPath) {
 		// Replicas that start together migrate once (advisory lock).
@@ -294,7 +333,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.store = cache.New(db)
 	store := w.store
 
-	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
+	km, err := keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk, Now: now})
 	if err != nil {
 		return nil, err // keys.New says "load signing keys: …" and what to do
 	}
@@ -320,13 +359,13 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	app := strings.TrimSuffix(cmp(o.appURL, w.listenURL), "/")
 	w.base, w.app = base, app
 
-	v, err := verify.New(verify.Config{Issuer: base, Keys: km})
+	v, err := verify.New(verify.Config{Issuer: base, Keys: km, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
 	// /v2/me checks DPoP proofs with the jti recorded in the store, like
 	// the token endpoint: a proof replayed to another replica is refused.
-	dp := verify.NewDPoP(verify.DPoPConfig{Window: o.dpopWindow, Nonces: store})
+	dp := verify.NewDPoP(verify.DPoPConfig{Window: o.dpopWindow, Nonces: store, Now: now})
 	g := guard.New(guard.Config{Verifier: v, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	w.guard = g
 	reg := prometheus.NewRegistry()
@@ -336,22 +375,28 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	} else {
 		registerPoolMetrics(reg, w.pg)
 	}
+	// /v2/me has its own guard, whose verifier also checks the token's
+	// grant (bound to the issuer once it exists): a revoked token is 401
+	// there whatever its scopes.
+	me := &grantVerifier{v: v}
+	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	iss, err := issuer.New(issuer.Config{
-		Store: store, Signer: km, Verifier: v, MeAuth: g.Echo(), Logger: logger, Registerer: reg,
-		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax,
+		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
+		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
 		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, DPoPWindow: o.dpopWindow,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
+	me.iss = iss
 	adminLog := logger
 	if w.pg != nil {
 		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
 	}
-	w.local = admin.NewLocal(store, km, adminLog, time.Now)
+	w.local = admin.NewLocal(store, km, adminLog, now)
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
-		PasswordSlots: o.pwSlots})
+		PasswordSlots: o.pwSlots, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
@@ -365,6 +410,9 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	iss.Register(e)
 	pages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
+	if err := registerFeed(e, store, km, base, logger); err != nil {
+		return nil, err
+	}
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -455,7 +503,7 @@ func listenAdmin(path string) (net.Listener, error) {
 // buffers) starts a collection every few hundred grants: ~55 collections/s
 // under load. At 400 the heap may grow to five times the live heap (RSS
 // was 39 MiB after a million grants, 26 MiB at 100) and the token endpoint
-// needs ~25% less CPU per grant (README, Performance).
+// needs ~25% less CPU per grant (docs/PERFORMANCE.md, round 2).
 const defaultGOGC = 400
 
 // tuneGC sets the GC target to defaultGOGC unless the operator set GOGC (or
@@ -489,12 +537,8 @@ func limitMemory(slots int) {
 // listenDebug serves net/http/pprof on addr, which must be a loopback
 // address: profiles show the code's hot paths and must not be public.
 func listenDebug(addr string) (*http.Server, string, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, "", fmt.Errorf("--debug-addr %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, "", fmt.Errorf("--debug-addr %q: use a loopback address such as 127.0.0.1:6060 (profiles must not be public)", addr)
+	if err := checkDebugAddr(addr); err != nil {
+		return nil, "", err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -509,6 +553,18 @@ func listenDebug(addr string) (*http.Server, string, error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return srv, "http://" + ln.Addr().String() + "/debug/pprof/", nil
+}
+
+// checkDebugAddr checks that addr is a loopback host:port.
+func checkDebugAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--debug-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--debug-addr %q: use a loopback address such as 127.0.0.1:6060 (profiles must not be public)", addr)
+	}
+	return nil
 }
 
 // notReady returns why the server cannot serve tokens, or "". It reads
@@ -554,6 +610,24 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store) {
 	}
 }
 
+// grantVerifier is a verifier with the issuer's grant check
+// ([issuer.Server.CheckGrant]), for the guard of /v2/me.
+type grantVerifier struct {
+	v   guard.Verifier
+	iss *issuer.Server // set once the issuer exists, before serving
+}
+
+func (g *grantVerifier) Verify(ctx context.Context, token string) (*verify.Claims, error) {
+	c, err := g.v.Verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.iss.CheckGrant(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // ipExtractor returns how the source address of a request is found: the
 // TCP peer's, never X-Forwarded-For or X-Real-IP (a client could set those
 // on every request and slip past the per-address limits), unless the peer
@@ -569,6 +643,12 @@ func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
 		_, n, err := net.ParseCIDR(c)
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-proxy %q: %w; use a CIDR such as 10.0.0.5/32", c, err)
+		}
+		if ones, _ := n.Mask.Size(); ones == 0 {
+			// Every peer a proxy: any client could name its own
+			// address in X-Forwarded-For and slip past every
+			// per-address limit.
+			return nil, fmt.Errorf("--trusted-proxy %q trusts every address; name your proxies' addresses, e.g. 10.0.0.5/32", c)
 		}
 		opts = append(opts, echo.TrustIPRange(n))
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"oauthd/consent/consenttest"
 	"oauthd/data/postgres/pgtest"
 )
 
@@ -36,8 +37,8 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	pgtest.Stop() // the private PostgreSQL cluster, if a test started one
+	code := consenttest.Main(m) // m.Run, and one line when the browser tests were skipped
+	pgtest.Stop()               // the private PostgreSQL cluster, if a test started one
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

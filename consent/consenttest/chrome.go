@@ -18,12 +18,16 @@ const StepTimeout = 20 * time.Second
 
 // FindChromium returns the browser to drive: $OAUTHD_CHROMIUM, Debian's
 // /usr/bin/chromium, or chromium, chromium-browser or google-chrome on the
-// PATH. Without one t skips, except in CI (CI=true), where it fails: the
-// browser tests must run there.
+// PATH. Without one (or with OAUTHD_CHROMIUM=none) t skips, and [Main]
+// prints one line about it; in CI (CI=true) t fails instead: the browser
+// tests must run there. t must be one of the browser tests listed in this
+// package, so that the line names it.
 func FindChromium(t testing.TB) string {
 	t.Helper()
-	for _, c := range []string{os.Getenv("OAUTHD_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-		if c == "" {
+	listed(t)
+	env := os.Getenv("OAUTHD_CHROMIUM")
+	for _, c := range []string{env, "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+		if c == "" || env == "none" {
 			continue
 		}
 		if p, err := exec.LookPath(c); err == nil {
@@ -31,9 +35,9 @@ func FindChromium(t testing.TB) string {
 		}
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found (apt-get install chromium, or set OAUTHD_CHROMIUM): the browser test must run in CI")
+		t.Fatal("chromium not found: the browser test must run in CI; " + HowToRunBrowserTests)
 	}
-	t.Skip("chromium not found: skipping the real-browser test (apt-get install chromium, or set OAUTHD_CHROMIUM)")
+	skipBrowser(t)
 	return ""
 }
 

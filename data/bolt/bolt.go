@@ -53,10 +53,11 @@ var (
 	bucketGrants      = []byte("grants")   // 8-byte user ID + client ID → Grant
 	bucketSessions    = []byte("sessions") // SHA-256 → Session
 	bucketKeys        = []byte("keys")     // keySetKey → []SigningKey
+	bucketRevoked     = []byte("revoked")  // grant ID → Revocation (JSON)
 	bucketNonces      = []byte("nonces")   // nonce key → 8-byte big-endian expiry (Unix ns)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
-		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys, bucketNonces}
+		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys, bucketRevoked, bucketNonces}
 
 	keySchema  = []byte("schema_version")
 	keyWALGen  = []byte("wal_checkpointed") // the last log generation in the file

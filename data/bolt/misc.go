@@ -128,6 +128,12 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		}, nil); err != nil {
 			return err
 		}
+		r.Revocations, err = sweep(tx.Bucket(bucketRevoked), func(r *data.Revocation) bool {
+			return r.LastIssuedAt.Add(data.RevocationKeep).Before(now)
+		}, nil)
+		if err != nil {
+			return err
+		}
 		r.Nonces, err = sweepNonces(tx.Bucket(bucketNonces), now)
 		return err
 	})

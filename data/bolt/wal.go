@@ -25,9 +25,9 @@ import (
 // the records, so that writing a record overwrites allocated blocks and
 // its fdatasync needs to flush data only, with no file metadata (ext4
 // without a journal still writes the inode's block after an mtime change,
-// at most once per clock tick: README "A later look at c=16"). A
-// checkpoint starts the log over at offset 0; the file keeps its size. A
-// record:
+// at most once per clock tick: docs/PERFORMANCE.md, "Why c=16 falls
+// short"). A checkpoint starts the log over at offset 0; the file keeps its
+// size. A record:
 //
 //	u32 little-endian  payload length n (> 0)
 //	u32 little-endian  CRC-32C of the database's log salt, then of the
@@ -65,12 +65,13 @@ const (
 	hotFamilies
 	hotFamByClient
 	hotSessions
-	hotNonces
+	hotRevoked // added last: logs written before it stay readable
+	hotNonces  // after hotRevoked, for the same reason
 	numHot
 )
 
 // hotNames are the bbolt buckets of the hot buckets, by hotBucket.
-var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketNonces}
+var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 

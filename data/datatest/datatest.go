@@ -44,6 +44,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"RotateKeepsGraceFields", testRotateGraceFields},
 		{"RotateCannotChangeIDs", testRotateCannotChangeIDs},
 		{"Families", testFamilies},
+		{"RevocationTombstones", testRevocations},
 		{"Grants", testGrants},
 		{"Sessions", testSessions},
 		{"Keys", testKeys},
@@ -786,6 +787,51 @@ func testRotateCannotChangeIDs(t *testing.T, s data.Store) {
 	}
 }
 
+// testRevocations: every delete of a family before its expiry (DeleteFamily,
+// and the delete of a reuse in RotateRefreshToken) leaves a tombstone naming
+// the family's last issuance; a failed rotation or a family's expiry leaves
+// none; ListRevoked filters by LastIssuedAt; GC removes tombstones older
+// than RevocationKeep.
+func testRevocations(t *testing.T, s data.Store) {
+	none, err := s.ListRevoked(ctx, time.Time{})
+	wantErr(t, "ListRevoked on an empty store", err, nil)
+	if len(none) != 0 {
+		t.Fatalf("ListRevoked on an empty store = %v; want none", none)
+	}
+	exchanged(t, s, "f1", "a", "t1")
+	exchanged(t, s, "f2", "b", "t2")
+	exchanged(t, s, "f3", "a", "t3")
+	t1 := t0.Add(time.Hour)
+	_, err = s.RotateRefreshToken(ctx, "f2", presenting("t2", rotateTo("u2", t1)))
+	wantErr(t, "RotateRefreshToken(f2)", err, nil)
+	// A refused rotation writes nothing, tombstone included.
+	_, err = s.RotateRefreshToken(ctx, "f3", func(data.Family) (data.Family, error) { return data.Family{}, data.ErrConflict })
+	wantErr(t, "refused RotateRefreshToken(f3)", err, data.ErrConflict)
+	wantErr(t, "DeleteFamily(f1)", s.DeleteFamily(ctx, "f1"), nil)
+	_, err = s.RotateRefreshToken(ctx, "f2", presenting("t2", rotateTo("x", t1)))
+	wantErr(t, "RotateRefreshToken(f2, reused)", err, data.ErrTokenReused)
+	all, err := s.ListRevoked(ctx, time.Time{})
+	wantErr(t, "ListRevoked", err, nil)
+	mustEqual(t, "ListRevoked(all)", all, []data.Revocation{
+		{GrantID: "f1", ClientID: "a", LastIssuedAt: t0},
+		{GrantID: "f2", ClientID: "b", LastIssuedAt: t1},
+	})
+	recent, err := s.ListRevoked(ctx, t0.Add(time.Minute))
+	wantErr(t, "ListRevoked(since)", err, nil)
+	mustEqual(t, "ListRevoked(t0+1m)", recent, []data.Revocation{{GrantID: "f2", ClientID: "b", LastIssuedAt: t1}})
+	// A family that expires is not revoked: GC leaves no tombstone. GC
+	// drops f1's tombstone (t0 + keep has passed) and keeps f2's.
+	now := t0.Add(data.RevocationKeep + time.Minute)
+	got, err := s.GarbageCollect(ctx, now)
+	wantErr(t, "GarbageCollect", err, nil)
+	if got.Revocations != 1 {
+		t.Fatalf("GarbageCollect removed %d revocations; want 1 (%+v)", got.Revocations, got)
+	}
+	all, err = s.ListRevoked(ctx, time.Time{})
+	wantErr(t, "ListRevoked after GC", err, nil)
+	mustEqual(t, "ListRevoked after GC", all, []data.Revocation{{GrantID: "f2", ClientID: "b", LastIssuedAt: t1}})
+}
+
 func testFamilies(t *testing.T, s data.Store) {
 	f1 := exchanged(t, s, "f1", "a", "t1")
 	f2 := exchanged(t, s, "f2", "b", "t2")
@@ -1198,6 +1244,7 @@ func testCancelled(t *testing.T, s data.Store) {
 			return err
 		},
 		"DeleteFamily":  func() error { return s.DeleteFamily(cctx, "f") },
+		"ListRevoked":   func() error { _, err := s.ListRevoked(cctx, t0); return err },
 		"CreateSession": func() error { return s.CreateSession(cctx, data.Session{Hash: data.Hash("s")}) },
 		"PutGrant":      func() error { return s.PutGrant(cctx, data.Grant{UserID: 1, ClientID: "a"}) },
 		"UpdateKeys": func() error {

@@ -41,6 +41,7 @@ type Store struct {
 	sessions map[string]data.Session // string(hash) → session
 	nonces   map[string]time.Time    // string(key) → expiry
 	keys     []data.SigningKey
+	revoked  map[string]data.Revocation // grant ID → tombstone
 }
 
 // New returns an empty store.
@@ -302,7 +303,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 	next, err := update(cloneFamily(old))
 	switch {
 	case errors.Is(err, data.ErrTokenReused):
-		delete(s.families, id)
+		s.revoke(old)
 		return cloneFamily(old), err
 	case err != nil:
 		return data.Family{}, err
@@ -320,11 +321,36 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if _, ok := s.families[id]; !ok {
+	f, ok := s.families[id]
+	if !ok {
 		return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
 	}
-	delete(s.families, id)
+	s.revoke(f)
 	return nil
+}
+
+// revoke deletes f and stores its tombstone; s.mu is held.
+func (s *Store) revoke(f data.Family) {
+	delete(s.families, f.ID)
+	if s.revoked == nil {
+		s.revoked = make(map[string]data.Revocation)
+	}
+	s.revoked[f.ID] = data.RevocationOf(f)
+}
+
+// ListRevoked implements [data.Store.ListRevoked].
+func (s *Store) ListRevoked(ctx context.Context, since time.Time) ([]data.Revocation, error) {
+	if err := s.lock(ctx, "list revoked"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []data.Revocation{}
+	for _, id := range slices.Sorted(maps.Keys(s.revoked)) {
+		if r := s.revoked[id]; !r.LastIssuedAt.Before(since) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // ListFamilies implements [data.Store.ListFamilies], ordered by ID.
@@ -510,6 +536,12 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		if sess.ExpiresAt.Before(now) {
 			delete(s.sessions, k)
 			r.Sessions++
+		}
+	}
+	for k, rev := range s.revoked {
+		if rev.LastIssuedAt.Add(data.RevocationKeep).Before(now) {
+			delete(s.revoked, k)
+			r.Revocations++
 		}
 	}
 	for k, exp := range s.nonces {

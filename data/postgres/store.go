@@ -664,15 +664,16 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		next, uerr := update(old)
 		switch {
 		case errors.Is(uerr, data.ErrTokenReused):
+			var deleted bool
 			err = retry(ctx, func() (err error) {
-				tag, err = s.pool.Exec(ctx, "DELETE FROM families WHERE id = $1 AND version = $2", id, version)
+				deleted, err = s.deleteFamilyAt(ctx, id, version, b)
 				return err
 			})
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
 			s.fams.drop(id)
-			if tag.RowsAffected() == 1 {
+			if deleted {
 				// The stored record, not update's argument (which update
 				// may have changed).
 				stored, err := decode[data.Family](b)
@@ -724,15 +725,68 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 	if err := s.begin(ctx, "delete family"); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, "DELETE FROM families WHERE id = $1", id)
+	defer s.fams.drop(id)
+	for attempt := 1; ; attempt++ {
+		var version int64
+		var b []byte
+		err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("delete family %q: %w", id, err)
+		}
+		var deleted bool
+		err = retry(ctx, func() (err error) {
+			deleted, err = s.deleteFamilyAt(ctx, id, version, b)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("delete family %q: %w", id, err)
+		}
+		if deleted {
+			return nil
+		}
+		// Rotated (or deleted) since the read: read again, so that the
+		// tombstone names the family's last issuance.
+		s.stats.casLost.Add(1)
+		if attempt >= maxAttempts {
+			return fmt.Errorf("delete family %q: %w: it kept changing", id, data.ErrConflict)
+		}
+	}
+}
+
+// deleteFamilySQL deletes a family at a version and stores its tombstone.
+const deleteFamilySQL = `WITH d AS (DELETE FROM families WHERE id = $1 AND version = $2 RETURNING 1)
+INSERT INTO revoked_grants (grant_id, issued_ns, body) SELECT $1, $3, $4 FROM d
+ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
+
+// deleteFamilyAt deletes the family id if its version is still version,
+// and stores the tombstone of body (the record read at that version) in
+// the same statement. It reports whether the family was deleted.
+func (s *Store) deleteFamilyAt(ctx context.Context, id string, version int64, body []byte) (bool, error) {
+	f, err := decode[data.Family](body)
 	if err != nil {
-		return fmt.Errorf("delete family %q: %w", id, err)
+		return false, err
 	}
-	s.fams.drop(id)
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
+	r := data.RevocationOf(f)
+	tag, err := s.pool.Exec(ctx, deleteFamilySQL, id, version, unixNano(r.LastIssuedAt), encode(r))
+	if err != nil {
+		return false, err
 	}
-	return nil
+	return tag.RowsAffected() == 1, nil
+}
+
+// ListRevoked implements [data.Store.ListRevoked].
+func (s *Store) ListRevoked(ctx context.Context, since time.Time) ([]data.Revocation, error) {
+	if err := s.begin(ctx, "list revoked"); err != nil {
+		return nil, err
+	}
+	rs, err := queryAll[data.Revocation](ctx, s.pool, "SELECT body FROM revoked_grants WHERE issued_ns >= $1 ORDER BY grant_id", unixNano(since))
+	if err != nil {
+		return nil, fmt.Errorf("list revoked: %w", err)
+	}
+	return rs, nil
 }
 
 // ListFamilies implements [data.Store.ListFamilies], ordered by ID.
@@ -938,20 +992,21 @@ const gc = `WITH a AS (DELETE FROM auth_codes WHERE expires_ns < $1 RETURNING 1)
 	f AS (DELETE FROM families WHERE gc_ns < $1 AND expires_ns < $1 RETURNING 1),
 	fl AS (UPDATE families SET gc_ns = expires_ns WHERE gc_ns < $1 AND expires_ns >= $1),
 	s AS (DELETE FROM sessions WHERE expires_ns < $1 RETURNING 1),
+	r AS (DELETE FROM revoked_grants WHERE issued_ns < $2 RETURNING 1),
 	n AS (DELETE FROM nonces WHERE expires_ns < $1 RETURNING 1)
-SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s), (SELECT count(*) FROM n)`
+SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM f), (SELECT count(*) FROM s), (SELECT count(*) FROM r), (SELECT count(*) FROM n)`
 
 // GarbageCollect implements [data.Store.GarbageCollect].
 func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
 	if err := s.begin(ctx, "garbage collect"); err != nil {
 		return data.GCResult{}, err
 	}
-	var a, f, ss, n int64
+	var a, f, ss, r, n int64
 	err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, gc, unixNano(now)).Scan(&a, &f, &ss, &n)
+		return s.pool.QueryRow(ctx, gc, unixNano(now), unixNano(now.Add(-data.RevocationKeep))).Scan(&a, &f, &ss, &r, &n)
 	})
 	if err != nil {
 		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
 	}
-	return data.GCResult{AuthCodes: int(a), Families: int(f), Sessions: int(ss), Nonces: int(n)}, nil
+	return data.GCResult{AuthCodes: int(a), Families: int(f), Sessions: int(ss), Revocations: int(r), Nonces: int(n)}, nil
 }

@@ -274,8 +274,9 @@ func changeView(c data.Client, p *data.ClientChange) *ChangeView {
 		DropDPoPBoundAccessTokens: p.DropDPoPBound, DropRequirePAR: p.DropRequirePAR,
 		Scopes: next.Scopes, RedirectURIs: next.RedirectURIs, ResultType: string(next.Type),
 		ProposedBy: p.ProposedBy, ProposedAt: p.ProposedAt, RejectReason: p.RejectReason,
+		AllowedOrigins: data.AllowedOrigins(next),
 	}
-	for _, l := range []*[]string{&v.AddScopes, &v.AddRedirectURIs, &v.Scopes, &v.RedirectURIs} {
+	for _, l := range []*[]string{&v.AddScopes, &v.AddRedirectURIs, &v.Scopes, &v.RedirectURIs, &v.AllowedOrigins} {
 		if *l == nil {
 			*l = []string{}
 		}

@@ -135,6 +135,12 @@ func (c *Client) RejectClient(ctx context.Context, id, reason string) (ClientVie
 	return out, c.call(ctx, "clients/reject", request{ID: id, Reason: reason}, &out)
 }
 
+// RejectRevision implements [Service.RejectRevision].
+func (c *Client) RejectRevision(ctx context.Context, id, reason, revision string) (ClientView, error) {
+	var out ClientView
+	return out, c.call(ctx, "clients/reject", request{ID: id, Reason: reason, Revision: revision}, &out)
+}
+
 // GenerateSecret implements [Service.GenerateSecret].
 func (c *Client) GenerateSecret(ctx context.Context, id string) (CreatedSecret, error) {
 	var out CreatedSecret

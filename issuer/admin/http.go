@@ -95,6 +95,9 @@ var operations = map[string]operation{
 		return s.ApproveClient(ctx, r.ID)
 	},
 	"clients/reject": func(ctx context.Context, s Service, r request) (any, error) {
+		if r.Revision != "" {
+			return s.RejectRevision(ctx, r.ID, r.Reason, r.Revision)
+		}
 		return s.RejectClient(ctx, r.ID, r.Reason)
 	},
 	"clients/secrets/generate": func(ctx context.Context, s Service, r request) (any, error) {

@@ -305,6 +305,7 @@ func (l *Local) clientView(c data.Client) ClientView {
 	if v.Scopes == nil {
 		v.Scopes = []string{}
 	}
+	v.AllowedOrigins = append([]string{}, data.AllowedOrigins(c)...)
 	if c.Legacy {
 		counts := l.requestCounts(c)
 		safe := counts.WithoutScope == 0
@@ -412,6 +413,12 @@ func (l *Local) ApproveRevision(ctx context.Context, id, revision string) (Clien
 // an approved client with a pending change it rejects that change (the
 // client stays approved, as it was); otherwise it rejects the client.
 func (l *Local) RejectClient(ctx context.Context, id, reason string) (ClientView, error) {
+	return l.RejectRevision(ctx, id, reason, "")
+}
+
+// RejectRevision implements [Service.RejectRevision]; revision "" checks
+// nothing.
+func (l *Local) RejectRevision(ctx context.Context, id, reason, revision string) (ClientView, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return ClientView{}, newError(data.ErrInvalid, "a rejection needs a reason; pass --reason TEXT")
@@ -419,6 +426,10 @@ func (l *Local) RejectClient(ctx context.Context, id, reason string) (ClientView
 	var change *data.ClientChange
 	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
 		change = nil
+		if r := clientRevision(c); revision != "" && r != revision {
+			return c, newError(data.ErrConflict, fmt.Sprintf("client %s changed since revision %s (it is now %s): nothing was rejected; "+
+				"look again with `oauthd clients show %s`", id, revision, r, id))
+		}
 		if c.Status == data.StatusApproved && c.Pending != nil {
 			change = c.Pending.Clone()
 			change.RejectReason = reason

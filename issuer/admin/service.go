@@ -23,6 +23,11 @@ type Service interface {
 	// changed in the meantime.
 	ApproveRevision(ctx context.Context, id, revision string) (ClientView, error)
 	RejectClient(ctx context.Context, id, reason string) (ClientView, error)
+	// RejectRevision is RejectClient that refuses (ErrConflict) when the
+	// client's Revision is no longer revision: a retried rejection of a
+	// pending change, or one whose change was withdrawn meanwhile, must not
+	// reject the whole client (and revoke its grants) instead.
+	RejectRevision(ctx context.Context, id, reason, revision string) (ClientView, error)
 
 	GenerateSecret(ctx context.Context, id string) (CreatedSecret, error)
 	ListSecrets(ctx context.Context, id string) ([]SecretView, error)
@@ -121,6 +126,11 @@ type ClientView struct {
 	// pushed first.
 	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
 	RequirePAR            bool `json:"require_pushed_authorization_requests"`
+	// AllowedOrigins are the browser origins CORS lets call the token and
+	// revocation endpoints for this client ([data.AllowedOrigins]):
+	// derived from the approved redirect URIs of a public client, none for
+	// a confidential one.
+	AllowedOrigins []string `json:"allowed_origins"`
 	// AuthorizationRequests counts, for a legacy client only, the recent
 	// authorization requests with and without a scope parameter.
 	AuthorizationRequests *RequestCounts `json:"authorization_requests,omitempty"`
@@ -162,6 +172,8 @@ type ChangeView struct {
 	ProposedBy   string    `json:"proposed_by"`
 	ProposedAt   time.Time `json:"proposed_at"`
 	RejectReason string    `json:"reject_reason,omitempty"`
+	// AllowedOrigins are the client's CORS origins once approved.
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 // ClientEdit is a change of a client's settings asked for by its owner in

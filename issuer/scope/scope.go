@@ -90,12 +90,6 @@ var byName = func() map[string]Scope {
 // The slice is a copy.
 func All() []Scope { return slices.Clone(all) }
 
-// Lookup returns the scope named name.
-func Lookup(name string) (Scope, bool) {
-	s, ok := byName[name]
-	return s, ok
-}
-
 // Known reports whether name is one of the 30 scopes.
 func Known(name string) bool {
 	_, ok := byName[name]

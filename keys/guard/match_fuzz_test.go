@@ -188,10 +188,7 @@ func pathSegments(path string) ([]string, bool) {
 	if path == "" || path[0] != '/' {
 		return nil, false
 	}
-	rest := path[1:]
-	if strings.HasSuffix(rest, "/") {
-		rest = rest[:len(rest)-1]
-	}
+	rest := strings.TrimSuffix(path[1:], "/")
 	if rest == "" {
 		return nil, false
 	}

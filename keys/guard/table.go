@@ -167,10 +167,7 @@ func (t *Table) match(method, path string) *entry {
 	if len(path) == 0 || path[0] != '/' {
 		return nil
 	}
-	rest := path[1:]
-	if strings.HasSuffix(rest, "/") {
-		rest = rest[:len(rest)-1]
-	}
+	rest := strings.TrimSuffix(path[1:], "/")
 	if rest == "" {
 		return nil
 	}

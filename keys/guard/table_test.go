@@ -195,13 +195,13 @@ func TestLoadTableFileAndMerge(t *testing.T) {
 }
 
 // TestRoutesMatchReference checks that the embedded routes.json holds
-// exactly the rows of the reference api-routes.md, in order.
+// exactly the rows of the reference route table, in order. The reference is
+// kept as testdata/api-routes.md, a verbatim copy of the scheduling API's
+// api-routes.md: when that table changes, copy it here and update routes.json
+// until this test passes.
 func TestRoutesMatchReference(t *testing.T) {
-	const ref = "../../../shared/reference/api-routes.md"
+	const ref = "testdata/api-routes.md"
 	md, err := os.ReadFile(ref)
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("%s is absent (clone the shared repository beside this one to run this check)", ref)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,9 +40,6 @@ const (
 	RS256 = "RS256"
 )
 
-// Algs lists the accepted algorithms.
-func Algs() []string { return []string{ES256, EdDSA, RS256} }
-
 // MaxTokenSize bounds the tokens Verify parses: an oauthd access token is
 // well under 1 KiB, and parsing an attacker's megabyte costs memory.
 const MaxTokenSize = 8 << 10
@@ -63,6 +60,10 @@ type Config struct {
 	Leeway time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Revoked, when set, refuses tokens whose grant_id it names (the
+	// issuer's revoked-grants feed, [RevocationFeed]): a map lookup per
+	// token, no call on the request path. Default: none.
+	Revoked RevokedGrants
 }
 
 // Verifier checks access tokens (RFC 9068 JWTs). It is safe for concurrent
@@ -70,6 +71,7 @@ type Config struct {
 type Verifier struct {
 	keys      KeySource
 	validator *jwt.Validator
+	revoked   RevokedGrants // nil: no feed
 }
 
 // New returns a Verifier for cfg.
@@ -103,7 +105,7 @@ func New(cfg Config) (*Verifier, error) {
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
 	)
-	return &Verifier{keys: cfg.Keys, validator: val}, nil
+	return &Verifier{keys: cfg.Keys, validator: val, revoked: cfg.Revoked}, nil
 }
 
 // tokenClaims is the JSON form of the claims, decoded once per token.
@@ -194,6 +196,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if err := v.validator.Validate(&tc); err != nil {
 		return nil, reason(err)
 	}
+	if err := v.CheckGrant(tc.GrantID); err != nil {
+		return nil, err
+	}
 	c := &Claims{
 		Issuer:       tc.Issuer,
 		Subject:      tc.Subject,
@@ -215,6 +220,21 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		c.NotBefore = tc.NotBefore.Time
 	}
 	return c, nil
+}
+
+// CheckGrant applies Config.Revoked to a verified token's grant_id; every
+// path that accepts a token (a cache of verified tokens included) must
+// call it on each request, so that a grant revoked after its tokens were
+// verified is refused from the feed's next fetch on. A token without
+// grant_id (minted before the claim existed) has nothing to check.
+func (v *Verifier) CheckGrant(grantID string) error {
+	if v.revoked == nil || grantID == "" {
+		return nil
+	}
+	if err := v.revoked.CheckGrant(grantID); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	return nil
 }
 
 // p256HalfN is ⌊n/2⌋ for the order n of P-256, big-endian.

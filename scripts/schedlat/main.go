@@ -1,12 +1,12 @@
 // Command schedlat reads a Go execution trace (as served by
 // /debug/pprof/trace on `oauthd serve --debug-addr`) and reports how long
 // goroutines waited for a P after they were made runnable, grouped by what
-// woke them, and how busy each P was. It is a diagnostic for the README's
-// performance notes, in its own module so that the server does not depend
+// woke them, and how busy each P was. It is a diagnostic for
+// docs/PERFORMANCE.md, in its own module so that the server does not depend
 // on golang.org/x/exp.
 //
-//	curl -o /tmp/c16.trace 'http://127.0.0.1:16060/debug/pprof/trace?seconds=2'
-//	cd scripts/schedlat && go run . /tmp/c16.trace
+//	curl -o c16.trace 'http://127.0.0.1:16060/debug/pprof/trace?seconds=2'
+//	cd scripts/schedlat && go run . ../../c16.trace
 package main
 
 import (
