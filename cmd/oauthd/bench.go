@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,9 @@ type benchOptions struct {
 	tokens       string
 	emitTokens   string
 	grants       int
+	reps         int
+	distinct     int
+	targets      []string
 
 	cpuProfile string
 
@@ -66,7 +70,7 @@ type benchOptions struct {
 func newBenchCommand(root *rootOptions) *cobra.Command {
 	o := benchOptions{progress: time.Second}
 	cmd := &cobra.Command{
-		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify] [--json]",
+		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify|gateway] [--json]",
 		Short: "Measure refresh grants/s and latency (or code exchanges/s, or JWT verifications/s) on this machine",
 		Long: `bench measures the token endpoint the way clients use it.
 
@@ -95,7 +99,17 @@ second on stderr.
   --mode verify
       JWT verifications/s through the guard middleware (in-process,
       --concurrency goroutines, real ES256 access tokens), then the raw
-      ES256 signature check with the same key, for the ratio.`,
+      ES256 signature check with the same key, for the ratio.
+  --mode gateway [--reps 3] [--distinct-tokens 10000]
+      GET /v2/me with --concurrency keep-alive connections through four
+      proxies in front of one tiny upstream, all on loopback in this
+      process, each run --duration long, in --reps alternating reps: a
+      bare httputil reverse proxy (http.DefaultTransport), the same with
+      the gateway's transport and buffer pool, the gateway (as oauthd
+      gateway wires it, over a real JWKS) with one token, and the gateway
+      with --distinct-tokens tokens in turn. Each run starts fresh proxies
+      (an empty token cache). Prints req/s, p50, p99 and non-2xx per run and
+      the medians of the reps' gateway ÷ bare ratios.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd, root)
@@ -105,14 +119,17 @@ second on stderr.
 	fs.IntVarP(&o.concurrency, "concurrency", "c", 16, "concurrent workers (refresh chains, or verifying goroutines)")
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "measured duration (at most 10m)")
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON value")
-	fs.StringVar(&o.mode, "mode", "refresh", "refresh (token endpoint), code (code exchanges against refresh grants) or verify (access-token verification)")
+	fs.StringVar(&o.mode, "mode", "refresh", "refresh (token endpoint), code (code exchanges against refresh grants), verify (access-token verification) or gateway (oauthd gateway against a bare reverse proxy)")
+	fs.IntVar(&o.reps, "reps", 3, "with --mode gateway: alternating reps of every target")
+	fs.IntVar(&o.distinct, "distinct-tokens", 10_000, "with --mode gateway: distinct access tokens of the many-tokens workload")
+	fs.StringSliceVar(&o.targets, "targets", nil, "with --mode gateway: only these of bare, bare-tuned, gateway-1, gateway-N, and gateway-uncached (the gateway without its token cache, one token), e.g. to profile one")
 	fs.StringVar(&o.target, "target", "", "token endpoint URL of a running server on loopback (default: an in-process server)")
 	fs.StringVar(&o.clientID, "client-id", "", "with --target: the client's ID")
 	fs.StringVar(&o.clientSecret, "client-secret", "", "with --target: the client's secret (client_secret_post)")
 	fs.StringVar(&o.tokens, "tokens", "", "with --target: file of refresh tokens, one per line")
 	fs.StringVar(&o.emitTokens, "emit-tokens", "", "seed grants into --db, write their refresh tokens to this file and exit")
 	fs.IntVar(&o.grants, "grants", 0, "with --emit-tokens: how many grants (default --concurrency)")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase (server and load, in-process runs) to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase (server and load, in-process runs) to this file (--mode gateway: FILE.TARGET.REP, one per run)")
 	return cmd
 }
 
@@ -123,8 +140,19 @@ func (o *benchOptions) validate() error {
 	if o.duration <= 0 || o.duration > benchMaxDuration {
 		return fmt.Errorf("--duration %s: use a duration above 0 and at most %s", o.duration, benchMaxDuration)
 	}
-	if o.mode != "refresh" && o.mode != "verify" && o.mode != "code" {
-		return fmt.Errorf("--mode %q: use refresh, code or verify", o.mode)
+	if o.mode != "refresh" && o.mode != "verify" && o.mode != "code" && o.mode != "gateway" {
+		return fmt.Errorf("--mode %q: use refresh, code, verify or gateway", o.mode)
+	}
+	if o.reps < 1 || o.reps > 20 {
+		return fmt.Errorf("--reps %d: use 1 to 20", o.reps)
+	}
+	for _, t := range o.targets {
+		if !slices.Contains(gatewayTargets, t) && t != targetUncached {
+			return fmt.Errorf("--targets %q: use %s or %s", t, strings.Join(gatewayTargets, ", "), targetUncached)
+		}
+	}
+	if o.distinct < 1 || o.distinct > benchMaxGrants {
+		return fmt.Errorf("--distinct-tokens %d: use 1 to %d", o.distinct, benchMaxGrants)
 	}
 	if o.grants < 0 || o.grants > benchMaxGrants {
 		return fmt.Errorf("--grants %d: use 1 to %d", o.grants, benchMaxGrants)
@@ -157,6 +185,9 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	if o.emitTokens != "" {
 		return o.runEmit(ctx, logger, root, stdout)
+	}
+	if o.mode == "gateway" {
+		return o.runGateway(ctx, stdout, stderr)
 	}
 
 	dir, err := os.MkdirTemp("", "oauthd-bench-")

@@ -61,6 +61,54 @@ func TestBenchVerify(t *testing.T) {
 	}
 }
 
+// TestBenchGateway runs --mode gateway briefly: every target answers 2xx,
+// the many-tokens gateway verified (and cached) every distinct token, and
+// the ratios are the medians of the reps' ratios.
+func TestBenchGateway(t *testing.T) {
+	c := newCLI(t)
+	var rep gatewayReport
+	oneJSON(t, c.ok("", "bench", "--mode", "gateway", "-c", "4", "-d", "200ms", "--reps", "3", "--distinct-tokens", "40", "--json"), &rep)
+	if rep.Mode != "gateway" || rep.Reps != 3 || len(rep.Runs) != 3*4 {
+		t.Fatalf("report %+v; want 3 reps of 4 targets", rep)
+	}
+	perS := map[string][]float64{}
+	for _, r := range rep.Runs {
+		if r.Requests <= 0 || r.Non2xx != 0 || r.WarmupNon2xx != 0 || r.NetErrors != 0 || r.LatencyMS.P99 <= 0 {
+			t.Errorf("run %+v; want requests, all 2xx, no errors", r)
+		}
+		perS[r.Target] = append(perS[r.Target], r.PerS)
+	}
+	if rep.CacheEntries != 40 || rep.CacheHitPc <= 0 {
+		t.Errorf("token cache %d entries, %.1f%% hits; want the 40 distinct tokens cached and hits", rep.CacheEntries, rep.CacheHitPc)
+	}
+	var ratios []float64
+	for i := range 3 {
+		ratios = append(ratios, perS[targetGatewayOne][i]/perS[targetBare][i])
+	}
+	if got, want := rep.Ratios["gateway-1/bare rps"], median(ratios); got != want {
+		t.Errorf("gateway-1/bare rps = %v; want the median of %v", got, ratios)
+	}
+	prof := filepath.Join(t.TempDir(), "cpu")
+	out, _, err := c.run("", "bench", "--mode", "gateway", "-c", "2", "-d", "100ms", "--reps", "1", "--distinct-tokens", "10",
+		"--targets", "bare-tuned,gateway-N", "--cpuprofile", prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bare-tuned", "gateway-N/bare-tuned rps", "token cache  10 of"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "gateway-1") || strings.Contains(out, "gateway-N/bare rps") {
+		t.Errorf("output has a target that was not asked for:\n%s", out)
+	}
+	for _, f := range []string{prof + ".bare-tuned.1", prof + ".gateway-N.1"} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v", f, err)
+		}
+	}
+}
+
 func TestBenchCode(t *testing.T) {
 	c := newCLI(t)
 	var rep codeReport
@@ -153,6 +201,10 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--target", "http://10.1.2.3/token", "--client-id", "a", "--client-secret", "b", "--tokens", "x"}, "loopback"},
 		{[]string{"--target", "http://127.0.0.1:1/token", "--client-id", "a", "--client-secret", "b", "--tokens", "/nonexistent/toks"}, "tokens file"},
 		{[]string{"--target", "http://127.0.0.1:1/token", "--emit-tokens", "x"}, "--emit-tokens"},
+		{[]string{"--mode", "gateway", "--reps", "0"}, "--reps 0"},
+		{[]string{"--mode", "gateway", "--distinct-tokens", "0"}, "--distinct-tokens 0"},
+		{[]string{"--mode", "gateway", "--targets", "nginx"}, `--targets "nginx"`},
+		{[]string{"--target", "http://127.0.0.1:1/token", "--mode", "gateway"}, "refresh grants only"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,8 @@ type gatewayOptions struct {
 	publicURL  string
 	dpopWindow time.Duration
 	feed       feedOptions // gateway_feed.go
+	cache      int
+	envErr     error // an environment variable that does not parse
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -55,6 +58,11 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.publicURL, "public-url", env("PUBLIC_URL", ""), "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted; env OAUTHD_GATEWAY_PUBLIC_URL)")
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long")
 	o.feed.AddFlags(fs, env)
+	cache, err := strconv.Atoi(env("TOKEN_CACHE", strconv.Itoa(verify.DefaultCacheEntries)))
+	if err != nil {
+		o.envErr = fmt.Errorf("OAUTHD_GATEWAY_TOKEN_CACHE=%q: give a number of tokens, or 0 to turn the cache off", os.Getenv("OAUTHD_GATEWAY_TOKEN_CACHE"))
+	}
+	fs.IntVar(&o.cache, "token-cache", cache, "how many verified tokens to remember (about 0.7 KiB each); 0 verifies every request in full (env OAUTHD_GATEWAY_TOKEN_CACHE)")
 }
 
 func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
@@ -69,7 +77,12 @@ issuer's JWKS), enforces the route table (the built-in routes of the
 scheduling API plus those of --routes), and forwards allowed requests to
 --upstream with the headers X-Oauthd-User-Id, X-Oauthd-Client-Id,
 X-Oauthd-Scopes and X-Oauthd-Unrestricted (any X-Oauthd-* header sent by
-the caller is removed first). GET /healthz answers the gateway's own health.`,
+the caller is removed first). GET /healthz answers the gateway's own health.
+
+Verified tokens are remembered (--token-cache, by default 32768 of them):
+a token seen before costs no signature check while it is unexpired and its
+signing key is still in the issuer's JWKS; the route's scopes are checked
+on every request.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,9 +100,17 @@ type gatewayConfig struct {
 	jwksURL  string
 	audience string
 	table    *guard.Table
+	cache    int // verify.Config.CacheEntries
+	// publicURL and dpopWindow: what DPoP proofs are checked against
+	// (guard.Config.PublicURL, verify.DPoPConfig.Window).
+	publicURL  string
+	dpopWindow time.Duration
 }
 
 func (o *gatewayOptions) config() (*gatewayConfig, error) {
+	if o.envErr != nil {
+		return nil, o.envErr
+	}
 	if o.upstream == "" {
 		return nil, errors.New("--upstream is required: the base URL of the API server to protect (or set OAUTHD_GATEWAY_UPSTREAM)")
 	}
@@ -104,7 +125,13 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	if err != nil || (iss.Scheme != "http" && iss.Scheme != "https") || iss.Host == "" {
 		return nil, fmt.Errorf("--issuer %q must be an absolute http or https URL, the issuer's base URL", o.issuer)
 	}
-	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience}
+	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
+		publicURL: o.publicURL, dpopWindow: o.dpopWindow}
+	if o.publicURL != "" {
+		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
+		}
+	}
 	if c.jwksURL == "" {
 		c.jwksURL = strings.TrimRight(o.issuer, "/") + "/.well-known/jwks.json"
 	} else if u, err := url.Parse(c.jwksURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -112,6 +139,14 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	}
 	if c.audience == "" {
 		c.audience = o.issuer
+	}
+	switch {
+	case o.cache < 0:
+		return nil, fmt.Errorf("--token-cache %d: give a number of tokens, or 0 to turn the cache off", o.cache)
+	case o.cache == 0:
+		c.cache = -1
+	default:
+		c.cache = o.cache
 	}
 	c.table = guard.DefaultTable()
 	if o.routes != "" {
@@ -130,35 +165,26 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("component", "gateway")
-
-	keySet := verify.NewRemoteKeySet(verify.RemoteConfig{URL: cfg.jwksURL, Logger: logger})
-	feed, err := o.feed.follower(cfg.issuer, keySet, logger)
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	vcfg := verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet}
-	if feed != nil {
-		vcfg.Revoked = feed
-	}
-	v, err := verify.New(vcfg)
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	if o.publicURL != "" {
-		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
+	var feed *verify.RevocationFeed
+	gw, err := cfg.build(logger, func(keySet verify.KeySource) (verify.RevokedGrants, error) {
+		f, err := o.feed.follower(cfg.issuer, keySet, logger)
+		if f == nil || err != nil {
+			return nil, err // a nil *RevocationFeed must not become a non-nil interface
 		}
+		feed = f
+		return f, nil
+	})
+	if err != nil {
+		return err
 	}
-	dp := verify.NewDPoP(verify.DPoPConfig{Window: o.dpopWindow})
-	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger, DPoP: dp, PublicURL: o.publicURL})
-	proxy := guard.NewProxy(cfg.upstream, g, logger)
+	keySet := gw.keys
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("gateway: listen on %s: %w (choose another --listen address)", o.listen, err)
 	}
 	srv := &http.Server{
-		Handler:           gatewayHandler(proxy),
+		Handler:           gw.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -180,7 +206,8 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		go feed.Run(feedCtx)
 	}
 	logger.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(),
-		"upstream", cfg.upstream.String(), "issuer", cfg.issuer, "jwks_url", cfg.jwksURL, "routes", len(cfg.table.Routes()))
+		"upstream", cfg.upstream.String(), "issuer", cfg.issuer, "jwks_url", cfg.jwksURL, "routes", len(cfg.table.Routes()),
+		"token_cache", max(cfg.cache, 0))
 	if o.ready != nil {
 		o.ready(ln.Addr())
 	}
@@ -202,6 +229,36 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return fmt.Errorf("gateway: serve: %w", err)
 	}
 	return nil
+}
+
+// gateway is the gateway's handler and the parts a caller may need.
+type gateway struct {
+	handler http.Handler
+	proxy   *guard.Proxy
+	keys    *verify.RemoteKeySet
+	verify  *verify.Verifier
+}
+
+// build wires the gateway as `oauthd gateway` runs it (`oauthd bench
+// --mode gateway` measures the same wiring).
+func (cfg *gatewayConfig) build(logger *slog.Logger, revoked func(verify.KeySource) (verify.RevokedGrants, error)) (*gateway, error) {
+	keySet := verify.NewRemoteKeySet(verify.RemoteConfig{URL: cfg.jwksURL, Logger: logger})
+	vcfg := verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet, CacheEntries: cfg.cache}
+	if revoked != nil {
+		r, err := revoked(keySet)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		vcfg.Revoked = r
+	}
+	v, err := verify.New(vcfg)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	dp := verify.NewDPoP(verify.DPoPConfig{Window: cfg.dpopWindow})
+	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger, DPoP: dp, PublicURL: cfg.publicURL})
+	proxy := guard.NewProxy(cfg.upstream, g, logger)
+	return &gateway{handler: gatewayHandler(proxy), proxy: proxy, keys: keySet, verify: v}, nil
 }
 
 // gatewayHandler serves GET /healthz itself and hands everything else to

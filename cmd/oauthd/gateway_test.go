@@ -204,6 +204,17 @@ func TestGatewayRealVerifier(t *testing.T) {
 	}
 }
 
+func TestGatewayTokenCacheEnv(t *testing.T) {
+	t.Setenv("OAUTHD_GATEWAY_TOKEN_CACHE", "lots")
+	cmd := newGatewayCommand()
+	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--upstream", "http://u", "--issuer", "http://i"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.ExecuteContext(t.Context()); err == nil || !strings.Contains(err.Error(), "OAUTHD_GATEWAY_TOKEN_CACHE") {
+		t.Errorf("error %v; want one naming OAUTHD_GATEWAY_TOKEN_CACHE", err)
+	}
+}
+
 func TestGatewayFlagErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`[{"method":"GET","path":"/v2/x","scopes":["NOPE"]}]`), 0o600)
@@ -221,6 +232,7 @@ func TestGatewayFlagErrors(t *testing.T) {
 		{"extra arg", []string{"--upstream", "http://u", "--issuer", "http://i", "x"}, "unknown command"},
 		{"bad public url", []string{"--upstream", "http://u", "--issuer", "http://i", "--public-url", "api.example.com"}, "--public-url"},
 		{"public url with a path", []string{"--upstream", "http://u", "--issuer", "http://i", "--public-url", "https://api.example.com/v2"}, "--public-url"},
+		{"negative token cache", []string{"--upstream", "http://u", "--issuer", "http://i", "--token-cache", "-1"}, "--token-cache -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := newGatewayCommand()

@@ -197,7 +197,10 @@ func TestGatewayEndToEnd(t *testing.T) {
 	// revoked kid is a kid it knows, so it does not refetch, and keeps
 	// accepting the token until its cache expires (the JWKS says
 	// max-age=60, keys.DefaultJWKSMaxAge). That window is documented in
-	// the README and reported here, not hidden.
+	// the README and reported here, not hidden. The gateway's token cache
+	// (which has tokA from the cases above) does not lengthen it: a cached
+	// token is answered only while its kid is in the JWKS the gateway
+	// holds (keys/verify TestCacheRemoteKeyRevoked).
 	t.Run("revoked signing key", func(t *testing.T) {
 		active := kidIn(keyStates(t, e.db), "active")
 		e.cli(t, "keys", "revoke", "--", active)

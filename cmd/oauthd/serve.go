@@ -380,6 +380,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	// there whatever its scopes.
 	me := &grantVerifier{v: v}
 	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
+	registerTokenCacheMetrics(reg, v)
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,

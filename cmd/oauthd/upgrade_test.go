@@ -279,11 +279,27 @@ func TestUpgradeFromRelease(t *testing.T) {
 	})
 
 	t.Run("access tokens signed before", func(t *testing.T) {
+		// The release signed ES256 with either of the two valid S values;
+		// this one refuses a high S (no malleable tokens). A token of the
+		// release with a high S is refused (401: its client refreshes,
+		// see "refresh tokens"); one with a low S keeps working. The same
+		// token with its S made low — what it would have been — works,
+		// so nothing else about it was lost.
+		highS := 0
 		for _, a := range fx.Access {
-			if status, id := u.me(t, a.Token); status != http.StatusOK || id != a.UserID {
-				t.Errorf("%s: /v2/me = %d, user %d; want 200, user %d", a.What, status, id, a.UserID)
+			want := http.StatusOK
+			if lowS(a.Token) != a.Token {
+				want = http.StatusUnauthorized
+				highS++
+				if status, id := u.me(t, lowS(a.Token)); status != http.StatusOK || id != a.UserID {
+					t.Errorf("%s, its S made low: /v2/me = %d, user %d; want 200, user %d", a.What, status, id, a.UserID)
+				}
+			}
+			if status, id := u.me(t, a.Token); status != want || (want == http.StatusOK && id != a.UserID) {
+				t.Errorf("%s: /v2/me = %d, user %d; want %d, user %d", a.What, status, id, want, a.UserID)
 			}
 		}
+		t.Logf("%d of %d access tokens of the release had a high S and are refused", highS, len(fx.Access))
 	})
 
 	t.Run("refresh tokens", func(t *testing.T) {

@@ -90,29 +90,40 @@ func (s staticKey) Key(_ context.Context, kid string) (crypto.PublicKey, string,
 	return s.key, verify.ES256, nil
 }
 
-// es256Setup returns a real verifier and a real ES256 access token for it.
+// es256Setup returns a real verifier, without its token cache (these
+// benchmarks measure verification), and a real ES256 access token for it.
 func es256Setup(b *testing.B) (*verify.Verifier, string) {
+	v, mint := es256Issuer(b, -1)
+	return v, mint("j1")
+}
+
+// es256Issuer returns a real verifier whose cache holds cacheEntries
+// tokens (-1: no cache) and a function that mints a real ES256 access
+// token for it with the given jti.
+func es256Issuer(b *testing.B, cacheEntries int) (*verify.Verifier, func(jti string) string) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
 	const iss = "https://issuer.example"
-	v, err := verify.New(verify.Config{Issuer: iss, Keys: staticKey{kid: "k1", key: &priv.PublicKey}})
+	v, err := verify.New(verify.Config{Issuer: iss, Keys: staticKey{kid: "k1", key: &priv.PublicKey}, CacheEntries: cacheEntries})
 	if err != nil {
 		b.Fatal(err)
 	}
 	now := time.Now()
-	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
-		"iss": iss, "sub": "7", "aud": iss, "client_id": "app", "scope": "ORG_EVENT_TYPE_READ PROFILE_READ",
-		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(), "jti": "j1",
-	})
-	tok.Header["typ"] = "at+jwt"
-	tok.Header["kid"] = "k1"
-	s, err := tok.SignedString(priv)
-	if err != nil {
-		b.Fatal(err)
+	return v, func(jti string) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+			"iss": iss, "sub": "7", "aud": iss, "client_id": "app", "scope": "ORG_EVENT_TYPE_READ PROFILE_READ",
+			"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(), "jti": jti,
+		})
+		tok.Header["typ"] = "at+jwt"
+		tok.Header["kid"] = "k1"
+		s, err := tok.SignedString(priv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return lowS(s)
 	}
-	return v, lowS(s)
 }
 
 // BenchmarkGuardES256 is the whole middleware with a real verifier and a

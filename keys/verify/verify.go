@@ -64,6 +64,12 @@ type Config struct {
 	// issuer's revoked-grants feed, [RevocationFeed]): a map lookup per
 	// token, no call on the request path. Default: none.
 	Revoked RevokedGrants
+	// CacheEntries bounds the verified-token cache (see [Verifier.Verify]).
+	// Default [DefaultCacheEntries]; a negative value turns the cache off.
+	CacheEntries int
+	// CacheBytes bounds the memory the cache accounts for (see
+	// [CacheStats]). Default [DefaultCacheBytes].
+	CacheBytes int
 }
 
 // Verifier checks access tokens (RFC 9068 JWTs). It is safe for concurrent
@@ -72,6 +78,9 @@ type Verifier struct {
 	keys      KeySource
 	validator *jwt.Validator
 	revoked   RevokedGrants // nil: no feed
+	now       func() time.Time
+	leeway    time.Duration
+	cache     *tokenCache // nil when off
 }
 
 // New returns a Verifier for cfg.
@@ -105,7 +114,17 @@ func New(cfg Config) (*Verifier, error) {
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
 	)
-	return &Verifier{keys: cfg.Keys, validator: val, revoked: cfg.Revoked}, nil
+	v := &Verifier{keys: cfg.Keys, validator: val, now: cfg.Now, leeway: cfg.Leeway, revoked: cfg.Revoked}
+	if cfg.CacheEntries == 0 {
+		cfg.CacheEntries = DefaultCacheEntries
+	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = DefaultCacheBytes
+	}
+	if cfg.CacheEntries > 0 {
+		v.cache = newTokenCache(cfg.CacheEntries, cfg.CacheBytes)
+	}
+	return v, nil
 }
 
 // tokenClaims is the JSON form of the claims, decoded once per token.
@@ -138,12 +157,71 @@ var b64 = base64.RawURLEncoding.Strict()
 // Verify checks token and returns its claims. Every error wraps
 // [ErrInvalidToken] and says briefly why; it never contains the token.
 //
+// A token that passed every check is remembered, under the SHA-256 of the
+// whole token, in a bounded cache: the same token again is answered
+// without the signature check, but only while the clock is between its
+// iat/nbf (less the leeway) and its exp, and only while the key source
+// still gives its kid the key that verified it (a kid that left the JWKS,
+// as after `oauthd keys revoke`, is dropped at that lookup). A cached
+// answer is therefore never one the full check would refuse. Past exp the
+// full check decides, with its leeway. A failed check is never cached.
+// The returned Claims are the caller's own (a copy, slices included).
+func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
+	if v.cache == nil || len(token) > MaxTokenSize {
+		return v.verify(ctx, token, nil)
+	}
+	k := tokenKey(token)
+	if c, ok := v.cache.get(ctx, &k, v.now(), v.keys); ok {
+		// The cache holds what the signature and claims checks decided;
+		// a grant revoked since then is refused here, on every request.
+		if err := v.CheckGrant(c.GrantID); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	var used usedKey
+	c, err := v.verify(ctx, token, &used)
+	if err != nil {
+		return nil, err
+	}
+	v.cache.put(&k, c, used.kid, used.alg, used.pub, v.leeway, v.now())
+	return c, nil
+}
+
+// DropCached removes from the cache every token whose claims match, and
+// returns how many it removed. Neither a revoked grant (Config.Revoked is
+// checked on every hit) nor a revoked key (an entry whose key is no longer
+// published is never served) needs a call.
+func (v *Verifier) DropCached(match func(*Claims) bool) int {
+	if v.cache == nil {
+		return 0
+	}
+	return v.cache.drop(match)
+}
+
+// CacheStats reports on the verified-token cache (zero when it is off).
+func (v *Verifier) CacheStats() CacheStats {
+	if v.cache == nil {
+		return CacheStats{}
+	}
+	return v.cache.stats()
+}
+
+// usedKey is the key a successful verification used.
+type usedKey struct {
+	kid, alg string
+	pub      crypto.PublicKey
+}
+
+// verify is Verify without the cache; when used is not nil it receives
+// the key that verified the token.
+//
 // The order of the checks: size, alphabet, exactly three segments, header
 // (strict base64url, JSON object, alg one of [Algs], typ at+jwt, kid),
 // key lookup, alg equal to the key's alg and key of the right type,
 // signature, and only then the claims (JSON, exp, nbf, iat, iss, aud).
 // A forged token therefore costs no claim decoding.
-func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
+func (v *Verifier) verify(ctx context.Context, token string, used *usedKey) (*Claims, error) {
 	if len(token) > MaxTokenSize {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidToken, MaxTokenSize)
 	}
@@ -174,6 +252,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	pub, err := v.key(ctx, h, method)
 	if err != nil {
 		return nil, err
+	}
+	if used != nil {
+		*used = usedKey{kid: h.kid, alg: method.Alg(), pub: pub}
 	}
 	sig, err := b64.DecodeString(token[d2+1:])
 	if err != nil {
