@@ -187,6 +187,9 @@ func runOAuth4WebAPI(t *testing.T, dir, alg string) {
 	}
 
 	// 3. What oauth4webapi saw.
+	type recorded struct {
+		URL, Method, DPoP, Authorization string
+	}
 	type call struct {
 		Status int    `json:"status"`
 		Body   string `json:"body"`
@@ -199,9 +202,8 @@ func runOAuth4WebAPI(t *testing.T, dir, alg string) {
 		RefreshedAccessToken string `json:"refreshed_access_token"`
 		RefreshedTokenType   string `json:"refreshed_token_type"`
 		Me, Gateway, Me2     call
-		MeRequest            struct {
-			URL, Method, DPoP, Authorization string
-		} `json:"me_request"`
+		MeRequest            recorded `json:"me_request"`
+		GatewayRequest       recorded `json:"gateway_request"`
 	}
 	node.read(&done)
 	if done.Step != "done" || !strings.EqualFold(done.TokenType, "DPoP") || !strings.EqualFold(done.RefreshedTokenType, "DPoP") {
@@ -245,6 +247,15 @@ func runOAuth4WebAPI(t *testing.T, dir, alg string) {
 	res := dpopGet(t, e.base+"/v2/me", strings.TrimPrefix(done.MeRequest.Authorization, "DPoP "), done.MeRequest.DPoP)
 	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.Header.Get("WWW-Authenticate"), `error="invalid_dpop_proof"`) {
 		t.Errorf("replayed proof at /v2/me = %d %v", res.StatusCode, res.Header)
+	}
+	// And at the gateway, whose verifier has the token cached by now: the
+	// proof is still checked, and its jti was used.
+	if done.GatewayRequest.DPoP == "" || done.GatewayRequest.URL != gw+"/v2/me" {
+		t.Fatalf("recorded gateway request: %+v", done.GatewayRequest)
+	}
+	res = dpopGet(t, gw+"/v2/me", strings.TrimPrefix(done.GatewayRequest.Authorization, "DPoP "), done.GatewayRequest.DPoP)
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.Header.Get("WWW-Authenticate"), `error="invalid_dpop_proof"`) {
+		t.Errorf("replayed proof at the gateway = %d %v", res.StatusCode, res.Header)
 	}
 	// The refresh token without a proof by the key is worth nothing.
 	r := e2ePost(t, e.tokenURL(), url.Values{"grant_type": {"refresh_token"}, "refresh_token": {done.RefreshToken}, "client_id": {id}}, "", "")

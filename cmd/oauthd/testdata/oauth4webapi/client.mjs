@@ -69,9 +69,10 @@ const callMe = async (base, access) => {
 }
 const me = await callMe(issuer, tokens.access_token)
 const meProof = sent.at(-1)
-let gateway
+let gateway, gatewayProof
 if (process.env.GATEWAY_URL) {
   gateway = await callMe(new URL(process.env.GATEWAY_URL), tokens.access_token)
+  gatewayProof = sent.at(-1)
 }
 
 // Refresh with DPoP: the refresh token of a public client is bound to the key.
@@ -88,5 +89,6 @@ out({
   refreshed_token_type: refreshed.token_type,
   me, gateway, me2,
   me_request: meProof,
+  gateway_request: gatewayProof,
 })
 process.exit(0)
