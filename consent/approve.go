@@ -21,6 +21,7 @@ import (
 var authorizeParams = []string{
 	"client_id", "redirect_uri", "state", "scope",
 	"code_challenge", "code_challenge_method", "response_type",
+	"request_uri", // a pushed request's consent continuation (RFC 9126)
 }
 
 // scopeGroup is the scopes of one level, for display.
@@ -106,10 +107,14 @@ func (h *Handler) showConsent(c echo.Context) error {
 	if errors.Is(err, errNoSession) {
 		// Validate first so client and redirect errors show before login,
 		// but count the request only once, when the consent page is shown.
-		if _, err := h.authz.CheckAuthorize(ctx, q); err != nil {
+		ar, err := h.authz.CheckAuthorize(ctx, q)
+		if err != nil {
 			return h.authorizeError(c, err)
 		}
-		return seeOther(c, loginURL(safeReturnTo(authorizePath+"?"+r.URL.RawQuery)))
+		// The query to come back with: the request's own, or for a
+		// pushed request its consent continuation (its request_uri is
+		// single-use).
+		return seeOther(c, loginURL(safeReturnTo(authorizePath+"?"+returnQuery(ar, r))))
 	}
 	if err != nil {
 		return h.internalError(c, "consent page", err)
@@ -133,7 +138,7 @@ func (h *Handler) showConsent(c echo.Context) error {
 		RedirectTo:   origin,
 		Hidden:       hiddenFields(orig),
 		CSRF:         s.CSRF,
-		ReturnTo:     safeReturnTo(authorizePath + "?" + r.URL.RawQuery),
+		ReturnTo:     safeReturnTo(authorizePath + "?" + returnQuery(ar, r)),
 	}
 	if origin == "" {
 		v.RedirectTo = ar.RedirectURI
@@ -201,4 +206,13 @@ func (h *Handler) decide(c echo.Context) error {
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 	return seeOther(c, to)
+}
+
+// returnQuery is the query of the authorization request to come back to:
+// r's own, or for a pushed request the continuation ar carries.
+func returnQuery(ar *issuer.AuthorizeRequest, r *http.Request) string {
+	if ar != nil && ar.Query != nil && ar.Query.Has("request_uri") {
+		return ar.Query.Encode()
+	}
+	return r.URL.RawQuery
 }

@@ -59,6 +59,7 @@ func (h *Handler) registerSettings(e *echo.Echo) {
 	e.GET(clientsPath+"/:id", h.showClient)
 	e.POST(clientsPath+"/:id/redirect-uris", h.saveRedirectURIs)
 	e.POST(clientsPath+"/:id/scopes", h.saveScopes)
+	e.POST(clientsPath+"/:id/protections", h.saveProtections)
 	e.POST(clientsPath+"/:id/secrets", h.generateSecret)
 	e.POST(clientsPath+"/:id/secrets/revoke", h.revokeSecret)
 }
@@ -69,6 +70,7 @@ var flashes = map[string]string{
 	"secret_revoked":      "The secret was revoked. Calls that still send it are refused from now on; tokens already issued stay valid.",
 	"redirect_uris_saved": "The redirect URIs were saved.",
 	"scopes_saved":        "The scopes were saved.",
+	"protections_saved":   "The protections were saved.",
 	"migrated":            "The client is migrated: scopes now apply to every new authorization request. Tokens issued earlier keep working until users authorize again.",
 	"change_pending":      "Saved for review: what you added waits for a platform administrator, and until then the client works with its approved settings. Anything you removed no longer applies.",
 }
@@ -141,6 +143,12 @@ func newChangePanel(cv admin.ClientView, p *admin.ChangeView) *changePanel {
 	}
 	if p.ClientType != "" {
 		cp.Rows = append(cp.Rows, changeRow{"Client type", []string{typeName(cv.ClientType)}, []string{typeName(p.ClientType)}})
+	}
+	if p.DropDPoPBoundAccessTokens {
+		cp.Rows = append(cp.Rows, changeRow{"DPoP", []string{"required"}, []string{"no longer required"}})
+	}
+	if p.DropRequirePAR {
+		cp.Rows = append(cp.Rows, changeRow{"Pushed authorization requests", []string{"required"}, []string{"no longer required"}})
 	}
 	// Browser origins (CORS) derive from the redirect URIs and the type:
 	// those the change would add wait with it.
@@ -581,6 +589,27 @@ func (h *Handler) saveScopes(c echo.Context) error {
 			slog.Int64("user_id", u.ID), slog.String("client_id", cv.ClientID), slog.Bool("confirmed", confirm))
 	}
 	return done(c, cv.ClientID, code)
+}
+
+// saveProtections serves POST /settings/clients/:id/protections: the
+// DPoP and PAR requirements. Turning one on applies at once; turning one
+// off on an approved client waits for review.
+func (h *Handler) saveProtections(c echo.Context) error {
+	s, u, cv, ok, err := h.clientAction(c, "client_protections")
+	if !ok {
+		return err
+	}
+	r := c.Request()
+	dpop := r.PostForm.Get("dpop_bound_access_tokens") == "on"
+	par := r.PostForm.Get("require_pushed_authorization_requests") == "on"
+	res, err := h.clients.EditClient(r.Context(), cv.ClientID, admin.ClientEdit{DPoPBoundAccessTokens: &dpop, RequirePAR: &par})
+	if err != nil {
+		return h.failed(c, "set protections", err, u, s, cv, "protections", nil)
+	}
+	if p := res.Client.PendingChange; res.Pending && p != nil && (p.DropDPoPBoundAccessTokens || p.DropRequirePAR) {
+		return done(c, cv.ClientID, "change_pending")
+	}
+	return done(c, cv.ClientID, "protections_saved")
 }
 
 // generateSecret serves POST /settings/clients/:id/secrets. The new secret

@@ -307,6 +307,7 @@ func foreignRoutes(id, csrf string) []struct {
 		{http.MethodPost, clientsPath + "/" + id + "/scopes", url.Values{csrfField: {csrf}, "scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}}},
 		{http.MethodPost, clientsPath + "/" + id + "/secrets", url.Values{csrfField: {csrf}}},
 		{http.MethodPost, clientsPath + "/" + id + "/secrets/revoke", url.Values{csrfField: {csrf}, "secret_id": {"x"}}},
+		{http.MethodPost, clientsPath + "/" + id + "/protections", url.Values{csrfField: {csrf}}},
 	}
 }
 
@@ -676,5 +677,46 @@ func TestSettingsWideningWaits(t *testing.T) {
 	rec = se.post(path+"/scopes", url.Values{csrfField: {csrf}, "scope": {"NOPE"}}, sess)
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "Unknown scope NOPE") {
 		t.Errorf("forged unknown scope = %d\n%s", rec.Code, rec.Body)
+	}
+}
+
+// TestSettingsProtections: the Protections form turns DPoP and PAR on at
+// once; turning one off waits for review and shows in the pending panel.
+func TestSettingsProtections(t *testing.T) {
+	se := newSettingsEnv(t)
+	a := se.create(se.alice, "Alice App", true)
+	if _, err := se.adm.ApproveClient(context.Background(), a.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	sess, csrf := se.session(se.alice)
+	path := clientsPath + "/" + a.ClientID
+	rec := se.post(path+"/protections", url.Values{csrfField: {csrf}, "dpop_bound_access_tokens": {"on"}, "require_pushed_authorization_requests": {"on"}}, sess)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=protections_saved" {
+		t.Fatalf("turning on = %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	if c := se.client(a.ClientID); !c.DPoPBoundAccessTokens || !c.RequirePAR || c.Pending != nil {
+		t.Fatalf("stored = %+v", c)
+	}
+	page := se.get(path, sess).Body.String()
+	if !strings.Contains(page, `name="dpop_bound_access_tokens" checked`) || !strings.Contains(page, `name="require_pushed_authorization_requests" checked`) {
+		t.Errorf("the page does not show both protections on")
+	}
+	// Unchecking DPoP: a widening change, not in force until approved.
+	rec = se.post(path+"/protections", url.Values{csrfField: {csrf}, "require_pushed_authorization_requests": {"on"}}, sess)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=change_pending" {
+		t.Fatalf("turning off = %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	c := se.client(a.ClientID)
+	if !c.DPoPBoundAccessTokens || c.Pending == nil || !c.Pending.DropDPoPBound || c.Pending.DropRequirePAR {
+		t.Fatalf("stored = %+v, pending %+v", c, c.Pending)
+	}
+	if page := se.get(path, sess).Body.String(); !strings.Contains(page, `<th scope="row">DPoP</th>`) {
+		t.Errorf("the pending panel does not show the DPoP row")
+	}
+	if _, err := se.adm.ApproveClient(context.Background(), a.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	if c := se.client(a.ClientID); c.DPoPBoundAccessTokens || !c.RequirePAR {
+		t.Fatalf("after approval = %+v", c)
 	}
 }

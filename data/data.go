@@ -125,6 +125,12 @@ type Client struct {
 	RejectedChange *ClientChange `json:"rejected_change,omitempty"`
 	CreatedAt      time.Time     `json:"created_at"`
 	UpdatedAt      time.Time     `json:"updated_at"`
+	// DPoPBoundAccessTokens (RFC 9449 §5.2): every token request of the
+	// client must carry a DPoP proof, and its tokens are all DPoP-bound.
+	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens,omitempty"`
+	// RequirePAR (RFC 9126 §6): the client's authorization requests must
+	// come through the pushed authorization request endpoint.
+	RequirePAR bool `json:"require_pushed_authorization_requests,omitempty"`
 }
 
 // ClientChange is the part of a change by a client's owner that widens what
@@ -138,6 +144,11 @@ type ClientChange struct {
 	AddRedirectURIs []string `json:"add_redirect_uris,omitempty"`
 	// Type is the client type asked for; "" when the type stays.
 	Type ClientType `json:"type,omitempty"`
+	// DropDPoPBound and DropRequirePAR turn off the client's
+	// [Client.DPoPBoundAccessTokens] and [Client.RequirePAR]: a protection
+	// removed widens the client.
+	DropDPoPBound  bool `json:"drop_dpop_bound_access_tokens,omitempty"`
+	DropRequirePAR bool `json:"drop_require_pushed_authorization_requests,omitempty"`
 	// Secret is, for a public client that asked to become confidential, the
 	// secret it will have (its hash; the owner saw the secret once, when
 	// asking). It is not accepted before the change is approved.
@@ -175,6 +186,12 @@ func (c Client) WithPending() Client {
 	c.Pending = nil
 	c.Scopes = append(slices.Clone(c.Scopes), p.AddScopes...)
 	c.RedirectURIs = append(slices.Clone(c.RedirectURIs), p.AddRedirectURIs...)
+	if p.DropDPoPBound {
+		c.DPoPBoundAccessTokens = false
+	}
+	if p.DropRequirePAR {
+		c.RequirePAR = false
+	}
 	if p.Type != "" && p.Type != c.Type {
 		c.Type = p.Type
 		c.Secrets = nil
@@ -236,6 +253,10 @@ type Family struct {
 	// last untagged token once a rotation replaced it: a replay of that
 	// token is genuine (it revokes), any other untagged token is a forgery.
 	LegacyHash []byte `json:"legacy_hash,omitempty"`
+	// JKT is the RFC 7638 thumbprint of the DPoP key the family's refresh
+	// tokens are bound to (RFC 9449 §5: a public client's); "" when they
+	// are not bound. A refresh without a proof by that key is refused.
+	JKT string `json:"jkt,omitempty"`
 }
 
 // Grant records a user's consent to a client for some scopes.
@@ -326,14 +347,6 @@ type Store interface {
 	// credential of the user is left and none can be made.
 	UpdateUser(ctx context.Context, id int64, update func(User) (User, error)) (User, error)
 
-	// One-time values.
-
-	// UseNonce records key as used until expiresAt; ErrExists when it was
-	// recorded before (and not yet collected). Used for the single-use
-	// jti of login assertions, across every replica of the store.
-	// GarbageCollect removes keys whose expiresAt is before now.
-	UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error
-
 	// Clients.
 
 	// CreateClient stores c after [ValidateClient]; ErrExists on a taken ID.
@@ -402,9 +415,20 @@ type Store interface {
 	// always exactly the set one of them computed.
 	UpdateKeys(ctx context.Context, update func([]SigningKey) ([]SigningKey, error)) ([]SigningKey, error)
 
-	// GarbageCollect removes auth codes, families, sessions and nonces
-	// whose ExpiresAt (or AbsoluteExp) is before now, and revocations
-	// whose LastIssuedAt is more than [RevocationKeep] before now.
+	// One-time values.
+
+	// UseNonce records key (the hash of a DPoP proof's jti, a pushed
+	// request_uri, a login assertion's jti) as used until expires, and returns an error
+	// wrapping ErrExists when it is already recorded (expired or not, until
+	// GarbageCollect removes it): of any number of calls with one key, on
+	// any number of processes sharing the store, exactly one succeeds.
+	// The record is durable like every other write.
+	UseNonce(ctx context.Context, key []byte, expires time.Time) error
+
+	// GarbageCollect removes auth codes, families and sessions whose
+	// ExpiresAt (or AbsoluteExp) is before now, and revocations whose
+	// LastIssuedAt is more than [RevocationKeep] before now, and nonces
+	// whose expiry is before now.
 	GarbageCollect(ctx context.Context, now time.Time) (GCResult, error)
 
 	// Close releases the store. Calls after Close fail.

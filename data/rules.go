@@ -155,8 +155,11 @@ func validatePending(c Client) error {
 	if c.Status != StatusApproved {
 		return ruleErr("pending", "only an approved client can have a pending change; a client that is %s takes its owner's edits directly", c.Status)
 	}
-	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" {
-		return ruleErr("pending", "a pending change must add a scope or a redirect URI or change the client type")
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
+		return ruleErr("pending", "a pending change must add a scope or a redirect URI, change the client type or turn a protection off")
+	}
+	if (p.DropDPoPBound && !c.DPoPBoundAccessTokens) || (p.DropRequirePAR && !c.RequirePAR) {
+		return ruleErr("pending", "a pending change can turn off only a protection the client has")
 	}
 	if strings.TrimSpace(p.ProposedBy) == "" || p.ProposedAt.IsZero() {
 		return ruleErr("pending", "a pending change must say who proposed it and when")

@@ -35,6 +35,9 @@ type accessClaims struct {
 	GrantID      string `json:"grant_id,omitempty"`
 	Scope        string `json:"scope,omitempty"`
 	Unrestricted bool   `json:"unrestricted,omitempty"`
+	// Cnf holds cnf.jkt (RFC 9449 §6.1): the thumbprint of the DPoP key
+	// the token is bound to; nil for a bearer token.
+	Cnf *cnf `json:"cnf,omitempty"`
 }
 
 var _ jwt.Claims = (*accessClaims)(nil)
@@ -68,6 +71,11 @@ func (c *accessClaims) AppendJSON(b []byte) []byte {
 	if c.Unrestricted {
 		b = append(b, `,"unrestricted":true`...)
 	}
+	if c.Cnf != nil {
+		b = append(b, `,"cnf":{"jkt":`...)
+		b = appendJSONString(b, c.Cnf.JKT)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
@@ -94,7 +102,7 @@ func newAccessTokenID() string {
 // mintAccessToken signs an access token of grant (a family ID) for userID
 // and clientID at now. scopes are joined with spaces; unrestricted marks a
 // legacy grant.
-func (s *Server) mintAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool) (string, error) {
+func (s *Server) mintAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) (string, error) {
 	iat := now.Unix()
 	claims := &accessClaims{
 		Issuer:    s.cfg.Issuer,
@@ -105,6 +113,7 @@ func (s *Server) mintAccessToken(now time.Time, grant string, userID int64, clie
 		ID:        newAccessTokenID(),
 		ClientID:  clientID,
 		GrantID:   grant,
+		Cnf:       cnfOf(jkt),
 	}
 	if unrestricted {
 		claims.Unrestricted = true
@@ -134,11 +143,11 @@ type pendingToken struct {
 // store runs again (a retried transaction) starts a new token and the
 // earlier one is dropped. scopes are copied: the store keeps using the
 // family's slice.
-func (s *Server) startAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool) *pendingToken {
+func (s *Server) startAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) *pendingToken {
 	p := &pendingToken{done: make(chan struct{})}
 	scopes = slices.Clone(scopes)
 	s.signers.run(func() {
-		p.tok, p.err = s.mintAccessToken(now, grant, userID, clientID, scopes, unrestricted)
+		p.tok, p.err = s.mintAccessToken(now, grant, userID, clientID, scopes, unrestricted, jkt)
 		close(p.done)
 	})
 	return p

@@ -51,7 +51,7 @@ const (
 // call it once per display of the consent page. Any other error is a
 // storage failure (a server error).
 func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*AuthorizeRequest, error) {
-	return s.authzValidate(ctx, q, true)
+	return s.authzValidate(ctx, q, modeParse)
 }
 
 // CheckAuthorize validates q exactly like [Server.ParseAuthorize] but does
@@ -59,7 +59,7 @@ func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*AuthorizeRe
 // the user has logged in, so that one authorization is counted once, when
 // the consent page is shown.
 func (s *Server) CheckAuthorize(ctx context.Context, q url.Values) (*AuthorizeRequest, error) {
-	return s.authzValidate(ctx, q, false)
+	return s.authzValidate(ctx, q, modeCheck)
 }
 
 // Approve records the user's consent to the request q (the query posted
@@ -71,7 +71,7 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 	if userID <= 0 {
 		return "", fmt.Errorf("approve: invalid user ID %d", userID)
 	}
-	req, err := s.authzValidate(ctx, q, false)
+	req, err := s.authzValidate(ctx, q, modeDecide)
 	if err != nil {
 		return "", err
 	}
@@ -110,7 +110,7 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 // that tells the client the user refused: redirect_uri?error=access_denied
 // with state and iss (RFC 6749 §4.1.2.1).
 func (s *Server) Deny(ctx context.Context, q url.Values, userID int64) (string, error) {
-	req, err := s.authzValidate(ctx, q, false)
+	req, err := s.authzValidate(ctx, q, modeDecide)
 	if err != nil {
 		return "", err
 	}
@@ -126,9 +126,30 @@ func (s *Server) Deny(ctx context.Context, q url.Values, userID int64) (string, 
 	return s.authzRedirect(req.RedirectURI, v, req.State), nil
 }
 
-// authzValidate is ParseAuthorize; countUsage says whether to count a legacy
-// client's request.
-func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage bool) (*AuthorizeRequest, error) {
+// authzMode says who validates an authorization request.
+type authzMode int
+
+const (
+	modeCheck  authzMode = iota // CheckAuthorize: before login
+	modeParse                   // ParseAuthorize: the consent page; counts a legacy client's usage
+	modeDecide                  // Approve, Deny: a pushed request is used up
+	modePush                    // the pushed authorization request endpoint
+)
+
+// authzValidate is ParseAuthorize, CheckAuthorize, Approve's and Deny's
+// validation, and the pushed authorization request endpoint's (mode).
+func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode) (*AuthorizeRequest, error) {
+	countUsage := mode == modeParse
+	// 0. A pushed request (RFC 9126 §4): its parameters replace q; the
+	// consent form carries the continuation (orig) instead.
+	var orig url.Values
+	if _, ok := q["request_uri"]; ok && mode != modePush {
+		pushed, cont, err := s.resolvePushed(ctx, q, mode)
+		if err != nil {
+			return nil, err
+		}
+		q, orig = pushed, cont
+	}
 	// 1. The client and its redirect_uri: nothing may redirect before both
 	// are trusted (RFC 6749 §4.1.2.1, §10.15).
 	switch {
@@ -191,6 +212,10 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage boo
 
 	if countUsage && client.Legacy {
 		s.authzCountUsage(ctx, client.ID, hasScope)
+	}
+	if client.RequirePAR && orig == nil && mode != modePush {
+		return nil, &PageError{Title: "Invalid authorization request",
+			Message: authzQuote(client.Name) + " must send its authorization requests to the pushed authorization request endpoint first (require_pushed_authorization_requests). The application must fix its sign-in."}
 	}
 
 	// 2. From here on, errors go back to the client by redirect.
@@ -266,6 +291,9 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage boo
 		return nil, fail(authzCodeInvalidRequest, "a public client must send code_challenge (PKCE, S256)")
 	}
 
+	if orig == nil {
+		orig = q
+	}
 	return &AuthorizeRequest{
 		Client:        client,
 		RedirectURI:   redirectURI,
@@ -273,7 +301,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, countUsage boo
 		Scopes:        scopes,
 		Unrestricted:  client.Legacy,
 		CodeChallenge: challenge,
-		Query:         q,
+		Query:         orig,
 	}, nil
 }
 

@@ -20,7 +20,9 @@ type AuthorizeRequest struct {
 	Unrestricted  bool
 	CodeChallenge string
 	// Query is the original query, which the consent form posts back so the
-	// decision is validated again from scratch.
+	// decision is validated again from scratch; for a pushed request
+	// (RFC 9126), client_id and the consent continuation of its
+	// request_uri (see par.go).
 	Query url.Values
 }
 

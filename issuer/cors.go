@@ -55,6 +55,7 @@ func (s *Server) registerCORS(e *echo.Echo) {
 	}}
 	e.OPTIONS(tokenPath, s.handlePreflight)
 	e.OPTIONS(revokePath, s.handlePreflight)
+	e.OPTIONS(parPath, s.handlePreflight) // a browser client pushes its requests too (RFC 9126)
 	e.Use(corsHeaders)
 }
 
@@ -63,7 +64,7 @@ func (s *Server) registerCORS(e *echo.Echo) {
 func corsHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		switch c.Path() {
-		case tokenPath, revokePath:
+		case tokenPath, revokePath, parPath:
 			c.Response().Header().Add("Vary", "Origin")
 		case metadataPath, jwksPath:
 			c.Response().Header().Set("Access-Control-Allow-Origin", "*")
@@ -130,7 +131,7 @@ func (s *Server) allowOrigin(c echo.Context, client data.Client) {
 	if origin == "" {
 		return
 	}
-	if p := c.Path(); p != tokenPath && p != revokePath {
+	if p := c.Path(); p != tokenPath && p != revokePath && p != parPath {
 		return
 	}
 	if slices.Contains(data.AllowedOrigins(client), origin) {

@@ -60,6 +60,9 @@ var (
 	// ErrTooManyRequests answers a client (or source address) whose failed
 	// client authentications exceeded the limit: 429 with Retry-After.
 	ErrTooManyRequests = &Error{Code: "too_many_requests", Status: http.StatusTooManyRequests}
+	// ErrInvalidDPoPProof: the token request's DPoP proof is missing
+	// where required, or invalid (RFC 9449 §5, §12.2).
+	ErrInvalidDPoPProof = &Error{Code: "invalid_dpop_proof", Status: http.StatusBadRequest}
 )
 
 // WithDescription returns a copy of err with the formatted description.

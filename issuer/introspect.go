@@ -26,6 +26,12 @@ type introspection struct {
 	ID           string `json:"jti,omitempty"`
 	TokenType    string `json:"token_type,omitempty"`
 	Unrestricted bool   `json:"unrestricted,omitempty"`
+	Cnf          *cnf   `json:"cnf,omitempty"` // RFC 9449 §6.2
+}
+
+// cnf is the confirmation of a DPoP-bound token (RFC 9449 §6).
+type cnf struct {
+	JKT string `json:"jkt"`
 }
 
 // handleIntrospect is POST /v2/auth/oauth2/introspect (RFC 7662). The
@@ -92,8 +98,9 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 			IssuedAt:     claims.IssuedAt.Unix(),
 			Issuer:       claims.Issuer,
 			ID:           claims.ID,
-			TokenType:    "Bearer",
+			TokenType:    tokenTypeOf(claims.JKT),
 			Unrestricted: claims.Unrestricted,
+			Cnf:          cnfOf(claims.JKT),
 		}
 		if !claims.Unrestricted {
 			r.Scope = scope.Join(claims.Scopes)
@@ -140,4 +147,19 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 		r.Scope = scope.Join(scopes)
 	}
 	return r, nil
+}
+
+func cnfOf(jkt string) *cnf {
+	if jkt == "" {
+		return nil
+	}
+	return &cnf{JKT: jkt}
+}
+
+// tokenTypeOf is the token_type of an access token: DPoP when bound.
+func tokenTypeOf(jkt string) string {
+	if jkt != "" {
+		return "DPoP"
+	}
+	return "Bearer"
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/issuer/scope"
+	"oauthd/keys/verify"
 )
 
 // serverMetadata is the RFC 8414 §2 authorization server metadata: exactly
@@ -27,6 +28,9 @@ type serverMetadata struct {
 	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
 	ScopesSupported                            []string `json:"scopes_supported"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
+	PushedAuthorizationRequestEndpoint         string   `json:"pushed_authorization_request_endpoint"`
+	RequirePushedAuthorizationRequests         bool     `json:"require_pushed_authorization_requests"`
+	DPoPSigningAlgValuesSupported              []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // buildMetadata renders the metadata document once, at [New].
@@ -56,6 +60,11 @@ func buildMetadata(cfg Config) []byte {
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		ScopesSupported:                            names,
 		AuthorizationResponseIssParameterSupported: true,
+		// RFC 9126 §5: server-wide false; per client, see
+		// require_pushed_authorization_requests on the client.
+		PushedAuthorizationRequestEndpoint: cfg.Issuer + parPath,
+		RequirePushedAuthorizationRequests: false,
+		DPoPSigningAlgValuesSupported:      verify.DPoPAlgs(),
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

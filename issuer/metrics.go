@@ -18,6 +18,7 @@ type metrics struct {
 	// and the grants revoked for having none left ("revoked").
 	refreshForged   prometheus.Counter
 	refreshGrace    prometheus.Counter
+	dpopRefused     prometheus.Counter // token requests refused for their DPoP proof
 	refreshNarrowed *prometheus.CounterVec
 	// grantRefused counts access tokens refused by /v2/me and introspection
 	// because their grant is revoked or their client no longer approved.
@@ -54,6 +55,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "oauthd_refresh_narrowed_total",
 			Help: "Refreshes of grants whose client lost scopes: narrowed (the grant keeps the rest) or revoked (none left).",
 		}, []string{"result"}),
+		dpopRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oauthd_dpop_proof_refused_total",
+			Help: "Token requests refused for an invalid DPoP proof (malformed, wrong htm/htu, outside the iat window, replayed jti).",
+		}),
 		grantRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oauthd_access_token_grant_revoked_total",
 			Help: "Access tokens refused at /v2/me or introspection because their grant was revoked or their client is no longer approved.",
@@ -67,6 +72,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.refreshGrace = registerCollector(reg, m.refreshGrace)
 		m.refreshNarrowed = registerCollector(reg, m.refreshNarrowed)
 		m.grantRefused = registerCollector(reg, m.grantRefused)
+		m.dpopRefused = registerCollector(reg, m.dpopRefused)
 	}
 	return m
 }

@@ -106,7 +106,7 @@ func keptScopes(granted, client []string) []string {
 
 // refresh runs the refresh_token grant (RFC 6749 §6) with rotation (RFC
 // 9700 §4.14.2).
-func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest) (tokenResponse, error) {
+func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, jkt string) (tokenResponse, error) {
 	if req.RefreshToken == "" {
 		return tokenResponse{}, tokBadRequest("refresh_token is required")
 	}
@@ -151,6 +151,11 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 		if v == genuineReplay {
 			return data.Family{}, fmt.Errorf("refresh family %s: %w", f.ID, data.ErrTokenReused)
 		}
+		if f.JKT != "" && f.JKT != jkt {
+			// RFC 9449 §5: a bound refresh token is worth nothing
+			// without a proof by its key; nothing changes.
+			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token is bound to a DPoP key: send a DPoP proof signed with that key")
+		}
 		if !f.Unrestricted && !client.Legacy {
 			kept := keptScopes(f.Scopes, client.Scopes)
 			if len(kept) == 0 {
@@ -167,9 +172,9 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 		refreshToken = s.tagger.NewToken(f.ID)
 		if len(narrowed) > 0 {
 			// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, narrowed, false)
+			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, narrowed, false, jkt)
 		} else {
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted)
+			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, jkt)
 		}
 		if v == rotateGrace {
 			// The previous token's one extra use: the token that was
@@ -228,7 +233,7 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	return s.newTokenResponse(tok, refreshToken, scopes, unrestricted), nil
+	return s.newTokenResponse(tok, refreshToken, scopes, unrestricted, jkt), nil
 }
 
 // errUnknownRefresh is the answer to a refresh token that is unknown,

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -67,6 +68,10 @@ type Config struct {
 	// counts with every replica that has the same (issuer/throttle.Shared);
 	// nil counts them in this process.
 	Throttle *throttle.Shared
+
+	// DPoPWindow is how far a DPoP proof's iat may be from now, either
+	// way (RFC 9449 §11.1). Default verify.DefaultDPoPWindow (60 s).
+	DPoPWindow time.Duration
 }
 
 // DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace
@@ -86,6 +91,8 @@ type Server struct {
 	refreshKey []byte              // Config.RefreshTokenKey
 	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
 	grace      time.Duration       // Config.RefreshReuseGrace
+	dpop       *verify.DPoP        // token endpoint proofs; jti in the store
+	par        cipher.AEAD         // seals pushed authorization requests (par.go)
 	cors       *corsState          // cors.go; nil until Register
 }
 
@@ -140,6 +147,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
+	s.par = newPARSealer(cfg.RefreshTokenKey)
+	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil
@@ -150,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 // pages (package consent) mount the authorization endpoint.
 func (s *Server) Register(e *echo.Echo) {
 	e.POST("/v2/auth/oauth2/token", s.handleToken)
+	e.POST(parPath, s.handlePAR)
 	e.POST("/v2/auth/oauth2/revoke", s.handleRevoke)
 	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)

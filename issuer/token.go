@@ -42,6 +42,7 @@ type tokenResponse struct {
 	RefreshToken string
 	ExpiresIn    int64
 	Scope        string // "" omits the member (unrestricted legacy grant)
+	DPoP         bool   // token_type DPoP: the access token is bound (RFC 9449 §5)
 }
 
 // handleToken is POST /v2/auth/oauth2/token (RFC 6749 §3.2): the
@@ -84,14 +85,18 @@ func (s *Server) token(ctx context.Context, c echo.Context, req *tokenRequest) (
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	if req.GrantType == "authorization_code" {
-		return s.exchangeCode(ctx, c, client, req)
+	jkt, err := s.tokenProof(ctx, c, client)
+	if err != nil {
+		return tokenResponse{}, err
 	}
-	return s.refresh(ctx, c, client, req)
+	if req.GrantType == "authorization_code" {
+		return s.exchangeCode(ctx, c, client, req, jkt)
+	}
+	return s.refresh(ctx, c, client, req, jkt)
 }
 
 // exchangeCode runs the authorization_code grant.
-func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest) (tokenResponse, error) {
+func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, jkt string) (tokenResponse, error) {
 	if req.Code == "" {
 		return tokenResponse{}, tokBadRequest("code is required")
 	}
@@ -115,9 +120,10 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 		}
 		id := data.NewFamilyID()
 		refreshToken = s.tagger.NewToken(id)
-		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted)
+		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
 		abs := now.Add(s.cfg.RefreshMax)
 		return data.Family{
+			JKT:          refreshBinding(client, jkt),
 			ID:           id,
 			ClientID:     code.ClientID,
 			UserID:       code.UserID,
@@ -170,7 +176,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	return s.newTokenResponse(tok, refreshToken, fam.Scopes, fam.Unrestricted), nil
+	return s.newTokenResponse(tok, refreshToken, fam.Scopes, fam.Unrestricted, jkt), nil
 }
 
 // checkCode checks a stored code against the request (RFC 6749 §4.1.3,
@@ -233,8 +239,8 @@ func pkceMatches(verifier, challenge string) bool {
 	return subtle.ConstantTimeCompare(enc[:], []byte(challenge)) == 1
 }
 
-func (s *Server) newTokenResponse(access, refresh string, scopes []string, unrestricted bool) tokenResponse {
-	r := tokenResponse{AccessToken: access, RefreshToken: refresh, ExpiresIn: int64(s.cfg.AccessTTL / time.Second)}
+func (s *Server) newTokenResponse(access, refresh string, scopes []string, unrestricted bool, jkt string) tokenResponse {
+	r := tokenResponse{AccessToken: access, RefreshToken: refresh, ExpiresIn: int64(s.cfg.AccessTTL / time.Second), DPoP: jkt != ""}
 	if !unrestricted {
 		r.Scope = scope.Join(scopes)
 	}
@@ -258,7 +264,11 @@ func writeTokenResponse(c echo.Context, r tokenResponse) error {
 	b = appendJSONString(b, r.AccessToken)
 	b = append(b, `,"refresh_token":`...)
 	b = appendJSONString(b, r.RefreshToken)
-	b = append(b, `,"token_type":"bearer","expires_in":`...)
+	if r.DPoP {
+		b = append(b, `,"token_type":"DPoP","expires_in":`...)
+	} else {
+		b = append(b, `,"token_type":"bearer","expires_in":`...)
+	}
 	b = strconv.AppendInt(b, r.ExpiresIn, 10)
 	if r.Scope != "" {
 		b = append(b, `,"scope":`...)

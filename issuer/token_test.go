@@ -662,7 +662,7 @@ func TestRevoke(t *testing.T) {
 	})
 	t.Run("access token without grant_id", func(t *testing.T) {
 		env := newTkEnv(t)
-		old, err := env.s.mintAccessToken(env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false)
+		old, err := env.s.mintAccessToken(env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -801,6 +801,9 @@ func TestMetadata(t *testing.T) {
 		"introspection_endpoint_auth_methods_supported":  []any{"client_secret_basic", "client_secret_post"},
 		"code_challenge_methods_supported":               []any{"S256"},
 		"authorization_response_iss_parameter_supported": true,
+		"pushed_authorization_request_endpoint":          tkIssuer + "/v2/auth/oauth2/par",
+		"require_pushed_authorization_requests":          false,
+		"dpop_signing_alg_values_supported":              []any{"ES256", "EdDSA", "Ed25519"},
 	}
 	for k, v := range want {
 		gb, _ := json.Marshal(m[k])

@@ -42,6 +42,10 @@ type tokenRequest struct {
 	Basic       bool
 	BasicID     string
 	BasicSecret string
+
+	// Form is every parameter of the body (the pushed authorization
+	// request endpoint reads them all).
+	Form url.Values
 }
 
 // set stores the value of the recognized parameter name.
@@ -218,6 +222,7 @@ func parseFormParams(body []byte, req *tokenRequest) *Error {
 		}
 		req.set(name, vs[0])
 	}
+	req.Form = q
 	return nil
 }
 
@@ -258,6 +263,10 @@ func parseJSONParams(body []byte, req *tokenRequest) *Error {
 			return e
 		}
 		req.set(name, value)
+		if req.Form == nil {
+			req.Form = url.Values{}
+		}
+		req.Form.Set(name, value)
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
 		return tokBadRequest("the JSON body is malformed")

@@ -21,7 +21,7 @@ func newClientsCommand(o *rootOptions) *cobra.Command {
 	cmd.AddCommand(
 		newClientsCreateCommand(o), newClientsImportCommand(o), newClientsListCommand(o), newClientsShowCommand(o),
 		newClientsApproveCommand(o), newClientsRejectCommand(o), newSecretsCommand(o),
-		newClientsScopesCommand(o), newClientsRedirectURIsCommand(o),
+		newClientsScopesCommand(o), newClientsRedirectURIsCommand(o), newClientsSetCommand(o),
 	)
 	return cmd
 }
@@ -182,6 +182,10 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		ids = []string{"-"}
 	}
 	kv = append(kv, "secrets", strings.Join(ids, "; "), "allowed_origins", originsText(c.ClientType, c.AllowedOrigins))
+	if c.DPoPBoundAccessTokens || c.RequirePAR {
+		kv = append(kv, "dpop_bound_access_tokens", strconv.FormatBool(c.DPoPBoundAccessTokens),
+			"require_pushed_authorization_requests", strconv.FormatBool(c.RequirePAR))
+	}
 	if r := c.AuthorizationRequests; r != nil {
 		kv = append(kv, "authorization_requests", fmt.Sprintf("%d with scope, %d without scope (last %d days)", r.WithScope, r.WithoutScope, r.Days))
 	}
@@ -243,6 +247,12 @@ func changeSummary(p *admin.ChangeView) string {
 	}
 	if p.ClientType != "" {
 		parts = append(parts, "makes the client "+p.ClientType)
+	}
+	if p.DropDPoPBoundAccessTokens {
+		parts = append(parts, "stops requiring DPoP (dpop_bound_access_tokens off)")
+	}
+	if p.DropRequirePAR {
+		parts = append(parts, "stops requiring pushed authorization requests (require_pushed_authorization_requests off)")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -330,6 +340,29 @@ func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
 		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
 			return svc.SetRedirectURIs(ctx, args[0], args[1:])
 		}))
+	return cmd
+}
+
+func newClientsSetCommand(o *rootOptions) *cobra.Command {
+	var dpop, par bool
+	var cmd *cobra.Command
+	cmd = clientCommand(o, "set CLIENT_ID [--dpop-bound-access-tokens=BOOL] [--require-par=BOOL]",
+		"Set a client's protections: DPoP-bound tokens required (RFC 9449), pushed authorization requests required (RFC 9126)", exactArgs("CLIENT_ID"),
+		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
+			var opts admin.ClientOptions
+			if cmd.Flags().Changed("dpop-bound-access-tokens") {
+				opts.DPoPBoundAccessTokens = &dpop
+			}
+			if cmd.Flags().Changed("require-par") {
+				opts.RequirePAR = &par
+			}
+			return svc.SetClientOptions(ctx, args[0], opts)
+		})
+	cmd.Long = "Set a client's protections. They apply at once (the operator is the reviewer); an owner turning one off in the settings pages waits for review.\n" +
+		"--dpop-bound-access-tokens=true: every token request of the client must carry a DPoP proof, so all its tokens are bound to its key.\n" +
+		"--require-par=true: its authorization requests must be pushed to /v2/auth/oauth2/par first."
+	cmd.Flags().BoolVar(&dpop, "dpop-bound-access-tokens", false, "require DPoP proofs at the token endpoint (dpop_bound_access_tokens)")
+	cmd.Flags().BoolVar(&par, "require-par", false, "require pushed authorization requests (require_pushed_authorization_requests)")
 	return cmd
 }
 

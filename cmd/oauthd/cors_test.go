@@ -59,7 +59,7 @@ func TestCORSHeaders(t *testing.T) {
 			"Origin": origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type",
 		}, "")
 	}
-	for _, path := range []string{"/v2/auth/oauth2/token", "/v2/auth/oauth2/revoke"} {
+	for _, path := range []string{"/v2/auth/oauth2/token", "/v2/auth/oauth2/revoke", "/v2/auth/oauth2/par"} {
 		for _, tc := range []struct {
 			origin string
 			allow  bool
@@ -253,5 +253,26 @@ func TestBrowserCORS(t *testing.T) {
 	}
 	if status, body := e.me(t, at); status != http.StatusUnauthorized {
 		t.Errorf("/v2/me after the page revoked the grant = %d %s; want 401", status, body)
+	}
+}
+
+// TestCORSPushedAuthorizationRequest: a browser client pushes its
+// authorization request (RFC 9126) from its own origin, and reads the
+// answer; another origin gets no Access-Control-Allow-Origin.
+func TestCORSPushedAuthorizationRequest(t *testing.T) {
+	e := startE2E(t)
+	const spa = "http://127.0.0.1:5173"
+	id, _ := e.client(t, spa+"/callback", []string{"PROFILE_READ"}, "--public")
+	body := url.Values{"client_id": {id}, "redirect_uri": {spa + "/callback"}, "scope": {"PROFILE_READ"},
+		"response_type": {"code"}, "code_challenge": {strings.Repeat("a", 43)}, "code_challenge_method": {"S256"}}.Encode()
+	for _, tc := range []struct {
+		origin, want string
+	}{{spa, spa}, {"http://evil.example", ""}} {
+		r := corsDo(t, http.MethodPost, e.base+"/v2/auth/oauth2/par", map[string]string{
+			"Origin": tc.origin, "Content-Type": "application/x-www-form-urlencoded"}, body)
+		if r.StatusCode != http.StatusCreated || r.Header.Get("Access-Control-Allow-Origin") != tc.want ||
+			!strings.Contains(strings.Join(r.Header.Values("Vary"), ","), "Origin") {
+			t.Errorf("PAR from %s = %d, headers %v; want 201, Allow-Origin %q", tc.origin, r.StatusCode, r.Header, tc.want)
+		}
 	}
 }

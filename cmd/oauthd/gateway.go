@@ -28,9 +28,13 @@ type gatewayOptions struct {
 	routes   string
 	jwksURL  string
 	audience string
-	feed     feedOptions // gateway_feed.go
-	cache    int
-	envErr   error // an environment variable that does not parse
+	// publicURL is the scheme and authority clients call the gateway at
+	// (DPoP proofs name it in htu); dpopWindow the proofs' iat window.
+	publicURL  string
+	dpopWindow time.Duration
+	feed       feedOptions // gateway_feed.go
+	cache      int
+	envErr     error // an environment variable that does not parse
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -51,6 +55,8 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.routes, "routes", env("ROUTES", ""), "JSON file of routes to add to (or replace in) the built-in route table (env OAUTHD_GATEWAY_ROUTES)")
 	fs.StringVar(&o.jwksURL, "jwks-url", env("JWKS_URL", ""), "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json; env OAUTHD_GATEWAY_JWKS_URL)")
 	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
+	fs.StringVar(&o.publicURL, "public-url", env("PUBLIC_URL", ""), "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted; env OAUTHD_GATEWAY_PUBLIC_URL)")
+	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long")
 	o.feed.AddFlags(fs, env)
 	cache, err := strconv.Atoi(env("TOKEN_CACHE", strconv.Itoa(verify.DefaultCacheEntries)))
 	if err != nil {
@@ -95,6 +101,10 @@ type gatewayConfig struct {
 	audience string
 	table    *guard.Table
 	cache    int // verify.Config.CacheEntries
+	// publicURL and dpopWindow: what DPoP proofs are checked against
+	// (guard.Config.PublicURL, verify.DPoPConfig.Window).
+	publicURL  string
+	dpopWindow time.Duration
 }
 
 func (o *gatewayOptions) config() (*gatewayConfig, error) {
@@ -115,7 +125,13 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	if err != nil || (iss.Scheme != "http" && iss.Scheme != "https") || iss.Host == "" {
 		return nil, fmt.Errorf("--issuer %q must be an absolute http or https URL, the issuer's base URL", o.issuer)
 	}
-	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience}
+	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
+		publicURL: o.publicURL, dpopWindow: o.dpopWindow}
+	if o.publicURL != "" {
+		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
+		}
+	}
 	if c.jwksURL == "" {
 		c.jwksURL = strings.TrimRight(o.issuer, "/") + "/.well-known/jwks.json"
 	} else if u, err := url.Parse(c.jwksURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -239,7 +255,8 @@ func (cfg *gatewayConfig) build(logger *slog.Logger, revoked func(verify.KeySour
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger})
+	dp := verify.NewDPoP(verify.DPoPConfig{Window: cfg.dpopWindow})
+	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger, DPoP: dp, PublicURL: cfg.publicURL})
 	proxy := guard.NewProxy(cfg.upstream, g, logger)
 	return &gateway{handler: gatewayHandler(proxy), proxy: proxy, keys: keySet, verify: v}, nil
 }

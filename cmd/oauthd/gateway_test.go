@@ -230,6 +230,8 @@ func TestGatewayFlagErrors(t *testing.T) {
 		{"bad routes", []string{"--upstream", "http://u", "--issuer", "http://i", "--routes", bad}, `unknown scope "NOPE"`},
 		{"missing routes", []string{"--upstream", "http://u", "--issuer", "http://i", "--routes", bad + ".missing"}, "no such file"},
 		{"extra arg", []string{"--upstream", "http://u", "--issuer", "http://i", "x"}, "unknown command"},
+		{"bad public url", []string{"--upstream", "http://u", "--issuer", "http://i", "--public-url", "api.example.com"}, "--public-url"},
+		{"public url with a path", []string{"--upstream", "http://u", "--issuer", "http://i", "--public-url", "https://api.example.com/v2"}, "--public-url"},
 		{"negative token cache", []string{"--upstream", "http://u", "--issuer", "http://i", "--token-cache", "-1"}, "--token-cache -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

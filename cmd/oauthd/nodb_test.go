@@ -111,7 +111,7 @@ func TestCLIUnknownSubcommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"clinets"}, "clients"},
-		{[]string{"clients", "lst"}, `unknown command "lst" for "oauthd clients" (did you mean list?)`},
+		{[]string{"clients", "lst"}, `unknown command "lst" for "oauthd clients" (did you mean list or set?)`},
 		{[]string{"clients", "secrets", "genrate", "x"}, `(did you mean generate?)`},
 		{[]string{"keys", "rotat"}, `(did you mean rotate?)`},
 		{[]string{"clients", "xyzzy"}, `unknown command "xyzzy" for "oauthd clients"; see ` + "`oauthd clients --help`"},

@@ -51,6 +51,7 @@ type serveOptions struct {
 	refreshIdle time.Duration
 	refreshMax  time.Duration
 	reuseGrace  time.Duration
+	dpopWindow  time.Duration
 	debugAddr   string
 	pwSlots     int
 	proxies     []string
@@ -103,6 +104,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
 	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", issuer.DefaultRefreshReuseGrace),
 		"within this time after a rotation, the previous refresh token may be presented once more (a lost response) and rotates again instead of revoking the grant; 0 disables (env OAUTHD_REFRESH_REUSE_GRACE)")
+	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the server's clock, either way (RFC 9449 §11.1); between 5s and 10m")
 	fs.StringSliceVar(&o.proxies, "trusted-proxy", envList("OAUTHD_TRUSTED_PROXIES"), "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable; env OAUTHD_TRUSTED_PROXIES, comma-separated); default none: the source address is the TCP peer's")
 	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; default the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", os.Getenv("OAUTHD_DEBUG_ADDR"), "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; env OAUTHD_DEBUG_ADDR; default off)")
@@ -274,6 +276,9 @@ func (o *serveOptions) checkReuseGrace() error {
 	if o.reuseGrace < 0 || o.reuseGrace > maxReuseGrace {
 		return fmt.Errorf("--refresh-reuse-grace %s: use a duration between 0 (off) and %s", o.reuseGrace, maxReuseGrace)
 	}
+	if o.dpopWindow != 0 && (o.dpopWindow < 5*time.Second || o.dpopWindow > 10*time.Minute) {
+		return fmt.Errorf("--dpop-window %s: use a duration between 5s and 10m", o.dpopWindow)
+	}
 	return nil
 }
 
@@ -370,7 +375,10 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
-	g := guard.New(guard.Config{Verifier: v, Table: guard.DefaultTable(), Logger: logger})
+	// /v2/me checks DPoP proofs with the jti recorded in the store, like
+	// the token endpoint: a proof replayed to another replica is refused.
+	dp := verify.NewDPoP(verify.DPoPConfig{Window: o.dpopWindow, Nonces: store, Now: now})
+	g := guard.New(guard.Config{Verifier: v, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	w.guard = g
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -383,7 +391,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	// grant (bound to the issuer once it exists): a revoked token is 401
 	// there whatever its scopes.
 	me := &grantVerifier{v: v}
-	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger})
+	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	registerTokenCacheMetrics(reg, v)
 	var shared *throttle.Shared // nil on bbolt: one process counts alone
 	if w.pg != nil {
@@ -392,7 +400,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
-		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, Throttle: shared,
+		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, Throttle: shared, DPoPWindow: o.dpopWindow,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)

@@ -17,7 +17,9 @@ import (
 // earlier versions, which still reads. Every other first byte is refused.
 //
 // familyV1 layout, in field order of data.Family (uvarint/varint are
-// encoding/binary's); familyV2 appends Tagged, PrevHash and LegacyHash:
+// encoding/binary's); familyV2 appends Tagged, PrevHash and LegacyHash;
+// familyV3 (written only for a DPoP-bound family, so that a family without
+// a binding stays readable by the releases before it) appends JKT:
 //
 //	ID, ClientID       uvarint length, bytes
 //	UserID             varint
@@ -31,19 +33,25 @@ import (
 //	Tagged             (V2) one byte, 0 or 1
 //	PrevHash, LegacyHash
 //	                   (V2) each uvarint length (0 = nil), bytes
+//	JKT                (V3) uvarint length, bytes
 //
 // A record with bytes left over, cut short, or with a varint longer than
 // its shortest encoding is refused: a family has exactly one encoding.
 const (
 	familyV1 = 1
 	familyV2 = 2
+	familyV3 = 3
 )
 
 var errFamilyRecord = errors.New("malformed family record")
 
 // appendFamily appends the familyV2 form of f to b.
 func appendFamily(b []byte, f *data.Family) []byte {
-	b = append(b, familyV2)
+	v := byte(familyV2)
+	if f.JKT != "" {
+		v = familyV3
+	}
+	b = append(b, v)
 	b = appendString(b, f.ID)
 	b = appendString(b, f.ClientID)
 	b = binary.AppendVarint(b, f.UserID)
@@ -57,7 +65,11 @@ func appendFamily(b []byte, f *data.Family) []byte {
 	b = appendLenBytes(b, f.CodeHash)
 	b = appendBool(b, f.Tagged)
 	b = appendLenBytes(b, f.PrevHash)
-	return appendLenBytes(b, f.LegacyHash)
+	b = appendLenBytes(b, f.LegacyHash)
+	if v == familyV3 {
+		b = appendString(b, f.JKT)
+	}
+	return b
 }
 
 // appendLenBytes appends p as uvarint length and its bytes (an empty p
@@ -78,7 +90,7 @@ func decodeFamily(raw []byte, f *data.Family) error {
 		*f = data.Family{}
 		return json.Unmarshal(raw, f)
 	}
-	if len(raw) == 0 || (raw[0] != familyV1 && raw[0] != familyV2) {
+	if len(raw) == 0 || (raw[0] != familyV1 && raw[0] != familyV2 && raw[0] != familyV3) {
 		return errFamilyRecord
 	}
 	r := reader{b: raw[1:]}
@@ -94,10 +106,15 @@ func decodeFamily(raw []byte, f *data.Family) error {
 		*t = r.time()
 	}
 	out.CodeHash = r.lenBytes()
-	if raw[0] == familyV2 {
+	if raw[0] >= familyV2 {
 		out.Tagged = r.bool()
 		out.PrevHash = r.lenBytes()
 		out.LegacyHash = r.lenBytes()
+	}
+	if raw[0] == familyV3 {
+		if out.JKT = r.string(); out.JKT == "" {
+			r.bad = true // V3 is written only with a binding: one encoding
+		}
 	}
 	if r.bad || len(r.b) != 0 {
 		return errFamilyRecord

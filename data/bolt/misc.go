@@ -131,19 +131,36 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		}, nil); err != nil {
 			return err
 		}
-		r.Nonces, err = sweepNonces(tx.Bucket(bucketNonces), now)
-		if err != nil {
-			return err
-		}
 		r.Revocations, err = sweep(tx.Bucket(bucketRevoked), func(r *data.Revocation) bool {
 			return r.LastIssuedAt.Add(data.RevocationKeep).Before(now)
 		}, nil)
+		if err != nil {
+			return err
+		}
+		r.Nonces, err = sweepNonces(tx.Bucket(bucketNonces), now)
 		return err
 	})
 	if err != nil {
 		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
 	}
 	return r, nil
+}
+
+// sweepNonces deletes the nonces that expired before now.
+func sweepNonces(b *bbolt.Bucket, now time.Time) (int, error) {
+	var dead [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < now.UnixNano() {
+			dead = append(dead, bytes.Clone(k))
+		}
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
 }
 
 // sweep deletes the records of b for which expired returns true (calling
@@ -174,19 +191,3 @@ func sweep[T any](b *bbolt.Bucket, expired func(*T) bool, also func(*T) error) (
 	return len(dead), nil
 }
 
-// sweepNonces deletes the nonces that expired before now.
-func sweepNonces(b *bbolt.Bucket, now time.Time) (int, error) {
-	var dead [][]byte
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < now.UnixNano() {
-			dead = append(dead, bytes.Clone(k))
-		}
-	}
-	for _, k := range dead {
-		if err := b.Delete(k); err != nil {
-			return 0, err
-		}
-	}
-	return len(dead), nil
-}

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -264,6 +265,22 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 			return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
 		}
 		return w.put(hotSessions, key, raw)
+	})
+}
+
+// UseNonce implements [data.Store.UseNonce]. It is a hot write: it goes
+// through the log and the group commit like a session.
+func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) error {
+	if len(key) == 0 {
+		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	k := bytes.Clone(key)
+	val := binary.BigEndian.AppendUint64(nil, uint64(expires.UnixNano()))
+	return s.submit(ctx, "use nonce", func(w *wtx) error {
+		if w.get(hotNonces, k) != nil {
+			return fmt.Errorf("use nonce: %w", data.ErrExists)
+		}
+		return w.put(hotNonces, k, val)
 	})
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -239,20 +238,6 @@ func (s *Store) GetUserByExternalID(ctx context.Context, ext string) (data.User,
 		return err
 	})
 	return u, err
-}
-
-// UseNonce implements [data.Store.UseNonce].
-func (s *Store) UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error {
-	if len(key) == 0 {
-		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
-	}
-	return s.update(ctx, "use nonce", func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketNonces)
-		if b.Get(key) != nil {
-			return fmt.Errorf("use nonce: %w", data.ErrExists)
-		}
-		return b.Put(bytes.Clone(key), u64(uint64(expiresAt.UnixNano())))
-	})
 }
 
 // GetUser implements [data.Store.GetUser].

@@ -66,11 +66,12 @@ const (
 	hotFamByClient
 	hotSessions
 	hotRevoked // added last: logs written before it stay readable
+	hotNonces  // after hotRevoked, for the same reason
 	numHot
 )
 
 // hotNames are the bbolt buckets of the hot buckets, by hotBucket.
-var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked}
+var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces}
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 

@@ -53,6 +53,8 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"Sessions", testSessions},
 		{"Keys", testKeys},
 		{"KeysConcurrentPromote", testKeysConcurrent},
+		{"NoncesOnce", testNoncesOnce},
+		{"NoncesConcurrent", testNoncesConcurrent},
 		{"GarbageCollect", testGC},
 		{"TimesRoundTripInUTC", testUTC},
 		{"CopiesAreIndependent", testCopies},
@@ -887,6 +889,7 @@ func testRotateGraceFields(t *testing.T, s data.Store) {
 		f.PrevHash, f.LegacyHash = data.Hash("rt0"), data.Hash("legacy")
 		f.TokenHash = data.Hash("rt1")
 		f.Scopes = []string{"PROFILE_READ"}
+		f.JKT = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
 		return f, nil
 	})
 	wantErr(t, "RotateRefreshToken", err, nil)
@@ -894,8 +897,8 @@ func testRotateGraceFields(t *testing.T, s data.Store) {
 	wantErr(t, "GetFamily", err, nil)
 	mustEqual(t, "stored family", stored, got)
 	if !stored.Tagged || !data.Equal(stored.PrevHash, data.Hash("rt0")) || !data.Equal(stored.LegacyHash, data.Hash("legacy")) ||
-		!slices.Equal(stored.Scopes, []string{"PROFILE_READ"}) {
-		t.Fatalf("stored family = %+v; want Tagged, PrevHash rt0, LegacyHash legacy, scopes narrowed", stored)
+		!slices.Equal(stored.Scopes, []string{"PROFILE_READ"}) || stored.JKT != "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" {
+		t.Fatalf("stored family = %+v; want Tagged, PrevHash rt0, LegacyHash legacy, scopes narrowed, the DPoP binding", stored)
 	}
 	all, err := s.ListFamilies(ctx, "a")
 	wantErr(t, "ListFamilies", err, nil)
@@ -1192,9 +1195,15 @@ func testGC(t *testing.T, s data.Store) {
 		wantErr(t, "CreateSession", s.CreateSession(ctx, sess), nil)
 	}
 
+	wantErr(t, "UseNonce(expired)", s.UseNonce(ctx, []byte("n-old"), now.Add(-time.Second)), nil)
+	wantErr(t, "UseNonce(live)", s.UseNonce(ctx, []byte("n-live"), now.Add(time.Second)), nil)
+
 	got, err := s.GarbageCollect(ctx, now)
 	wantErr(t, "GarbageCollect", err, nil)
-	mustEqual(t, "GarbageCollect", got, data.GCResult{AuthCodes: 3, Families: 3, Sessions: 1})
+	mustEqual(t, "GarbageCollect", got, data.GCResult{AuthCodes: 3, Families: 3, Sessions: 1, Nonces: 1})
+	// The collected nonce is free again; the live one is still used.
+	wantErr(t, "UseNonce(collected)", s.UseNonce(ctx, []byte("n-old"), now.Add(time.Second)), nil)
+	wantErr(t, "UseNonce(live again)", s.UseNonce(ctx, []byte("n-live"), now.Add(time.Second)), data.ErrExists)
 
 	for i, live := range []bool{false, false, true, true} {
 		_, _, err := s.ExchangeAuthCode(ctx, data.AuthCodeKey(fmt.Sprintf("oauthd_ac_%d", i)), func(c data.AuthCode) (data.Family, error) {
@@ -1218,6 +1227,41 @@ func testGC(t *testing.T, s data.Store) {
 	again, err := s.GarbageCollect(ctx, now)
 	wantErr(t, "GarbageCollect again", err, nil)
 	mustEqual(t, "GarbageCollect again", again, data.GCResult{})
+}
+
+// testNoncesOnce: a key is used once; another key is independent; an
+// empty key is refused.
+func testNoncesOnce(t *testing.T, s data.Store) {
+	ctx := context.Background()
+	exp := time.Now().Add(time.Minute)
+	wantErr(t, "UseNonce", s.UseNonce(ctx, []byte("jti-1"), exp), nil)
+	wantErr(t, "UseNonce(replay)", s.UseNonce(ctx, []byte("jti-1"), exp), data.ErrExists)
+	wantErr(t, "UseNonce(other)", s.UseNonce(ctx, []byte("jti-2"), exp), nil)
+	wantErr(t, "UseNonce(empty)", s.UseNonce(ctx, nil, exp), data.ErrInvalid)
+}
+
+// testNoncesConcurrent: of many concurrent uses of one key exactly one
+// succeeds.
+func testNoncesConcurrent(t *testing.T, s data.Store) {
+	ctx := context.Background()
+	exp := time.Now().Add(time.Minute)
+	const n = 16
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- s.UseNonce(ctx, []byte("race"), exp) }()
+	}
+	ok := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case !errors.Is(err, data.ErrExists):
+			t.Fatalf("UseNonce: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of %d concurrent UseNonce calls succeeded, want 1", ok, n)
+	}
 }
 
 // Round trips.

@@ -34,13 +34,13 @@ type Store struct {
 	byEmail    map[string]int64 // lower-cased email → ID
 	byUsername map[string]int64 // lower-cased username → ID
 	byExternal map[string]int64 // external ID → ID
-	nonces     map[string]time.Time
 
 	clients  map[string]data.Client
 	codes    map[string]data.AuthCode // string(hash) → code
 	families map[string]data.Family
 	grants   map[grantKey]data.Grant
 	sessions map[string]data.Session // string(hash) → session
+	nonces   map[string]time.Time    // string(key) → expiry
 	keys     []data.SigningKey
 	revoked  map[string]data.Revocation // grant ID → tombstone
 }
@@ -53,12 +53,12 @@ func New() *Store {
 		byEmail:    make(map[string]int64),
 		byUsername: make(map[string]int64),
 		byExternal: make(map[string]int64),
-		nonces:     make(map[string]time.Time),
 		clients:    make(map[string]data.Client),
 		codes:      make(map[string]data.AuthCode),
 		families:   make(map[string]data.Family),
 		grants:     make(map[grantKey]data.Grant),
 		sessions:   make(map[string]data.Session),
+		nonces:     make(map[string]time.Time),
 	}
 }
 
@@ -218,22 +218,6 @@ func (s *Store) revokeUser(id int64) {
 
 // disabled reports whether the user id exists and is disabled.
 func (s *Store) disabled(id int64) bool { return s.users[id].Disabled }
-
-// UseNonce implements [data.Store.UseNonce].
-func (s *Store) UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error {
-	if err := s.lock(ctx, "use nonce"); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	if len(key) == 0 {
-		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
-	}
-	if _, ok := s.nonces[string(key)]; ok {
-		return fmt.Errorf("use nonce: %w", data.ErrExists)
-	}
-	s.nonces[string(key)] = expiresAt.UTC()
-	return nil
-}
 
 // GetUser implements [data.Store.GetUser].
 func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
@@ -551,6 +535,22 @@ func (s *Store) DeleteGrant(ctx context.Context, userID int64, clientID string) 
 		return fmt.Errorf("delete grant of user %d to %q: %w", userID, clientID, data.ErrNotFound)
 	}
 	delete(s.grants, k)
+	return nil
+}
+
+// UseNonce implements [data.Store.UseNonce].
+func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) error {
+	if err := s.lock(ctx, "use nonce"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if len(key) == 0 {
+		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	if _, ok := s.nonces[string(key)]; ok {
+		return fmt.Errorf("use nonce: %w", data.ErrExists)
+	}
+	s.nonces[string(key)] = expires
 	return nil
 }
 

@@ -886,6 +886,26 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	return nil
 }
 
+// UseNonce implements [data.Store.UseNonce]: the primary key decides
+// between concurrent inserts, on any replica.
+func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) error {
+	if err := s.begin(ctx, "use nonce"); err != nil {
+		return err
+	}
+	if len(key) == 0 {
+		return fmt.Errorf("use nonce: %w", &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
+	}
+	tag, err := s.pool.Exec(ctx, "INSERT INTO nonces (key, expires_ns) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+		key, unixNano(expires))
+	if err != nil {
+		return fmt.Errorf("use nonce: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("use nonce: %w", data.ErrExists)
+	}
+	return nil
+}
+
 // GetSession implements [data.Store.GetSession].
 func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
 	if err := s.begin(ctx, "get session"); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -215,22 +214,3 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 	return out, nil
 }
 
-// UseNonce implements [data.Store.UseNonce]: the primary key refuses a key
-// that any replica recorded before.
-func (s *Store) UseNonce(ctx context.Context, key []byte, expiresAt time.Time) error {
-	const op = "use nonce"
-	if err := s.begin(ctx, op); err != nil {
-		return err
-	}
-	if len(key) == 0 {
-		return fmt.Errorf("%s: %w", op, &data.RuleError{Field: "key", Reason: "a nonce needs its key"})
-	}
-	tag, err := s.pool.Exec(ctx, "INSERT INTO nonces (key, expires_ns) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", key, unixNano(expiresAt))
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s: %w", op, data.ErrExists)
-	}
-	return nil
-}

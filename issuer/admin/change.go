@@ -47,8 +47,8 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 	if e.RedirectURIs != nil && len(e.RedirectURIs) == 0 {
 		return EditResult{}, newError(data.ErrInvalid, "at least one redirect URI is required")
 	}
-	if scopes == nil && e.RedirectURIs == nil && typ == "" {
-		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs or a client type")
+	if scopes == nil && e.RedirectURIs == nil && typ == "" && e.DPoPBoundAccessTokens == nil && e.RequirePAR == nil {
+		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs, a client type or a protection")
 	}
 	now := l.now().UTC()
 	by := l.actorOf(ctx).String()
@@ -80,6 +80,12 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 			// Back to the approved type: the approved secrets stay.
 			want.Type, want.Secrets = c.Type, c.Secrets
 		}
+		if e.DPoPBoundAccessTokens != nil {
+			want.DPoPBoundAccessTokens = *e.DPoPBoundAccessTokens
+		}
+		if e.RequirePAR != nil {
+			want.RequirePAR = *e.RequirePAR
+		}
 		if c.Status != data.StatusApproved {
 			return applyDirectly(c, want), nil
 		}
@@ -104,6 +110,7 @@ func applyDirectly(c, want data.Client) data.Client {
 	}
 	c.Scopes, c.Legacy, c.RedirectURIs = want.Scopes, want.Legacy, want.RedirectURIs
 	c.Type, c.Secrets = want.Type, want.Secrets
+	c.DPoPBoundAccessTokens, c.RequirePAR = want.DPoPBoundAccessTokens, want.RequirePAR
 	c.Pending, c.RejectedChange = nil, nil
 	return c
 }
@@ -132,6 +139,15 @@ func splitEdit(c, want data.Client, by string, now time.Time) (data.Client, erro
 	}
 	p.AddRedirectURIs = without(want.RedirectURIs, c.RedirectURIs)
 	c.RedirectURIs = kept
+	// A protection turned on narrows: at once. Turned off widens: review.
+	if want.DPoPBoundAccessTokens {
+		c.DPoPBoundAccessTokens = true
+	}
+	p.DropDPoPBound = c.DPoPBoundAccessTokens && !want.DPoPBoundAccessTokens
+	if want.RequirePAR {
+		c.RequirePAR = true
+	}
+	p.DropRequirePAR = c.RequirePAR && !want.RequirePAR
 	if want.Type != c.Type {
 		p.Type = want.Type
 		if want.Type == data.Confidential && len(want.Secrets) > 0 {
@@ -139,7 +155,8 @@ func splitEdit(c, want data.Client, by string, now time.Time) (data.Client, erro
 			p.Secret = &s
 		}
 	}
-	c.Pending = tidyPending(data.Client{Scopes: c.Scopes, RedirectURIs: c.RedirectURIs, Type: c.Type, Pending: p})
+	c.Pending = tidyPending(data.Client{Scopes: c.Scopes, RedirectURIs: c.RedirectURIs, Type: c.Type,
+		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR, Pending: p})
 	if c.Pending != nil && old != nil && sameChange(old, c.Pending) {
 		c.Pending = old // nothing new to review: keep who asked and when
 	}
@@ -181,7 +198,9 @@ func tidyPending(c data.Client) *data.ClientChange {
 	if p.Type == c.Type {
 		p.Type, p.Secret = "", nil
 	}
-	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" {
+	p.DropDPoPBound = p.DropDPoPBound && c.DPoPBoundAccessTokens
+	p.DropRequirePAR = p.DropRequirePAR && c.RequirePAR
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
 		return nil
 	}
 	return p
@@ -195,13 +214,15 @@ func sameChange(a, b *data.ClientChange) bool {
 		return p.Secret.ID
 	}
 	return slices.Equal(a.AddScopes, b.AddScopes) && slices.Equal(a.AddRedirectURIs, b.AddRedirectURIs) &&
-		a.Type == b.Type && secretID(a) == secretID(b)
+		a.Type == b.Type && secretID(a) == secretID(b) &&
+		a.DropDPoPBound == b.DropDPoPBound && a.DropRequirePAR == b.DropRequirePAR
 }
 
 // sameSettings reports whether a and b have the same settings in force.
 func sameSettings(a, b data.Client) bool {
 	return slices.Equal(a.Scopes, b.Scopes) && slices.Equal(a.RedirectURIs, b.RedirectURIs) &&
-		a.Type == b.Type && a.Legacy == b.Legacy
+		a.Type == b.Type && a.Legacy == b.Legacy &&
+		a.DPoPBoundAccessTokens == b.DPoPBoundAccessTokens && a.RequirePAR == b.RequirePAR
 }
 
 // auditEdit writes the audit records of an owner's edit: what applied at
@@ -220,7 +241,9 @@ func (l *Local) auditEdit(ctx context.Context, before, after data.Client) {
 			"added_scopes", strings.Join(without(after.Scopes, before.Scopes), " "),
 			"removed_redirect_uris", strings.Join(without(before.RedirectURIs, after.RedirectURIs), " "),
 			"added_redirect_uris", strings.Join(without(after.RedirectURIs, before.RedirectURIs), " "),
-			"client_type", string(after.Type))
+			"client_type", string(after.Type),
+			"dpop_bound_access_tokens", after.DPoPBoundAccessTokens,
+			"require_pushed_authorization_requests", after.RequirePAR)
 	}
 	switch {
 	case after.Pending != nil && (before.Pending == nil || !sameChange(before.Pending, after.Pending)):
@@ -233,7 +256,9 @@ func (l *Local) auditEdit(ctx context.Context, before, after data.Client) {
 // changeAttrs are the audit attributes of a pending change.
 func changeAttrs(p *data.ClientChange) []any {
 	return []any{"add_scopes", scope.Join(p.AddScopes), "add_redirect_uris", strings.Join(p.AddRedirectURIs, " "),
-		"new_client_type", string(p.Type), "proposed_by", p.ProposedBy, "proposed_at", p.ProposedAt}
+		"new_client_type", string(p.Type), "drop_dpop_bound_access_tokens", p.DropDPoPBound,
+		"drop_require_pushed_authorization_requests", p.DropRequirePAR,
+		"proposed_by", p.ProposedBy, "proposed_at", p.ProposedAt}
 }
 
 // changeView shows the change p of client c (nil for nil).
@@ -246,6 +271,7 @@ func changeView(c data.Client, p *data.ClientChange) *ChangeView {
 	next = next.WithPending()
 	v := &ChangeView{
 		AddScopes: p.AddScopes, AddRedirectURIs: p.AddRedirectURIs, ClientType: string(p.Type),
+		DropDPoPBoundAccessTokens: p.DropDPoPBound, DropRequirePAR: p.DropRequirePAR,
 		Scopes: next.Scopes, RedirectURIs: next.RedirectURIs, ResultType: string(next.Type),
 		ProposedBy: p.ProposedBy, ProposedAt: p.ProposedAt, RejectReason: p.RejectReason,
 		AllowedOrigins: data.AllowedOrigins(next),
@@ -263,13 +289,19 @@ func changeView(c data.Client, p *data.ClientChange) *ChangeView {
 // owner's edit changes it; usage counts and secret use do not.
 func clientRevision(c data.Client) string {
 	var p struct {
-		S, U []string
-		T    data.ClientType
+		S, U   []string
+		T      data.ClientType
+		DD, DP bool `json:",omitempty"`
 	}
 	if c.Pending != nil {
 		p.S, p.U, p.T = c.Pending.AddScopes, c.Pending.AddRedirectURIs, c.Pending.Type
+		p.DD, p.DP = c.Pending.DropDPoPBound, c.Pending.DropRequirePAR
 	}
-	b, _ := json.Marshal([]any{c.Type, c.Legacy, c.Status, c.Scopes, c.RedirectURIs, p})
+	parts := []any{c.Type, c.Legacy, c.Status, c.Scopes, c.RedirectURIs, p}
+	if c.DPoPBoundAccessTokens || c.RequirePAR {
+		parts = append(parts, c.DPoPBoundAccessTokens, c.RequirePAR)
+	}
+	b, _ := json.Marshal(parts)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:6])
 }

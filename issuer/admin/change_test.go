@@ -317,3 +317,47 @@ func TestApproveRevision(t *testing.T) {
 		}
 	})
 }
+
+// TestProtectionsOffOnlyByReview: an owner turning DPoP or PAR on applies
+// at once; turning it off waits for review and takes effect only when an
+// administrator approves; the operator's SetClientOptions applies at once.
+func TestProtectionsOffOnlyByReview(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		addDev(t, e.svc)
+		id := approvedClient(t, e.svc).ClientID
+		on, off := true, false
+		r := edit(t, e.svc, id, ClientEdit{DPoPBoundAccessTokens: &on, RequirePAR: &on})
+		if !r.Applied || r.Pending || !r.Client.DPoPBoundAccessTokens || !r.Client.RequirePAR {
+			t.Fatalf("turning on: %+v", r)
+		}
+		r = edit(t, e.svc, id, ClientEdit{DPoPBoundAccessTokens: &off})
+		if r.Applied || !r.Pending || !r.Client.DPoPBoundAccessTokens || r.Client.PendingChange == nil ||
+			!r.Client.PendingChange.DropDPoPBoundAccessTokens || r.Client.PendingChange.DropRequirePAR {
+			t.Fatalf("turning off: %+v", r)
+		}
+		c, _ := e.store.GetClient(t.Context(), id)
+		if !c.DPoPBoundAccessTokens || !c.RequirePAR {
+			t.Fatalf("in force before review: %+v", c)
+		}
+		// Turning it back on withdraws the pending change.
+		r = edit(t, e.svc, id, ClientEdit{DPoPBoundAccessTokens: &on})
+		if r.Pending {
+			t.Fatalf("back on: still pending %+v", r.Client.PendingChange)
+		}
+		edit(t, e.svc, id, ClientEdit{RequirePAR: &off})
+		cv, err := e.svc.ApproveClient(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cv.RequirePAR || !cv.DPoPBoundAccessTokens || cv.PendingChange != nil {
+			t.Fatalf("after approval: %+v", cv)
+		}
+		cv, err = e.svc.SetClientOptions(t.Context(), id, ClientOptions{DPoPBoundAccessTokens: &off})
+		if err != nil || cv.DPoPBoundAccessTokens {
+			t.Fatalf("operator off: %+v %v", cv, err)
+		}
+		if _, err := e.svc.SetClientOptions(t.Context(), id, ClientOptions{}); !errors.Is(err, data.ErrInvalid) {
+			t.Fatalf("empty options: %v", err)
+		}
+	})
+}

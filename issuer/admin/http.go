@@ -25,6 +25,7 @@ type request struct {
 	Legacy   []LegacyClient `json:"legacy,omitempty"`
 	Force    bool           `json:"force,omitempty"`
 	Edit     *ClientEdit    `json:"edit,omitempty"`
+	Options  *ClientOptions `json:"options,omitempty"`
 	Revision string         `json:"revision,omitempty"`
 	Users    []ImportUser   `json:"users,omitempty"`
 }
@@ -126,6 +127,12 @@ var operations = map[string]operation{
 	},
 	"clients/redirect-uris/set": func(ctx context.Context, s Service, r request) (any, error) {
 		return s.SetRedirectURIs(ctx, r.ID, r.URIs)
+	},
+	"clients/options/set": func(ctx context.Context, s Service, r request) (any, error) {
+		if r.Options == nil {
+			return nil, newError(data.ErrInvalid, "missing options")
+		}
+		return s.SetClientOptions(ctx, r.ID, *r.Options)
 	},
 	"keys/list":   func(ctx context.Context, s Service, r request) (any, error) { return s.ListKeys(ctx) },
 	"keys/rotate": func(ctx context.Context, s Service, r request) (any, error) { return s.RotateKeys(ctx, r.Alg) },

@@ -293,6 +293,7 @@ func (l *Local) clientView(c data.Client) ClientView {
 		ClientID: c.ID, Name: c.Name, Owner: c.Owner, ClientType: string(c.Type), Status: string(c.Status),
 		RejectReason: c.RejectReason, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, Legacy: c.Legacy,
 		Secrets: secretViews(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR,
 	}
 	if v.RedirectURIs == nil {
 		v.RedirectURIs = []string{}
@@ -582,5 +583,29 @@ func (l *Local) SetRedirectURIs(ctx context.Context, id string, uris []string) (
 		return ClientView{}, err
 	}
 	l.audit(ctx, "client_redirect_uris_set", "client_id", id)
+	return l.clientView(c), nil
+}
+
+// SetClientOptions implements [Service.SetClientOptions].
+func (l *Local) SetClientOptions(ctx context.Context, id string, o ClientOptions) (ClientView, error) {
+	if o.DPoPBoundAccessTokens == nil && o.RequirePAR == nil {
+		return ClientView{}, newError(data.ErrInvalid, "nothing to set; give --dpop-bound-access-tokens or --require-par")
+	}
+	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
+		if o.DPoPBoundAccessTokens != nil {
+			c.DPoPBoundAccessTokens = *o.DPoPBoundAccessTokens
+		}
+		if o.RequirePAR != nil {
+			c.RequirePAR = *o.RequirePAR
+		}
+		// A pending change may no longer have anything to turn off.
+		c.Pending = tidyPending(c)
+		return c, nil
+	})
+	if err != nil {
+		return ClientView{}, err
+	}
+	l.audit(ctx, "client_options_set", "client_id", id,
+		"dpop_bound_access_tokens", c.DPoPBoundAccessTokens, "require_pushed_authorization_requests", c.RequirePAR)
 	return l.clientView(c), nil
 }

@@ -48,6 +48,10 @@ type Service interface {
 	SetScopes(ctx context.Context, id string, scopes []string) (ClientView, error)
 	ForceScopes(ctx context.Context, id string, scopes []string) (ClientView, error)
 	SetRedirectURIs(ctx context.Context, id string, uris []string) (ClientView, error)
+	// SetClientOptions is the operator's change of a client's DPoP and
+	// PAR requirements (RFC 9449 §5.2, RFC 9126 §6): it applies at once,
+	// like SetScopes (the operator is the reviewer).
+	SetClientOptions(ctx context.Context, id string, o ClientOptions) (ClientView, error)
 	// EditClient is the owner's change (the settings pages): on an
 	// approved client what narrows it applies at once and what widens it
 	// waits for [Service.ApproveClient] or [Service.RejectClient].
@@ -132,6 +136,11 @@ type ClientView struct {
 	Scopes       []string     `json:"scopes"`
 	Legacy       bool         `json:"legacy"`
 	Secrets      []SecretView `json:"secrets"`
+	// DPoPBoundAccessTokens (RFC 9449 §5.2): every token request needs a
+	// DPoP proof. RequirePAR (RFC 9126 §6): authorization requests must be
+	// pushed first.
+	DPoPBoundAccessTokens bool `json:"dpop_bound_access_tokens"`
+	RequirePAR            bool `json:"require_pushed_authorization_requests"`
 	// AllowedOrigins are the browser origins CORS lets call the token and
 	// revocation endpoints for this client ([data.AllowedOrigins]):
 	// derived from the approved redirect URIs of a public client, none for
@@ -166,6 +175,10 @@ type ChangeView struct {
 	AddRedirectURIs []string `json:"add_redirect_uris"`
 	// ClientType is the type asked for; "" when the type stays.
 	ClientType string `json:"client_type,omitempty"`
+	// DropDPoPBoundAccessTokens and DropRequirePAR: the change turns the
+	// protection off.
+	DropDPoPBoundAccessTokens bool `json:"drop_dpop_bound_access_tokens,omitempty"`
+	DropRequirePAR            bool `json:"drop_require_pushed_authorization_requests,omitempty"`
 	// Scopes, RedirectURIs and ResultType are the client's settings once
 	// the change is approved.
 	Scopes       []string  `json:"scopes"`
@@ -188,6 +201,18 @@ type ClientEdit struct {
 	// Force migrates a legacy client although authorization requests
 	// without a scope parameter came recently (the owner confirmed).
 	Force bool `json:"force,omitempty"`
+	// DPoPBoundAccessTokens and RequirePAR, when set, are the new values
+	// of the client's protections: turning one on applies at once (it
+	// narrows), turning one off waits for review (it widens).
+	DPoPBoundAccessTokens *bool `json:"dpop_bound_access_tokens,omitempty"`
+	RequirePAR            *bool `json:"require_pushed_authorization_requests,omitempty"`
+}
+
+// ClientOptions are the operator's settings of a client's protections
+// ([Service.SetClientOptions]); a nil field stays as it is.
+type ClientOptions struct {
+	DPoPBoundAccessTokens *bool `json:"dpop_bound_access_tokens,omitempty"`
+	RequirePAR            *bool `json:"require_pushed_authorization_requests,omitempty"`
 }
 
 // EditResult says what became of a [ClientEdit].

@@ -3,6 +3,8 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -30,6 +32,16 @@ type Config struct {
 	// Logger receives one record per refused request (never the token).
 	// Default: a logger that discards.
 	Logger *slog.Logger
+	// DPoP checks the proofs of DPoP-bound tokens (RFC 9449 §7). Default:
+	// verify.NewDPoP with its in-memory replay cache (one process).
+	DPoP *verify.DPoP
+	// PublicURL is the scheme and authority clients call this server at
+	// (e.g. "https://api.example.com"), which a DPoP proof's htu names.
+	// Default: derived from each request (https when it came over TLS,
+	// else http, and its Host header); set it behind a proxy that
+	// terminates TLS or rewrites Host. X-Forwarded-* headers are never
+	// trusted.
+	PublicURL string
 }
 
 // Guard enforces a route table on incoming requests, as middleware for
@@ -58,9 +70,11 @@ type Config struct {
 // On success the next handler sees the claims through [ClaimsFrom] and the
 // canonical path in r.URL.Path.
 type Guard struct {
-	verifier Verifier
-	table    *Table
-	logger   *slog.Logger
+	verifier  Verifier
+	table     *Table
+	logger    *slog.Logger
+	dpop      *verify.DPoP
+	publicURL string
 }
 
 // New returns a Guard. It panics when cfg.Verifier is nil: a guard that
@@ -69,7 +83,11 @@ func New(cfg Config) *Guard {
 	if cfg.Verifier == nil {
 		panic("guard.New: Config.Verifier is nil")
 	}
-	g := &Guard{verifier: cfg.Verifier, table: cfg.Table, logger: cfg.Logger}
+	g := &Guard{verifier: cfg.Verifier, table: cfg.Table, logger: cfg.Logger, dpop: cfg.DPoP,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/")}
+	if g.dpop == nil {
+		g.dpop = verify.NewDPoP(verify.DPoPConfig{})
+	}
 	if g.table == nil {
 		g.table = DefaultTable()
 	}
@@ -136,6 +154,16 @@ const (
 	wwwMalformed  = `Bearer error="invalid_token", error_description="malformed Authorization header"`
 	wwwInvalid    = `Bearer error="invalid_token", error_description="` + descInvalid + `"`
 	wwwNotInTable = `Bearer error="insufficient_scope", error_description="` + descNotInTable + `"`
+
+	descBoundAsBearer = "the access token is DPoP-bound: send it with Authorization: DPoP and a DPoP proof"
+	descNotBound      = "the access token is not DPoP-bound: send it with Authorization: Bearer"
+	descProofCount    = "a DPoP-bound token needs exactly one DPoP header"
+
+	dpopAlgs         = `algs="` + verify.DPoPChallengeAlgs + `"`
+	wwwDPoPInvalid   = `DPoP error="invalid_token", error_description="` + descInvalid + `", ` + dpopAlgs
+	wwwBoundAsBearer = `DPoP error="invalid_token", error_description="` + descBoundAsBearer + `", ` + dpopAlgs
+	wwwNotBound      = `Bearer error="invalid_token", error_description="` + descNotBound + `"`
+	wwwBadProof      = `DPoP error="invalid_dpop_proof", error_description="the DPoP proof is invalid", ` + dpopAlgs
 )
 
 // check decides on r. It returns the request to pass on (with the claims
@@ -146,12 +174,12 @@ func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 		return nil, &denial{status: http.StatusBadRequest, code: "invalid_request", desc: descBadPath, path: r.URL.Path}
 	}
 	e := g.table.match(r.Method, p)
-	token, present, ok := bearer(r.Header)
+	token, isDPoP, present, ok := credentials(r.Header)
 	ctx := r.Context()
 
 	if e != nil && e.route.Public {
 		if present && ok {
-			if c, err := g.verifier.Verify(ctx, token); err == nil && c != nil {
+			if c, err := g.verifier.Verify(ctx, token); err == nil && c != nil && g.bound(r, token, isDPoP, c, p) == nil {
 				return pass(r, p, c), nil
 			}
 		}
@@ -166,7 +194,14 @@ func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 	}
 	c, err := g.verifier.Verify(ctx, token)
 	if err != nil || c == nil {
-		return nil, &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descInvalid, wwwAuth: wwwInvalid, path: p, err: err}
+		www := wwwInvalid
+		if isDPoP {
+			www = wwwDPoPInvalid
+		}
+		return nil, &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descInvalid, wwwAuth: www, path: p, err: err}
+	}
+	if d := g.bound(r, token, isDPoP, c, p); d != nil {
+		return nil, d
 	}
 	if c.Unrestricted {
 		return pass(r, p, c), nil
@@ -181,6 +216,57 @@ func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 			wwwAuth: e.wwwAuthenticate, required: e.route.Scopes, granted: c.Scopes, path: p, clientID: c.ClientID}
 	}
 	return pass(r, p, c), nil
+}
+
+// bound applies RFC 9449 §7 to a verified token: a DPoP-bound token (one
+// with cnf.jkt) needs the DPoP scheme and a valid proof by its key for
+// this request, with ath; a bearer token sent with the DPoP scheme is
+// refused too (the client believes it bound, something is wrong). The
+// proof is checked on every request (its jti is single-use), whatever
+// cached the token's verification.
+func (g *Guard) bound(r *http.Request, token string, isDPoP bool, c *verify.Claims, p string) *denial {
+	switch {
+	case !isDPoP && c.JKT == "":
+		return nil
+	case !isDPoP:
+		return &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descBoundAsBearer,
+			wwwAuth: wwwBoundAsBearer, path: p, clientID: c.ClientID}
+	case c.JKT == "":
+		return &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descNotBound,
+			wwwAuth: wwwNotBound, path: p, clientID: c.ClientID}
+	}
+	proofs := r.Header.Values("DPoP")
+	if len(proofs) != 1 {
+		return &denial{status: http.StatusUnauthorized, code: "invalid_dpop_proof", desc: descProofCount,
+			wwwAuth: wwwBadProof, path: p, clientID: c.ClientID}
+	}
+	jkt, err := g.dpop.Check(r.Context(), proofs[0], r.Method, g.htu(r), token)
+	if err == nil && jkt != c.JKT {
+		err = fmt.Errorf("%w: signed by another key than the token is bound to", verify.ErrInvalidProof)
+	}
+	if err != nil {
+		if !errors.Is(err, verify.ErrInvalidProof) {
+			return &denial{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
+				desc: "the DPoP proof could not be checked; try again", path: p, clientID: c.ClientID, err: err}
+		}
+		return &denial{status: http.StatusUnauthorized, code: "invalid_dpop_proof",
+			desc:    "the DPoP proof is invalid: " + strings.TrimPrefix(err.Error(), verify.ErrInvalidProof.Error()+": "),
+			wwwAuth: wwwBadProof, path: p, clientID: c.ClientID, err: err}
+	}
+	return nil
+}
+
+// htu is the URL the client called, as its proof's htu must name it.
+func (g *Guard) htu(r *http.Request) string {
+	base := g.publicURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	return base + r.URL.EscapedPath()
 }
 
 // pass returns r carrying claims c (when not nil) and path p.
@@ -200,26 +286,38 @@ func pass(r *http.Request, p string, c *verify.Claims) *http.Request {
 	return r
 }
 
-// bearer extracts the token of an "Authorization: Bearer <token>" header
-// (RFC 6750 §2.1). present reports whether there is an Authorization
-// header at all; ok whether it is well-formed.
-func bearer(h http.Header) (token string, present, ok bool) {
+// credentials extracts the token of an "Authorization: Bearer <token>"
+// (RFC 6750 §2.1) or "Authorization: DPoP <token>" (RFC 9449 §7.1)
+// header. present reports whether there is an Authorization header at
+// all; ok whether it is well-formed; isDPoP which scheme it uses.
+func credentials(h http.Header) (token string, isDPoP, present, ok bool) {
 	vals := h["Authorization"]
 	switch len(vals) {
 	case 0:
-		return "", false, false
+		return "", false, false, false
 	case 1:
 	default:
-		return "", true, false
+		return "", false, true, false
 	}
 	v := vals[0]
-	const scheme = "Bearer "
-	if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
-		return "", true, false
+	var rest string
+	switch {
+	case len(v) >= len("Bearer ") && strings.EqualFold(v[:len("Bearer ")], "Bearer "):
+		rest = v[len("Bearer "):]
+	case len(v) >= len("DPoP ") && strings.EqualFold(v[:len("DPoP ")], "DPoP "):
+		rest, isDPoP = v[len("DPoP "):], true
+	default:
+		return "", false, true, false
 	}
-	t := strings.Trim(v[len(scheme):], " \t")
+	t, ok := b64token(rest)
+	return t, isDPoP, true, ok
+}
+
+// b64token trims v and checks the RFC 6750 §2.1 b64token syntax.
+func b64token(v string) (string, bool) {
+	t := strings.Trim(v, " \t")
 	if t == "" {
-		return "", true, false
+		return "", false
 	}
 	// b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 	i := 0
@@ -232,14 +330,14 @@ func bearer(h http.Header) (token string, present, ok bool) {
 		break
 	}
 	if i == 0 {
-		return "", true, false
+		return "", false
 	}
 	for ; i < len(t); i++ {
 		if t[i] != '=' {
-			return "", true, false
+			return "", false
 		}
 	}
-	return t, true, true
+	return t, true
 }
 
 type errorBody struct {

@@ -315,7 +315,7 @@ func TestBearer(t *testing.T) {
 			for _, v := range tc.vals {
 				h.Add("Authorization", v)
 			}
-			token, present, ok := bearer(h)
+			token, _, present, ok := credentials(h)
 			if token != tc.token || present != tc.present || ok != tc.ok {
 				t.Errorf("bearer(%q) = %q, %v, %v; want %q, %v, %v", tc.vals, token, present, ok, tc.token, tc.present, tc.ok)
 			}

@@ -23,7 +23,12 @@ type Claims struct {
 	// existed. A verifier that verifies offline cannot know that the grant
 	// was revoked: the token stays valid until exp (at most 30 minutes).
 	// Ask the authorization server (introspection) where that matters.
-	GrantID   string
+	GrantID string
+	// JKT is cnf.jkt: the thumbprint of the DPoP key the token is bound to
+	// (RFC 9449 §6.1); "" for a bearer token. A bound token is accepted
+	// only with a proof by that key ([DPoP.Check]), never as a bearer
+	// token.
+	JKT       string
 	IssuedAt  time.Time
 	ExpiresAt time.Time
 	NotBefore time.Time

@@ -134,6 +134,9 @@ type tokenClaims struct {
 	GrantID      string      `json:"grant_id"`
 	Scope        string      `json:"scope"`
 	Unrestricted literalTrue `json:"unrestricted"`
+	Cnf          struct {
+		JKT string `json:"jkt"`
+	} `json:"cnf"`
 }
 
 // literalTrue is true only for the JSON literal true. Any other value
@@ -286,6 +289,7 @@ func (v *Verifier) verify(ctx context.Context, token string, used *usedKey) (*Cl
 		Unrestricted: bool(tc.Unrestricted),
 		ID:           tc.ID,
 		GrantID:      tc.GrantID,
+		JKT:          tc.Cnf.JKT,
 	}
 	if tc.IssuedAt != nil {
 		c.IssuedAt = tc.IssuedAt.Time

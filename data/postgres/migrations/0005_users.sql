@@ -1,5 +1,6 @@
 -- Users can be disabled and have an external ID (the platform's), and
--- one-time values (nonces) are shared by the replicas.
+-- one-time values (nonces: DPoP proof jti values, pushed request_uris, login
+-- assertion jti values) are shared by the replicas.
 --
 -- users.disabled is what CreateSession, CreateAuthCode and PutGrant check,
 -- in their one statement, under a FOR KEY SHARE lock of the user's row;

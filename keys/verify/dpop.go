@@ -1,0 +1,346 @@
+package verify
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jws"
+
+	"oauthd/data"
+)
+
+// DPoP proofs (RFC 9449). The JWS parsing, the embedded jwk and its
+// RFC 7638 thumbprint are lestrrat-go/jwx's; the rules of §4.3 are here.
+
+var (
+	// ErrInvalidProof: the DPoP proof is missing, malformed, badly signed,
+	// for another request, outside the iat window, or replayed. A resource
+	// server answers it with 401 and WWW-Authenticate: DPoP
+	// error="invalid_dpop_proof"; the token endpoint with 400
+	// invalid_dpop_proof (RFC 9449 §7.1, §5).
+	ErrInvalidProof = errors.New("invalid DPoP proof")
+	// ErrReplayCacheFull: the in-memory replay cache holds its maximum of
+	// live jti values; the proof is refused rather than accepted unchecked.
+	ErrReplayCacheFull = errors.New("DPoP replay cache full")
+)
+
+// DPoPAlgs are the proof algorithms accepted (metadata
+// dpop_signing_alg_values_supported, and the algs of a DPoP challenge).
+func DPoPAlgs() []string { return []string{ES256, EdDSA, "Ed25519"} }
+
+// DPoPChallengeAlgs is DPoPAlgs joined with spaces, for WWW-Authenticate.
+const DPoPChallengeAlgs = "ES256 EdDSA Ed25519"
+
+// DefaultDPoPWindow is how far a proof's iat may be from now, either way.
+const DefaultDPoPWindow = 60 * time.Second
+
+// MaxProofSize bounds the proofs parsed.
+const MaxProofSize = 4 << 10
+
+// NonceStore records one-time values; [data.Store] is one (shared by the
+// replicas), [NewMemoryNonces] another (one process). UseNonce returns an
+// error wrapping [data.ErrExists] for a key already used.
+type NonceStore interface {
+	UseNonce(ctx context.Context, key []byte, expires time.Time) error
+}
+
+// DPoPConfig configures a [DPoP] checker.
+type DPoPConfig struct {
+	// Window is how far iat may be from now, either way. Default
+	// DefaultDPoPWindow.
+	Window time.Duration
+	// Nonces remembers the jti values seen, for the window. Default: a
+	// [NewMemoryNonces] of DefaultMemoryNonces entries, which protects one
+	// process only.
+	Nonces NonceStore
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// DPoP checks DPoP proofs. Safe for concurrent use.
+type DPoP struct {
+	window time.Duration
+	nonces NonceStore
+	now    func() time.Time
+}
+
+// NewDPoP returns a checker for cfg.
+func NewDPoP(cfg DPoPConfig) *DPoP {
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultDPoPWindow
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Nonces == nil {
+		cfg.Nonces = NewMemoryNonces(DefaultMemoryNonces, cfg.Now)
+	}
+	return &DPoP{window: cfg.Window, nonces: cfg.Nonces, now: cfg.Now}
+}
+
+// Window returns the iat window.
+func (d *DPoP) Window() time.Duration { return d.window }
+
+type proofClaims struct {
+	JTI   string          `json:"jti"`
+	HTM   string          `json:"htm"`
+	HTU   string          `json:"htu"`
+	IAT   json.Number     `json:"iat"`
+	ATH   *string         `json:"ath"`
+	Nonce json.RawMessage `json:"nonce"`
+}
+
+// Check verifies the DPoP proof for a request with method to htu (the
+// URL the client called; query and fragment are ignored) and returns the
+// thumbprint (RFC 7638, base64url SHA-256) of its key. accessToken is the
+// token the request presents ("" at the token endpoint): the proof's ath
+// must then be its hash. The jti is recorded as used; a second Check of
+// the same proof fails. Errors wrap [ErrInvalidProof], except a failure of
+// the nonce store, which is the server's.
+func (d *DPoP) Check(ctx context.Context, proof, method, htu, accessToken string) (string, error) {
+	bad := func(why string) (string, error) { return "", fmt.Errorf("%w: %s", ErrInvalidProof, why) }
+	if proof == "" {
+		return bad("missing")
+	}
+	if len(proof) > MaxProofSize || !compactJWS(proof) || strings.Count(proof, ".") != 2 {
+		return bad("malformed")
+	}
+	msg, err := jws.ParseString(proof)
+	if err != nil || len(msg.Signatures()) != 1 {
+		return bad("malformed")
+	}
+	h := msg.Signatures()[0].ProtectedHeaders()
+	if h.Type() != "dpop+jwt" {
+		return bad("typ is not dpop+jwt")
+	}
+	alg := h.Algorithm()
+	if alg == "Ed25519" {
+		// RFC 9864's fully-specified name for EdDSA with Ed25519 (what
+		// WebCrypto clients such as oauth4webapi send): the same algorithm.
+		alg = jwa.EdDSA
+	}
+	if alg != jwa.ES256 && alg != jwa.EdDSA {
+		return bad("alg must be ES256 or EdDSA, not " + strconv.Quote(alg.String()))
+	}
+	if len(h.Critical()) > 0 {
+		return bad("crit is not understood")
+	}
+	key := h.JWK()
+	if key == nil {
+		return bad("no jwk header")
+	}
+	var raw any
+	if err := key.Raw(&raw); err != nil {
+		return bad("unusable jwk")
+	}
+	switch k := raw.(type) {
+	case *ecdsa.PublicKey:
+		if alg != jwa.ES256 || k.Curve != elliptic.P256() {
+			return bad("jwk does not match alg")
+		}
+	case ed25519.PublicKey:
+		if alg != jwa.EdDSA {
+			return bad("jwk does not match alg")
+		}
+	default: // a private key, a symmetric key, RSA, …
+		return bad("jwk must be a public EC P-256 or Ed25519 key")
+	}
+	// The signature over the compact form as received (jwx parsed the
+	// header; verifying here avoids parsing the proof and its jwk again).
+	dot := strings.LastIndexByte(proof, '.')
+	sig, err := b64.DecodeString(proof[dot+1:])
+	if err != nil {
+		return bad("malformed")
+	}
+	sm := jwt.SigningMethod(jwt.SigningMethodES256)
+	if alg == jwa.EdDSA {
+		sm = jwt.SigningMethodEdDSA
+	}
+	if err := sm.Verify(proof[:dot], sig, raw); err != nil {
+		return bad("bad signature")
+	}
+	payload := msg.Payload()
+	var c proofClaims
+	dec := json.NewDecoder(strings.NewReader(string(payload)))
+	dec.UseNumber()
+	if err := dec.Decode(&c); err != nil {
+		return bad("malformed claims")
+	}
+	if c.JTI == "" || len(c.JTI) > 256 {
+		return bad("jti missing or too long")
+	}
+	if c.HTM != method {
+		return bad("htm does not match the request method")
+	}
+	want, err := NormalizeHTU(htu)
+	if err != nil {
+		return "", fmt.Errorf("dpop: the request URL %q: %w", htu, err)
+	}
+	if got, err := NormalizeHTU(c.HTU); err != nil || got != want {
+		return bad("htu does not match the request URL")
+	}
+	iatF, err := c.IAT.Float64()
+	if err != nil {
+		return bad("iat missing")
+	}
+	iat := time.Unix(int64(iatF), 0)
+	now := d.now()
+	if iat.Before(now.Add(-d.window)) || iat.After(now.Add(d.window)) {
+		return bad("iat is outside the accepted window")
+	}
+	if accessToken != "" {
+		sum := sha256.Sum256([]byte(accessToken))
+		ath := base64.RawURLEncoding.EncodeToString(sum[:])
+		if c.ATH == nil || subtle.ConstantTimeCompare([]byte(*c.ATH), []byte(ath)) != 1 {
+			return bad("ath does not match the access token")
+		}
+	}
+	tp, err := key.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return bad("unusable jwk")
+	}
+	jkt := base64.RawURLEncoding.EncodeToString(tp)
+	// The jti is remembered per key for as long as the proof is
+	// acceptable (its iat plus the window).
+	nk := sha256.Sum256([]byte("dpop-jti\x00" + jkt + "\x00" + c.JTI))
+	switch err := d.nonces.UseNonce(ctx, nk[:], iat.Add(d.window)); {
+	case err == nil:
+	case errors.Is(err, data.ErrExists):
+		return bad("replayed (jti already used)")
+	case errors.Is(err, ErrReplayCacheFull):
+		return bad("replay cache full, try again")
+	default:
+		return "", fmt.Errorf("dpop: record jti: %w", err)
+	}
+	return jkt, nil
+}
+
+// NormalizeHTU returns u without query and fragment, normalised as RFC
+// 9449 §4.3 asks (RFC 3986 §6.2.2 and §6.2.3): lower-case scheme and host,
+// no default port, "/" for an empty path, percent-encoding in one
+// canonical form. Only absolute http and https URLs are accepted.
+func NormalizeHTU(u string) (string, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "", err
+	}
+	scheme := strings.ToLower(p.Scheme)
+	if (scheme != "https" && scheme != "http") || p.Host == "" || p.User != nil {
+		return "", errors.New("not an absolute http(s) URL")
+	}
+	host := strings.ToLower(p.Hostname())
+	port := p.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	path := (&url.URL{Path: p.Path}).EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return scheme + "://" + host + path, nil
+}
+
+// DefaultMemoryNonces is the capacity of the default in-memory replay
+// cache: enough for about 4 000 DPoP requests a second with the default
+// window, at about 100 bytes an entry.
+const DefaultMemoryNonces = 1 << 20
+
+// MemoryNonces is a bounded in-memory [NonceStore] for one process (a
+// resource server verifying offline has no shared store): a proof
+// replayed to another process, or after a restart, is not detected; each
+// process still sees each jti once. Entries leave when they expire; when
+// it holds max live entries it refuses new ones (with
+// [ErrReplayCacheFull]) rather than forget live ones.
+type MemoryNonces struct {
+	mu   sync.Mutex
+	max  int
+	now  func() time.Time
+	m    map[[32]byte]time.Time
+	fifo []nonceEntry // in order of insertion; expiry is not monotonic, so it is a sweep hint
+}
+
+type nonceEntry struct {
+	key [32]byte
+	exp time.Time
+}
+
+// NewMemoryNonces returns an empty cache of at most max entries.
+func NewMemoryNonces(max int, now func() time.Time) *MemoryNonces {
+	if now == nil {
+		now = time.Now
+	}
+	return &MemoryNonces{max: max, now: now, m: make(map[[32]byte]time.Time)}
+}
+
+// UseNonce implements [NonceStore].
+func (n *MemoryNonces) UseNonce(_ context.Context, key []byte, expires time.Time) error {
+	k := sha256.Sum256(key)
+	now := n.now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if exp, ok := n.m[k]; ok && !exp.Before(now) {
+		return fmt.Errorf("use nonce: %w", data.ErrExists)
+	}
+	// Drop expired entries from the front; a live one at the front stops
+	// the sweep (entries behind it are swept on later calls or when full).
+	for len(n.fifo) > 0 && n.fifo[0].exp.Before(now) {
+		e := n.fifo[0]
+		if exp, ok := n.m[e.key]; ok && exp.Equal(e.exp) {
+			delete(n.m, e.key)
+		}
+		n.fifo = n.fifo[1:]
+	}
+	if len(n.m) >= n.max {
+		n.compact(now)
+		if len(n.m) >= n.max {
+			return ErrReplayCacheFull
+		}
+	}
+	n.m[k] = expires
+	n.fifo = append(n.fifo, nonceEntry{key: k, exp: expires})
+	return nil
+}
+
+// compact removes every expired entry.
+func (n *MemoryNonces) compact(now time.Time) {
+	live := n.fifo[:0]
+	for _, e := range n.fifo {
+		if exp, ok := n.m[e.key]; ok && exp.Equal(e.exp) {
+			if e.exp.Before(now) {
+				delete(n.m, e.key)
+				continue
+			}
+			live = append(live, e)
+		}
+	}
+	n.fifo = live
+}
+
+// Len returns the number of entries held.
+func (n *MemoryNonces) Len() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.m)
+}
