@@ -168,10 +168,22 @@ func toOAuthError(c echo.Context, logger *slog.Logger, err error) *Error {
 			return &Error{Code: "invalid_request", Description: http.StatusText(he.Code), Status: he.Code}
 		}
 	}
+	if ctx := c.Request().Context(); ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// The client hung up (or its deadline passed) while the request
+		// ran: nobody reads the answer, and it is no server error (a
+		// client could otherwise fill the error log by hanging up).
+		logger.DebugContext(ctx, "request abandoned by the client",
+			slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
+		return errAbandoned
+	}
 	logger.ErrorContext(c.Request().Context(), "server error",
 		slog.String("method", c.Request().Method), slog.String("path", c.Path()), slog.Any("err", err))
 	return ErrServerError
 }
+
+// errAbandoned answers a request whose client went away before it was
+// served (nobody reads it; the status only shows in the access log).
+var errAbandoned = &Error{Code: "invalid_request", Description: "the request was abandoned by the client", Status: http.StatusBadRequest}
 
 // appendJSONString appends s as a JSON string (RFC 8259 §7), escaping
 // quotes, backslashes, control characters, and <, >, & and U+2028/U+2029

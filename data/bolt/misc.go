@@ -190,4 +190,3 @@ func sweep[T any](b *bbolt.Bucket, expired func(*T) bool, also func(*T) error) (
 	}
 	return len(dead), nil
 }
-

@@ -671,9 +671,17 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		next, uerr := update(old)
 		switch {
 		case errors.Is(uerr, data.ErrTokenReused):
+			// The stored record, not update's argument (which update may
+			// have changed): it names the tombstone and is returned.
+			stored := cloneFamily(e.fam)
+			if !guessed {
+				if stored, err = decode[data.Family](b); err != nil {
+					return data.Family{}, fmt.Errorf("%s: %w", op, err)
+				}
+			}
 			var deleted bool
 			err = retry(ctx, func() (err error) {
-				deleted, err = s.deleteFamilyAt(ctx, id, version, b)
+				deleted, err = s.deleteFamilyAt(ctx, id, version, stored)
 				return err
 			})
 			if err != nil {
@@ -681,14 +689,6 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			}
 			s.fams.drop(id)
 			if deleted {
-				// The stored record, not update's argument (which update
-				// may have changed).
-				stored := cloneFamily(e.fam)
-				if !guessed {
-					if stored, err = decode[data.Family](b); err != nil {
-						return data.Family{}, fmt.Errorf("%s: %w", op, err)
-					}
-				}
 				return stored, uerr
 			}
 		case uerr != nil && guessed:
@@ -744,9 +744,13 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 		if err != nil {
 			return fmt.Errorf("delete family %q: %w", id, err)
 		}
+		f, err := decode[data.Family](b)
+		if err != nil {
+			return fmt.Errorf("delete family %q: %w", id, err)
+		}
 		var deleted bool
 		err = retry(ctx, func() (err error) {
-			deleted, err = s.deleteFamilyAt(ctx, id, version, b)
+			deleted, err = s.deleteFamilyAt(ctx, id, version, f)
 			return err
 		})
 		if err != nil {
@@ -770,13 +774,9 @@ INSERT INTO revoked_grants (grant_id, issued_ns, body) SELECT $1, $3, $4 FROM d
 ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
 
 // deleteFamilyAt deletes the family id if its version is still version,
-// and stores the tombstone of body (the record read at that version) in
-// the same statement. It reports whether the family was deleted.
-func (s *Store) deleteFamilyAt(ctx context.Context, id string, version int64, body []byte) (bool, error) {
-	f, err := decode[data.Family](body)
-	if err != nil {
-		return false, err
-	}
+// and stores the tombstone of f (the record at that version) in the same
+// statement. It reports whether the family was deleted.
+func (s *Store) deleteFamilyAt(ctx context.Context, id string, version int64, f data.Family) (bool, error) {
 	r := data.RevocationOf(f)
 	tag, err := s.pool.Exec(ctx, deleteFamilySQL, id, version, unixNano(r.LastIssuedAt), encode(r))
 	if err != nil {

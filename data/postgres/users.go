@@ -213,4 +213,3 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 	}
 	return out, nil
 }
-
