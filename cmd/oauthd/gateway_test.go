@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"oauthd/keys/keystest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,7 @@ func (ti *testIssuer) token(t *testing.T, claims jwt.MapClaims) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lowS(s)
+	return keystest.LowS(s)
 }
 
 // startGateway runs `oauthd gateway` with args until the test ends and

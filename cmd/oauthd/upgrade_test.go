@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oauthd/consent/consenttest"
+	"oauthd/keys/keystest"
 )
 
 // This file is the upgrade promise (README "Upgrading"): a database written
@@ -288,10 +289,10 @@ func TestUpgradeFromRelease(t *testing.T) {
 		highS := 0
 		for _, a := range fx.Access {
 			want := http.StatusOK
-			if lowS(a.Token) != a.Token {
+			if keystest.LowS(a.Token) != a.Token {
 				want = http.StatusUnauthorized
 				highS++
-				if status, id := u.me(t, lowS(a.Token)); status != http.StatusOK || id != a.UserID {
+				if status, id := u.me(t, keystest.LowS(a.Token)); status != http.StatusOK || id != a.UserID {
 					t.Errorf("%s, its S made low: /v2/me = %d, user %d; want 200, user %d", a.What, status, id, a.UserID)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"oauthd/keys/keystest"
 	"oauthd/keys/verify"
 )
 
@@ -122,7 +123,7 @@ func es256Issuer(b *testing.B, cacheEntries int) (*verify.Verifier, func(jti str
 		if err != nil {
 			b.Fatal(err)
 		}
-		return lowS(s)
+		return keystest.LowS(s)
 	}
 }
 

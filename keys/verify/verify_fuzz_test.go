@@ -18,6 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"oauthd/keys/keystest"
 	"oauthd/keys/verify"
 )
 
@@ -96,7 +97,7 @@ func fzSign(t testing.TB, m jwt.SigningMethod, key any, claims jwt.MapClaims, hd
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lowS(s)
+	return keystest.LowS(s)
 }
 
 func fzB64(v any) string {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"oauthd/keys/keystest"
 	"oauthd/keys/verify"
 )
 
@@ -126,7 +127,7 @@ func mint(t testing.TB, k testKey, claims jwt.MapClaims, hdr map[string]any) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lowS(s)
+	return keystest.LowS(s)
 }
 
 func with(c jwt.MapClaims, kv ...any) jwt.MapClaims {

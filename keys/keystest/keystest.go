@@ -1,4 +1,6 @@
-package guard
+// Package keystest holds helpers for tests of code that verifies oauthd's
+// tokens. It is imported only by tests.
+package keystest
 
 import (
 	"crypto/elliptic"
@@ -7,11 +9,11 @@ import (
 	"strings"
 )
 
-// lowS returns the ES256 token tok with its signature's S replaced by
+// LowS returns the ES256 token tok with its signature's S replaced by
 // n − S when S > n/2, as oauthd's signer makes it: golang-jwt signs with
 // a random S, which the verifier refuses half the time (no malleable
 // tokens). Other tokens are returned unchanged.
-func lowS(tok string) string {
+func LowS(tok string) string {
 	dot := strings.LastIndexByte(tok, '.')
 	hdr, _ := base64.RawURLEncoding.DecodeString(tok[:max(0, strings.IndexByte(tok, '.'))])
 	sig, err := base64.RawURLEncoding.DecodeString(tok[dot+1:])
