@@ -11,8 +11,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/data/scope"
 	"oauthd/issuer"
-	"oauthd/issuer/scope"
 )
 
 // authorizeParams are the authorization request parameters (RFC 6749 §4.1.1,

@@ -20,5 +20,5 @@
 //
 // Package consent does not validate authorization requests nor mint codes:
 // it hands the query to an [Authorizer] (the issuer) and renders or follows
-// what it answers. Password hashing is in package consent/password.
+// what it answers. Password hashing is in package data/password.
 package consent

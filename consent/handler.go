@@ -19,8 +19,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"oauthd/consent/password"
 	"oauthd/data"
+	"oauthd/data/password"
 	"oauthd/issuer"
 	"oauthd/issuer/throttle"
 )

@@ -16,9 +16,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"oauthd/consent/password"
 	"oauthd/data"
 	"oauthd/data/memory"
+	"oauthd/data/password"
 	"oauthd/issuer"
 )
 

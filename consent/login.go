@@ -17,8 +17,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"oauthd/consent/password"
 	"oauthd/data"
+	"oauthd/data/password"
 	"oauthd/issuer/throttle"
 )
 

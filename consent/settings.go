@@ -11,8 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
+	"oauthd/data/scope"
 	"oauthd/issuer/admin"
-	"oauthd/issuer/scope"
 )
 
 // ClientAdmin is the slice of [admin.Service] the client settings pages

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"oauthd/consent/password"
 	"oauthd/data"
+	"oauthd/data/password"
 )
 
 // TestLoginUpgradesImportedHash: a user imported with a bcrypt hash logs

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 )
 
 // RuleError says which rule a record breaks. It unwraps to [ErrInvalid].

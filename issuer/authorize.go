@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"oauthd/data"
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 )
 
 // RFC 6749 §4.1.2.1 error codes of the authorization endpoint. They are

@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 )
 
 // introspection is an RFC 7662 §2.2 response.

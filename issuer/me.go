@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 	"oauthd/keys/guard"
 )
 

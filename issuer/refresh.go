@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 )
 
 // The refresh_token grant's rules, in one place (docs/DESIGN.md "What each

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/data/scope"
 	"oauthd/issuer/admin"
-	"oauthd/issuer/scope"
 )
 
 func newClientsCommand(o *rootOptions) *cobra.Command {

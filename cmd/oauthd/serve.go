@@ -28,10 +28,10 @@ import (
 
 	"oauthd/consent"
 	"oauthd/consent/handover"
-	"oauthd/consent/password"
 	"oauthd/data"
 	"oauthd/data/bolt"
 	"oauthd/data/cache"
+	"oauthd/data/password"
 	"oauthd/data/postgres"
 	"oauthd/issuer"
 	"oauthd/issuer/admin"

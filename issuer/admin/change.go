@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"oauthd/data"
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 )
 
 // The review of widening changes (docs/DESIGN.md, "What each decision

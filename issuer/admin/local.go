@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"oauthd/consent/password"
 	"oauthd/data"
-	"oauthd/issuer/scope"
+	"oauthd/data/password"
+	"oauthd/data/scope"
 )
 
 // Local implements [Service] over a store and a key manager, in this process.

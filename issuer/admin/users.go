@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"oauthd/consent/password"
 	"oauthd/data"
+	"oauthd/data/password"
 )
 
 // ImportUser is one row of `oauthd users import`: a user coming over from

@@ -14,7 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 	"oauthd/keys/verify"
 )
 

@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"oauthd/issuer/scope"
+	"oauthd/data/scope"
 )
 
 //go:embed routes.json
