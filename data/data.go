@@ -176,6 +176,26 @@ func (p *ClientChange) Clone() *ClientChange {
 	return &q
 }
 
+// Clone returns a deep copy of c: no slice, byte slice or pending change
+// of the copy shares memory with c. The one copy of a client record that
+// the stores and the client cache make.
+func (c Client) Clone() Client {
+	c.RedirectURIs = slices.Clone(c.RedirectURIs)
+	c.Scopes = slices.Clone(c.Scopes)
+	c.Usage = slices.Clone(c.Usage)
+	if c.Secrets != nil {
+		s := make([]ClientSecret, len(c.Secrets))
+		for i, cs := range c.Secrets {
+			cs.Hash = slices.Clone(cs.Hash)
+			s[i] = cs
+		}
+		c.Secrets = s
+	}
+	c.Pending = c.Pending.Clone()
+	c.RejectedChange = c.RejectedChange.Clone()
+	return c
+}
+
 // WithPending returns c as it will be once its pending change is approved
 // (with Pending nil), or c itself when it has none.
 func (c Client) WithPending() Client {

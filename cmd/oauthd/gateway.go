@@ -43,12 +43,7 @@ type gatewayOptions struct {
 // AddFlags registers the gateway's flags on fs; each defaults to its
 // OAUTHD_GATEWAY_* environment variable.
 func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
-	env := func(name, def string) string {
-		if v, ok := os.LookupEnv("OAUTHD_GATEWAY_" + name); ok {
-			return v
-		}
-		return def
-	}
+	env := func(name, def string) string { return envOr("OAUTHD_GATEWAY_"+name, def) }
 	fs.StringVar(&o.listen, "listen", env("LISTEN", "127.0.0.1:8081"), "address to listen on (env OAUTHD_GATEWAY_LISTEN)")
 	fs.StringVar(&o.upstream, "upstream", env("UPSTREAM", ""), "base URL of the API server to protect, e.g. http://127.0.0.1:3000 (env OAUTHD_GATEWAY_UPSTREAM)")
 	fs.StringVar(&o.issuer, "issuer", env("ISSUER", ""), "the issuer's base URL, the iss of its tokens (env OAUTHD_GATEWAY_ISSUER)")

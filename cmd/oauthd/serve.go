@@ -61,34 +61,6 @@ type serveOptions struct {
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
 
-// envList splits the comma-separated environment variable name.
-func envList(name string) []string {
-	var out []string
-	for _, v := range strings.Split(os.Getenv(name), ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// envDuration is the duration in the environment variable name, or def
-// when it is unset or does not parse (the flag's own parsing then reports
-// nothing; run checks the value).
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // AddFlags registers the serve flags; defaults come from OAUTHD_ADDR,
 // OAUTHD_BASE_URL and OAUTHD_APP_URL.
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"oauthd/data"
@@ -41,13 +40,13 @@ func (s *Store) GetClient(ctx context.Context, id string) (data.Client, error) {
 		if err := ctx.Err(); err != nil {
 			return data.Client{}, err
 		}
-		return clone(*c), nil
+		return c.Clone(), nil
 	}
 	loaded, err := s.Store.GetClient(ctx, id)
 	if err != nil {
 		return data.Client{}, err
 	}
-	keep := clone(loaded)
+	keep := loaded.Clone()
 	s.mu.Lock()
 	// A write that committed after our read bumped gen: what we read may
 	// be older than it, so it is not cached.
@@ -95,22 +94,4 @@ func (s *Store) invalidate(id string) {
 	delete(s.clients, id)
 	s.gen++
 	s.mu.Unlock()
-}
-
-// clone deep-copies c so that the caller never shares memory with the cache.
-func clone(c data.Client) data.Client {
-	c.RedirectURIs = slices.Clone(c.RedirectURIs)
-	c.Scopes = slices.Clone(c.Scopes)
-	c.Usage = slices.Clone(c.Usage)
-	if c.Secrets != nil {
-		s := make([]data.ClientSecret, len(c.Secrets))
-		for i, cs := range c.Secrets {
-			cs.Hash = slices.Clone(cs.Hash)
-			s[i] = cs
-		}
-		c.Secrets = s
-	}
-	c.Pending = c.Pending.Clone()
-	c.RejectedChange = c.RejectedChange.Clone()
-	return c
 }

@@ -23,18 +23,10 @@ func cloneUser(u data.User) data.User {
 }
 
 func cloneClient(c data.Client) data.Client {
-	c.RedirectURIs = slices.Clone(c.RedirectURIs)
-	c.Scopes = slices.Clone(c.Scopes)
-	c.Usage = slices.Clone(c.Usage)
-	if c.Secrets != nil {
-		s := make([]data.ClientSecret, len(c.Secrets))
-		for i, cs := range c.Secrets {
-			cs.Hash = cloneBytes(cs.Hash)
-			cs.CreatedAt = cs.CreatedAt.UTC()
-			cs.LastUsedAt = cs.LastUsedAt.UTC()
-			s[i] = cs
-		}
-		c.Secrets = s
+	c = c.Clone()
+	for i := range c.Secrets {
+		c.Secrets[i].CreatedAt = c.Secrets[i].CreatedAt.UTC()
+		c.Secrets[i].LastUsedAt = c.Secrets[i].LastUsedAt.UTC()
 	}
 	c.Pending = cloneChange(c.Pending)
 	c.RejectedChange = cloneChange(c.RejectedChange)
