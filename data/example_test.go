@@ -2,6 +2,7 @@ package data_test
 
 import (
 	"fmt"
+	"time"
 
 	"oauthd/data"
 )
@@ -12,7 +13,7 @@ import (
 // whether the server issued it for that family.
 func ExampleParseRefreshToken() {
 	key := make([]byte, data.RefreshKeySize) // the server's key (keys.Manager.RefreshTokenKey)
-	familyID := data.NewFamilyID()
+	familyID := data.NewFamilyID(time.Now())
 	token := data.NewRefreshToken(familyID, key)
 	stored := data.Hash(token) // what the Family keeps as TokenHash
 

@@ -31,13 +31,13 @@ func NewSecret(prefix string) string {
 	return prefix + randomString(secretBytes)
 }
 
-// NewAuthCode returns a new authorization code: the prefix, 7 characters
-// of the current time in milliseconds (in an order-preserving alphabet, as
+// NewAuthCode returns a new authorization code made at now: the prefix, 7
+// characters of now in milliseconds (in an order-preserving alphabet, as
 // in [NewFamilyID]), then 256 random bits (43 characters). Store it under
 // [AuthCodeKey].
-func NewAuthCode() string {
+func NewAuthCode(now time.Time) string {
 	var t [timeChars]byte
-	putTimeChars(t[:], time.Now())
+	putTimeChars(t[:], now)
 	return PrefixAuthCode + string(t[:]) + randomString(secretBytes)
 }
 
@@ -90,7 +90,7 @@ func Equal(a, b []byte) bool {
 const familyIDBytes = 16
 
 // NewFamilyID returns a new refresh-token family ID: 22 base64url
-// characters, of which the first 7 encode the current time in milliseconds
+// characters, of which the first 7 encode now in milliseconds
 // in an order-preserving alphabet and the other 15 are random (88 bits).
 // IDs made later sort after earlier ones, so a store keyed by family ID
 // appends each new family at the end of its index instead of at a random
@@ -98,7 +98,7 @@ const familyIDBytes = 16
 // grant, and the families in use (the recent ones) sit together. The
 // creation time it reveals is the client's own grant's. Older, wholly random
 // IDs have the same form and stay valid.
-func NewFamilyID() string { return newFamilyID(time.Now()) }
+func NewFamilyID(now time.Time) string { return newFamilyID(now) }
 
 // sortedAlphabet is the base64url alphabet in ASCII order.
 const sortedAlphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"

@@ -46,7 +46,7 @@ var testRefreshKey = bytes.Repeat([]byte{7}, RefreshKeySize)
 
 func TestRefreshTokenRoundTrip(t *testing.T) {
 	for range 100 {
-		id := NewFamilyID()
+		id := NewFamilyID(time.Now())
 		tok := NewRefreshToken(id, testRefreshKey)
 		got, ok := ParseRefreshToken(tok)
 		if !ok || got != id {
@@ -62,7 +62,7 @@ func TestRefreshTokenRoundTrip(t *testing.T) {
 }
 
 func TestParseRefreshTokenRejects(t *testing.T) {
-	id := NewFamilyID()
+	id := NewFamilyID(time.Now())
 	good := untagged(id)
 	secret := good[strings.IndexByte(good, '.')+1:]
 	tagged := NewRefreshToken(id, testRefreshKey)
@@ -104,12 +104,12 @@ func untagged(familyID string) string {
 }
 
 func TestCheckRefreshTag(t *testing.T) {
-	id := NewFamilyID()
+	id := NewFamilyID(time.Now())
 	tok := NewRefreshToken(id, testRefreshKey)
 	body, tag, _ := strings.Cut(tok[len(PrefixRefreshToken):], ".")
 	random, tag, _ := strings.Cut(tag, ".")
 	otherKey := bytes.Repeat([]byte{8}, RefreshKeySize)
-	other := NewFamilyID()
+	other := NewFamilyID(time.Now())
 	// The last tag character carries 2 unused bits: a spelling with one
 	// of them set decodes, without Strict, to the same tag.
 	last := strings.IndexByte(sortedB64, tag[21])
@@ -208,9 +208,9 @@ func TestFamilyIDsSortByTime(t *testing.T) {
 func TestAuthCodeKeysSortByTime(t *testing.T) {
 	var prev []byte
 	for range 50 {
-		code := NewAuthCode()
+		code := NewAuthCode(time.Now())
 		if !strings.HasPrefix(code, PrefixAuthCode) || len(code) != len(PrefixAuthCode)+timeChars+43 || !IsBase64URL(code[len(PrefixAuthCode):]) {
-			t.Fatalf("NewAuthCode() = %q; want the prefix, 7 time characters and 43 random ones", code)
+			t.Fatalf("NewAuthCode(time.Now()) = %q; want the prefix, 7 time characters and 43 random ones", code)
 		}
 		key := AuthCodeKey(code)
 		if !bytes.Equal(key[timeChars:], Hash(code)) {

@@ -79,7 +79,7 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 	if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
 		return "", s.authzUserError(ctx, req, "record grant", err)
 	}
-	code := data.NewAuthCode()
+	code := data.NewAuthCode(now)
 	ac := data.AuthCode{
 		Hash:          data.AuthCodeKey(code),
 		ClientID:      req.Client.ID,

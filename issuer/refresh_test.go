@@ -203,7 +203,7 @@ func TestForgeryLearnsNothing(t *testing.T) {
 		}
 		return rec.Body.String()
 	}
-	none := answer("other", env.otherSecret, data.PrefixRefreshToken+data.NewFamilyID()+"."+data.NewSecret(""))
+	none := answer("other", env.otherSecret, data.PrefixRefreshToken+data.NewFamilyID(time.Now())+"."+data.NewSecret(""))
 	for name, got := range map[string]string{
 		"untagged forgery, owner":          answer("conf", env.secretA, data.PrefixRefreshToken+id+"."+data.NewSecret("")),
 		"untagged forgery, another client": answer("other", env.otherSecret, data.PrefixRefreshToken+id+"."+data.NewSecret("")),

@@ -118,7 +118,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 				return data.Family{}, WithDescription(ErrInvalidGrant, "the client no longer has any of the scopes the user authorized; the user must authorize again")
 			}
 		}
-		id := data.NewFamilyID()
+		id := data.NewFamilyID(now)
 		refreshToken = s.tagger.NewToken(id)
 		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
 		abs := now.Add(s.cfg.RefreshMax)

@@ -208,7 +208,7 @@ type tkCodeOpts struct {
 // code seeds an authorization code and returns it.
 func (env *tkEnv) code(o tkCodeOpts) string {
 	env.t.Helper()
-	code := data.NewAuthCode()
+	code := data.NewAuthCode(time.Now())
 	if o.scopes == nil && !o.unrestricted {
 		o.scopes = []string{"PROFILE_READ", "BOOKING_READ"}
 	}

@@ -80,7 +80,7 @@ const benchVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 
 // code stores a fresh PKCE code for client conf and returns it.
 func (env *prodEnv) code(b *testing.B) string {
-	code := data.NewAuthCode()
+	code := data.NewAuthCode(time.Now())
 	now := time.Now().UTC()
 	err := env.store.CreateAuthCode(context.Background(), data.AuthCode{
 		Hash: data.AuthCodeKey(code), ClientID: "conf", UserID: 1, RedirectURI: tkRedirect,

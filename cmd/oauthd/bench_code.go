@@ -127,7 +127,7 @@ func mintCodes(ctx context.Context, s *benchServer, sd seeded, n int) ([]pending
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				code, verifier := data.NewAuthCode(), oauth2.GenerateVerifier()
+				code, verifier := data.NewAuthCode(time.Now()), oauth2.GenerateVerifier()
 				now := time.Now().UTC()
 				err := s.w.store.CreateAuthCode(ctx, data.AuthCode{
 					Hash: data.AuthCodeKey(code), ClientID: sd.clientID, UserID: sd.userID, RedirectURI: benchRedirectURI,
