@@ -770,8 +770,13 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 
 // deleteFamilySQL deletes a family at a version and stores its tombstone.
 const deleteFamilySQL = `WITH d AS (DELETE FROM families WHERE id = $1 AND version = $2 RETURNING 1)
-INSERT INTO revoked_grants (grant_id, issued_ns, body) SELECT $1, $3, $4 FROM d
-ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
+INSERT INTO revoked_grants (grant_id, issued_ns, body) SELECT $1, $3, $4 FROM d ` + tombstoneUpsert
+
+// putTombstoneSQL stores a tombstone ($1 grant ID, $2 issued_ns, $3 body).
+const putTombstoneSQL = `INSERT INTO revoked_grants (grant_id, issued_ns, body) VALUES ($1, $2, $3) ` + tombstoneUpsert
+
+// tombstoneUpsert keeps a grant's latest tombstone.
+const tombstoneUpsert = `ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
 
 // deleteFamilyAt deletes the family id if its version is still version,
 // and stores the tombstone of f (the record at that version) in the same

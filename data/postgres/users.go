@@ -138,30 +138,40 @@ func (s *Store) GetUserByExternalID(ctx context.Context, id string) (data.User, 
 }
 
 // revokeUser deletes every record of a user, one statement per table, in
-// this order (see the comment at the top of this file). Each deleted grant
-// is announced as DeleteGrant announces one.
-var revokeUser = []string{
-	"DELETE FROM sessions WHERE user_id = $1",
-	"DELETE FROM auth_codes WHERE user_id = $1",
-	revokeUserFamilies, // a tombstone for each (the revoked-grants feed)
-	`WITH d AS (DELETE FROM grants WHERE user_id = $1 RETURNING user_id, client_id)
-		SELECT pg_notify('` + Channel + `', 'grant '||user_id||' '||client_id) FROM d`,
+// this order (see the comment at the top of this file). Each deleted family
+// leaves its tombstone (data.RevocationOf, as every revocation does, so
+// offline verifiers following the feed refuse the user's access tokens
+// too); each deleted grant is announced as DeleteGrant announces one.
+func revokeUser(ctx context.Context, tx pgx.Tx, id int64) error {
+	for _, q := range []string{"DELETE FROM sessions WHERE user_id = $1", "DELETE FROM auth_codes WHERE user_id = $1"} {
+		if _, err := tx.Exec(ctx, q, id); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.Query(ctx, "DELETE FROM families WHERE user_id = $1 RETURNING body", id)
+	if err != nil {
+		return err
+	}
+	fams, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (data.Family, error) {
+		var b []byte
+		if err := r.Scan(&b); err != nil {
+			return data.Family{}, err
+		}
+		return decode[data.Family](b)
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range fams {
+		r := data.RevocationOf(f)
+		if _, err := tx.Exec(ctx, putTombstoneSQL, r.GrantID, unixNano(r.LastIssuedAt), encode(r)); err != nil {
+			return err
+		}
+	}
+	_, err = tx.Exec(ctx, `WITH d AS (DELETE FROM grants WHERE user_id = $1 RETURNING user_id, client_id)
+		SELECT pg_notify('`+Channel+`', 'grant '||user_id||' '||client_id) FROM d`, id)
+	return err
 }
-
-// revokeUserFamilies deletes the user's families and stores the tombstone
-// of each in the same statement, as a revocation does (data.RevocationOf:
-// the family's last issuance is its rotated_at, or created_at before the
-// first rotation), so offline verifiers following the feed refuse the
-// user's access tokens too.
-const revokeUserFamilies = `WITH d AS (DELETE FROM families WHERE user_id = $1 RETURNING id, body),
-	r AS (SELECT id, body->>'client_id' AS client_id,
-		CASE WHEN (body->>'rotated_at')::timestamptz < (body->>'created_at')::timestamptz
-			THEN (body->>'created_at')::timestamptz ELSE (body->>'rotated_at')::timestamptz END AS at FROM d)
-INSERT INTO revoked_grants (grant_id, issued_ns, body)
-SELECT id, greatest(least(extract(epoch FROM at) * 1000000000, 9223372036854775807), -9223372036854775808)::bigint, -- clamped as unixNano
-	jsonb_build_object('grant_id', id, 'client_id', client_id, 'last_issued_at', to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
-FROM r
-ON CONFLICT (grant_id) DO UPDATE SET issued_ns = excluded.issued_ns, body = excluded.body`
 
 // UpdateUser implements [data.Store.UpdateUser]: the user's row is locked
 // FOR UPDATE from the read to the commit, so updates apply one after
@@ -199,10 +209,8 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 			return fmt.Errorf("%s %d: %w", op, id, userClash(err, next))
 		}
 		if next.Disabled && !old.Disabled {
-			for _, q := range revokeUser {
-				if _, err := tx.Exec(ctx, q, id); err != nil {
-					return fmt.Errorf("%s %d: revoke: %w", op, id, err)
-				}
+			if err := revokeUser(ctx, tx, id); err != nil {
+				return fmt.Errorf("%s %d: revoke: %w", op, id, err)
 			}
 		}
 		out, err = decode[data.User](nb)
