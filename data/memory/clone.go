@@ -28,24 +28,23 @@ func cloneClient(c data.Client) data.Client {
 		c.Secrets[i].CreatedAt = c.Secrets[i].CreatedAt.UTC()
 		c.Secrets[i].LastUsedAt = c.Secrets[i].LastUsedAt.UTC()
 	}
-	c.Pending = cloneChange(c.Pending)
-	c.RejectedChange = cloneChange(c.RejectedChange)
+	utcChange(c.Pending)
+	utcChange(c.RejectedChange)
 	c.CreatedAt = c.CreatedAt.UTC()
 	c.UpdatedAt = c.UpdatedAt.UTC()
 	return c
 }
 
-func cloneChange(p *data.ClientChange) *data.ClientChange {
-	q := p.Clone()
-	if q == nil {
-		return nil
+// utcChange puts p's times (p already a copy, or nil) in UTC.
+func utcChange(p *data.ClientChange) {
+	if p == nil {
+		return
 	}
-	if q.Secret != nil {
-		q.Secret.CreatedAt = q.Secret.CreatedAt.UTC()
-		q.Secret.LastUsedAt = q.Secret.LastUsedAt.UTC()
+	if p.Secret != nil {
+		p.Secret.CreatedAt = p.Secret.CreatedAt.UTC()
+		p.Secret.LastUsedAt = p.Secret.LastUsedAt.UTC()
 	}
-	q.ProposedAt = q.ProposedAt.UTC()
-	return q
+	p.ProposedAt = p.ProposedAt.UTC()
 }
 
 func cloneCode(c data.AuthCode) data.AuthCode {
