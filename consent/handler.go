@@ -186,20 +186,17 @@ func New(cfg Config) (*Handler, error) {
 	sum := sha256.Sum256(cssFile)
 	h.cssURL = staticCSSPath + "?v=" + hex.EncodeToString(sum[:6])
 
-	base, err := template.New("layout.html").Funcs(template.FuncMap{"initial": initial}).ParseFS(templateFS, "templates/layout.html")
+	base, err := parseLayout()
 	if err != nil {
-		return nil, fmt.Errorf("consent: parse layout: %w", err)
+		return nil, err
 	}
 	for _, name := range append([]string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn}, settingsPages...) {
-		t, err := base.Clone()
-		if err != nil {
-			return nil, fmt.Errorf("consent: clone layout: %w", err)
-		}
 		files := []string{"templates/" + name + ".html"}
 		if slices.Contains(settingsPages, name) {
 			files = append(files, "templates/settings_common.html")
 		}
-		if _, err := t.ParseFS(templateFS, files...); err != nil {
+		t, err := parsePage(base, templateFS, files...)
+		if err != nil {
 			return nil, fmt.Errorf("consent: parse %s: %w", name, err)
 		}
 		h.pages[name] = t
@@ -294,14 +291,7 @@ func (h *Handler) render(c echo.Context, status int, page string, v view, extraF
 	if extraFormAction != "" {
 		csp += " " + extraFormAction
 	}
-	var b strings.Builder
-	if err := h.pages[page].ExecuteTemplate(&b, "layout.html", v); err != nil {
-		h.log.ErrorContext(c.Request().Context(), "render page", slog.String("page", page), slog.Any("err", err))
-		setPageHeaders(c.Response(), baseCSP)
-		return c.String(http.StatusInternalServerError, "internal error")
-	}
-	setPageHeaders(c.Response(), csp)
-	return c.HTML(status, b.String())
+	return h.write(c, status, page, h.pages[page], v, csp)
 }
 
 // errorPage renders the error page.
