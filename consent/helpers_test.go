@@ -204,21 +204,10 @@ func cookie(rec *httptest.ResponseRecorder, name string) *http.Cookie {
 	return consenttest.Cookie(rec, name)
 }
 
-// formCSRF returns the CSRF token of the page's form.
-func formCSRF(t testing.TB, body string) string {
-	t.Helper()
-	return consenttest.FormCSRF(t, body)
-}
-
 // loginForm fetches the login page and returns its CSRF cookie and token.
 func (en *env) loginForm() (*http.Cookie, string) {
 	en.t.Helper()
-	rec := en.get("/auth/login")
-	ck := cookie(rec, loginCSRFCookie)
-	if ck == nil {
-		en.t.Fatal("GET /auth/login set no oauthd_csrf cookie")
-	}
-	return ck, formCSRF(en.t, rec.Body.String())
+	return consenttest.LoginForm(en.t, en.e)
 }
 
 // login logs in and returns the session cookie.

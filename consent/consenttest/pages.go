@@ -60,6 +60,18 @@ func FormCSRF(t testing.TB, body string) string {
 	return html.UnescapeString(m[1])
 }
 
+// LoginForm fetches the login page (/auth/login) through h and returns its
+// CSRF cookie (oauthd_csrf) and the form's token, for a POST of the form.
+func LoginForm(t testing.TB, h http.Handler) (*http.Cookie, string) {
+	t.Helper()
+	rec := Get(h, "/auth/login")
+	ck := Cookie(rec, "oauthd_csrf")
+	if ck == nil {
+		t.Fatal("GET /auth/login set no oauthd_csrf cookie")
+	}
+	return ck, FormCSRF(t, rec.Body.String())
+}
+
 // CheckPageHeaders checks the security headers every HTML page carries: a
 // strict CSP without scripts or inline styles, no framing, no-store,
 // nosniff and no referrer.

@@ -1,9 +1,8 @@
-package consent
+package settings
 
 import (
 	"context"
 	"html"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,44 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
-
+	"oauthd/consent/consenttest"
 	"oauthd/data"
 	"oauthd/issuer/admin"
 )
-
-// settingsEnv is env plus a Handler with Clients: the real admin.Local over
-// the same memory store.
-type settingsEnv struct {
-	*env
-	adm *admin.Local
-}
-
-func newSettingsEnv(t testing.TB) *settingsEnv {
-	t.Helper()
-	en := newEnv(t, "https://app.example")
-	adm := admin.NewLocal(en.store, nil, slog.New(slog.DiscardHandler), en.clock)
-	h, err := New(Config{Store: en.store, Authorizer: en.authz, Logger: slog.New(slog.DiscardHandler),
-		Now: en.clock, AppURL: "https://app.example", Clients: adm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	en.h = h
-	en.e = echo.New()
-	h.Register(en.e)
-	return &settingsEnv{en, adm}
-}
-
-// session logs user in through a stored session and returns its cookie and
-// CSRF token (no password hashing: fast).
-func (se *settingsEnv) session(u data.User) (*http.Cookie, string) {
-	se.t.Helper()
-	id, s, err := se.h.newSession(context.Background(), u.ID)
-	if err != nil {
-		se.t.Fatal(err)
-	}
-	return &http.Cookie{Name: se.h.sessionName, Value: id}, s.CSRF
-}
 
 // create registers a client for owner through admin (as the form does).
 func (se *settingsEnv) create(owner data.User, name string, public bool) admin.CreatedClient {
@@ -84,13 +49,6 @@ func (se *settingsEnv) legacy(owner data.User, id string, withScope, withoutScop
 	}
 }
 
-func TestSettingsNotMountedWithoutClients(t *testing.T) {
-	en := newEnv(t, "")
-	if rec := en.get(clientsPath); rec.Code != http.StatusNotFound {
-		t.Errorf("GET %s without Config.Clients = %d; want 404", clientsPath, rec.Code)
-	}
-}
-
 func TestSettingsLoginRequired(t *testing.T) {
 	se := newSettingsEnv(t)
 	c := se.create(se.alice, "Mine", false)
@@ -113,31 +71,10 @@ func TestSettingsLoginRequired(t *testing.T) {
 		}
 	}
 	// The login form carries the settings path back, and logging in returns there.
-	ck, tok := se.loginForm()
+	ck, tok := consenttest.LoginForm(t, se.e)
 	rec := se.post(loginPath, url.Values{"login": {"alice"}, "password": {alicePassword}, csrfField: {tok}, "return_to": {clientsPath}}, ck)
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != clientsPath {
 		t.Errorf("login with return_to %s = %d %q; want 303 there", clientsPath, rec.Code, rec.Header().Get("Location"))
-	}
-}
-
-func TestSettingsReturnTo(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"/settings/clients", "/settings/clients"},
-		{"/settings/clients/abc123", "/settings/clients/abc123"},
-		{"/settings/clients/new", "/settings/clients/new"},
-		{"/settings//evil.example", ""},
-		{"/settings/../auth/logout", ""},
-		{"/settings/clients?x=1", ""},
-		{"/settings/clients#x", ""},
-		{`/settings/\evil`, ""},
-		{"/settings/%2e%2e/x", ""},
-		{"https://evil.example/settings/clients", ""},
-		{"//evil.example/settings/clients", ""},
-		{"/settingsX", ""},
-	} {
-		if got := safeReturnTo(tc.in); got != tc.want {
-			t.Errorf("safeReturnTo(%q) = %q; want %q", tc.in, got, tc.want)
-		}
 	}
 }
 
@@ -375,7 +312,7 @@ func TestSettingsCSRF(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://evil.example")
 	req.AddCookie(sess)
-	if rec := se.serve(req); rec.Code != http.StatusForbidden {
+	if rec := consenttest.Serve(se.e, req); rec.Code != http.StatusForbidden {
 		t.Errorf("cross-origin POST = %d; want 403", rec.Code)
 	}
 	after := se.client(a.ClientID)
@@ -579,11 +516,7 @@ func TestSettingsGolden(t *testing.T) {
 	se := newSettingsEnv(t)
 	ctx := context.Background()
 	now := se.clock()
-	if err := se.store.CreateSession(ctx, data.Session{Hash: data.Hash(fixedSession), UserID: se.alice.ID, CSRF: fixedCSRF,
-		CreatedAt: now, ExpiresAt: now.Add(se.h.sessionTTL)}); err != nil {
-		t.Fatal(err)
-	}
-	sess := &http.Cookie{Name: se.h.sessionName, Value: fixedSession}
+	sess, _ := se.sessionWith(se.alice, fixedSession, fixedCSRF)
 	used := now.Add(-2 * 3600e9)
 	for _, c := range []data.Client{
 		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", Owner: se.alice.Email, Type: data.Confidential,

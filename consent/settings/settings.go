@@ -1,8 +1,10 @@
-package consent
+package settings
 
 import (
 	"context"
+	"embed"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/consent"
 	"oauthd/data"
 	"oauthd/data/scope"
 	"oauthd/issuer/admin"
@@ -36,23 +39,76 @@ var _ ClientAdmin = (*admin.Local)(nil)
 
 // Paths of the client settings pages.
 const (
-	settingsPrefix = "/settings/"
-	clientsPath    = "/settings/clients"
-	newClientPath  = "/settings/clients/new"
+	clientsPath   = "/settings/clients"
+	newClientPath = "/settings/clients/new"
 )
 
-// Page names of the settings pages.
+// Page names; each is templates/<name>.html, with templates/common.html,
+// rendered inside the site's layout.
 const (
-	pageClients      = "settings_clients"
-	pageClientNew    = "settings_new"
-	pageClientDetail = "settings_client"
-	pageClientMade   = "settings_created"
+	pageClients      = "clients"
+	pageClientNew    = "new"
+	pageClientDetail = "client"
+	pageClientMade   = "created"
 )
 
-var settingsPages = []string{pageClients, pageClientNew, pageClientDetail, pageClientMade}
+//go:embed templates/*.html
+var templateFS embed.FS
 
-// registerSettings mounts the client settings pages (only with Clients set).
-func (h *Handler) registerSettings(e *echo.Echo) {
+// Config configures a [Handler].
+type Config struct {
+	// Site is the login pages' handler: the session, the CSRF check, the
+	// page frame, the security headers and the error pages are its.
+	// Required.
+	Site *consent.Handler
+	// Clients is the operator API the pages change clients through (an
+	// *admin.Local). Required.
+	Clients ClientAdmin
+	Logger  *slog.Logger // the pages' audit lines; default: discard
+}
+
+// Handler serves the client settings pages. Create it with [New].
+type Handler struct {
+	site    *consent.Handler
+	clients ClientAdmin
+	log     *slog.Logger
+	pages   map[string]*consent.Page
+}
+
+// New checks cfg, parses the templates (failing fast on a broken one) and
+// returns a Handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Site == nil || cfg.Clients == nil {
+		return nil, errors.New("settings: Config needs Site and Clients")
+	}
+	h := &Handler{site: cfg.Site, clients: cfg.Clients, log: cfg.Logger, pages: map[string]*consent.Page{}}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	for _, name := range []string{pageClients, pageClientNew, pageClientDetail, pageClientMade} {
+		p, err := consent.NewPage(name, templateFS, "templates/"+name+".html", "templates/common.html")
+		if err != nil {
+			return nil, fmt.Errorf("settings: %w", err)
+		}
+		h.pages[name] = p
+	}
+	return h, nil
+}
+
+// view is what every settings template gets; layout.html reads Title,
+// CSSURL and Wide.
+type view struct {
+	Title   string
+	CSSURL  string
+	Message string // an error or notice shown at the top of the card
+	Wide    bool   // the wider page: always
+	User    data.User
+	CSRF    string
+	S       *settingsView // the settings pages' data
+}
+
+// Register mounts the client settings pages under /settings/clients.
+func (h *Handler) Register(e *echo.Echo) {
 	e.GET(clientsPath, h.listClients)
 	e.GET(newClientPath, h.newClientForm)
 	e.POST(newClientPath, h.createClient)
@@ -250,12 +306,9 @@ var errForeign = errors.New("client not found or not owned")
 // settingsSession returns the session and user, or writes the response
 // (303 to the login page, or a 500 page) and returns ok false.
 func (h *Handler) settingsSession(c echo.Context, returnTo string) (data.Session, data.User, bool, error) {
-	s, u, err := h.session(c.Request().Context(), c.Request())
-	if errors.Is(err, errNoSession) {
-		return s, u, false, seeOther(c, loginURL(safeReturnTo(returnTo)))
-	}
-	if err != nil {
-		return s, u, false, h.internalError(c, "settings session", err)
+	s, u, ok, err := h.site.SignedIn(c, returnTo)
+	if !ok {
+		return s, u, false, err
 	}
 	// The admin operations' audit records name the developer who acted.
 	r := c.Request()
@@ -286,7 +339,7 @@ func (h *Handler) ownClient(ctx context.Context, id string, u data.User) (admin.
 // notFoundPage is the one answer for a client that does not exist or
 // belongs to someone else.
 func (h *Handler) notFoundPage(c echo.Context) error {
-	return h.errorPage(c, http.StatusNotFound, "Client not found",
+	return h.site.ErrorPage(c, http.StatusNotFound, "Client not found",
 		"There is no OAuth client with this ID among your clients.")
 }
 
@@ -294,10 +347,10 @@ func (h *Handler) notFoundPage(c echo.Context) error {
 // time) and the Origin. On failure it writes the 403 page and returns false.
 func (h *Handler) checkCSRF(c echo.Context, s data.Session, event string) (bool, error) {
 	r := c.Request()
-	if !h.sameOrigin(r) || !equalToken(s.CSRF, r.PostForm.Get(csrfField)) {
+	if !h.site.ValidPost(r, s) {
 		h.log.LogAttrs(r.Context(), slog.LevelWarn, "audit", slog.String("event", event+"_csrf_failed"),
 			slog.Int64("user_id", s.UserID), slog.String("remote_addr", c.RealIP()))
-		return false, h.errorPage(c, http.StatusForbidden, "Request refused",
+		return false, h.site.ErrorPage(c, http.StatusForbidden, "Request refused",
 			"This request did not come from this site's settings page, so nothing was changed. Open the page again and retry.")
 	}
 	return true, nil
@@ -340,9 +393,9 @@ func webSentence(msg string) string {
 
 // settingsRender renders a settings page (wide layout).
 func (h *Handler) settingsRender(c echo.Context, status int, page string, v view) error {
-	v.Wide = true
+	v.CSSURL, v.Wide = h.site.CSSURL(), true
 	v.S.Max.URIs, v.S.Max.Secrets = data.MaxRedirectURIs, data.MaxActiveSecrets
-	return h.render(c, status, page, v, "")
+	return h.site.Render(c, status, h.pages[page], v)
 }
 
 // listClients serves GET /settings/clients.
@@ -353,7 +406,7 @@ func (h *Handler) listClients(c echo.Context) error {
 	}
 	all, err := h.clients.ListClients(c.Request().Context(), "")
 	if err != nil {
-		return h.internalError(c, "list clients", err)
+		return h.site.InternalError(c, "list clients", err)
 	}
 	sv := &settingsView{}
 	for _, cv := range all {
@@ -379,7 +432,7 @@ func (h *Handler) createClient(c echo.Context) error {
 	r := c.Request()
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
-		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+		return h.site.ErrorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
 	}
 	s, u, ok, err := h.settingsSession(c, newClientPath)
 	if !ok {
@@ -412,7 +465,7 @@ func (h *Handler) createClient(c echo.Context) error {
 	if err != nil {
 		msg, status, ok := userMessage(err)
 		if !ok {
-			return h.internalError(c, "create client", err)
+			return h.site.InternalError(c, "create client", err)
 		}
 		v.Message = msg
 		return h.settingsRender(c, status, pageClientNew, v)
@@ -436,7 +489,7 @@ func (h *Handler) showClient(c echo.Context) error {
 		return h.notFoundPage(c)
 	}
 	if err != nil {
-		return h.internalError(c, "show client", err)
+		return h.site.InternalError(c, "show client", err)
 	}
 	return h.detail(c, http.StatusOK, u, s, cv, func(sv *settingsView) {
 		sv.Flash = flashes[c.QueryParam("done")]
@@ -483,7 +536,7 @@ func (h *Handler) clientAction(c echo.Context, event string) (data.Session, data
 	id := c.Param("id")
 	var cv admin.ClientView
 	if err := r.ParseForm(); err != nil {
-		return data.Session{}, data.User{}, cv, false, h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+		return data.Session{}, data.User{}, cv, false, h.site.ErrorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
 	}
 	s, u, ok, err := h.settingsSession(c, clientsPath+"/"+id)
 	if !ok {
@@ -497,14 +550,14 @@ func (h *Handler) clientAction(c echo.Context, event string) (data.Session, data
 		return s, u, cv, false, h.notFoundPage(c)
 	}
 	if err != nil {
-		return s, u, cv, false, h.internalError(c, event, err)
+		return s, u, cv, false, h.site.InternalError(c, event, err)
 	}
 	return s, u, cv, true, nil
 }
 
 // done redirects to the client's page with a fixed notice code.
 func done(c echo.Context, id, code string) error {
-	return seeOther(c, clientsPath+"/"+id+"?done="+code)
+	return consent.SeeOther(c, clientsPath+"/"+id+"?done="+code)
 }
 
 // failed re-renders the client's page with err's message in section, or a
@@ -512,7 +565,7 @@ func done(c echo.Context, id, code string) error {
 func (h *Handler) failed(c echo.Context, op string, err error, u data.User, s data.Session, cv admin.ClientView, section string, keep func(*settingsView)) error {
 	msg, status, ok := userMessage(err)
 	if !ok {
-		return h.internalError(c, op, err)
+		return h.site.InternalError(c, op, err)
 	}
 	return h.detail(c, status, u, s, cv, func(sv *settingsView) {
 		sv.Error, sv.msg = section, msg
@@ -627,7 +680,7 @@ func (h *Handler) generateSecret(c echo.Context) error {
 	if cv2, err := h.clients.ShowClient(ctx, cv.ClientID); err == nil {
 		cv = cv2
 	} else {
-		return h.internalError(c, "show client", err)
+		return h.site.InternalError(c, "show client", err)
 	}
 	return h.detail(c, http.StatusOK, u, s, cv, func(sv *settingsView) { sv.NewSecret = &created })
 }
