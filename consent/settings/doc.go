@@ -4,6 +4,16 @@
 // URIs, scopes, the DPoP and PAR protections, the migration of legacy
 // clients and the panel of a change waiting for review.
 //
+// One HTTP handler per file: list.go, new.go (the form), create.go,
+// show.go, redirect_uris.go, scopes.go (with the legacy migration),
+// protections.go, secret_generate.go and secret_revoke.go. What they share:
+// settings.go (Config, New, Register, the rendering), access.go (the
+// session, the CSRF check, ownership: the common steps of every request),
+// form.go (the input), view.go (what the templates get, the client's page)
+// and messages.go (the fixed notices and the sentences of admin's errors).
+// The templates are embedded from templates/; common.html holds what every
+// page shares.
+//
 // It owns no rule about clients: every change goes through the
 // [ClientAdmin] (issuer/admin), which validates it, keeps the two-secret
 // and last-secret limits and holds a widening change for review; the pages

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"oauthd/consent"
 	"oauthd/consent/consenttest"
 	"oauthd/data"
 	"oauthd/issuer/admin"
@@ -651,5 +652,23 @@ func TestSettingsProtections(t *testing.T) {
 	}
 	if c := se.client(a.ClientID); c.DPoPBoundAccessTokens || !c.RequirePAR {
 		t.Fatalf("after approval = %+v", c)
+	}
+}
+
+// TestNewNeedsSiteAndClients: without the login pages or the admin
+// service the settings pages cannot work, and New says so.
+func TestNewNeedsSiteAndClients(t *testing.T) {
+	se := newSettingsEnv(t)
+	site, err := consent.New(consent.Config{Store: se.store, Authorizer: noAuthorizer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{{}, {Site: site}, {Clients: se.adm}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) = nil error; want one", cfg)
+		}
+	}
+	if _, err := New(Config{Site: site, Clients: se.adm}); err != nil {
+		t.Errorf("New with both = %v", err)
 	}
 }
