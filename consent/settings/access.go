@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -21,6 +22,70 @@ func owns(c admin.ClientView, u data.User) bool {
 // errForeign stands for "no such client, or not yours": both get the same
 // 404 page.
 var errForeign = errors.New("client not found or not owned")
+
+// request is what a handler gets once its route's steps passed.
+type request struct {
+	s  data.Session
+	u  data.User
+	cv admin.ClientView // on a client's routes (:id): the user's own client
+}
+
+// handler is one of the pages' handlers; [Handler.guard] runs the common
+// steps before it.
+type handler func(c echo.Context, rq request) error
+
+// steps are what a route checks before its handler, in this order.
+type steps struct {
+	// post: parse the form and, once the session is known, check its
+	// CSRF token; post names the audit event of a refusal
+	// (<post>_csrf_failed). "" for a GET.
+	post string
+	// client: the route is on client :id, which must be the user's (else
+	// the 404 page); the login returns to the client's page.
+	client bool
+	// back is where the login returns to when the route is not on a
+	// client.
+	back string
+}
+
+// guard returns the route's handler: the form (a POST), the session (else
+// the login page, which returns to the page), the CSRF token (a POST), the
+// client's ownership (a client's route), then next.
+func (h *Handler) guard(st steps, next handler) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Param("id")
+		back := st.back
+		if st.client {
+			back = clientsPath + "/" + id
+		}
+		if st.post != "" {
+			if err := c.Request().ParseForm(); err != nil {
+				return h.site.ErrorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+			}
+		}
+		var rq request
+		var ok bool
+		var err error
+		if rq.s, rq.u, ok, err = h.settingsSession(c, back); !ok {
+			return err
+		}
+		if st.post != "" {
+			if ok, err := h.checkCSRF(c, rq.s, st.post); !ok {
+				return err
+			}
+		}
+		if st.client {
+			rq.cv, err = h.ownClient(c.Request().Context(), id, rq.u)
+			if errors.Is(err, errForeign) {
+				return h.notFoundPage(c)
+			}
+			if err != nil {
+				return h.site.InternalError(c, cmp.Or(st.post, "show client"), err)
+			}
+		}
+		return next(c, rq)
+	}
+}
 
 // settingsSession returns the session and user, or writes the response
 // (303 to the login page, or a 500 page) and returns ok false.
@@ -62,8 +127,8 @@ func (h *Handler) notFoundPage(c echo.Context) error {
 		"There is no OAuth client with this ID among your clients.")
 }
 
-// checkCSRF parses the form and checks the session's CSRF token (constant
-// time) and the Origin. On failure it writes the 403 page and returns false.
+// checkCSRF checks the parsed form's CSRF token against the session's
+// (constant time) and the Origin. On failure it writes the 403 page and returns false.
 func (h *Handler) checkCSRF(c echo.Context, s data.Session, event string) (bool, error) {
 	r := c.Request()
 	if !h.site.ValidPost(r, s) {
@@ -73,30 +138,4 @@ func (h *Handler) checkCSRF(c echo.Context, s data.Session, event string) (bool,
 			"This request did not come from this site's settings page, so nothing was changed. Open the page again and retry.")
 	}
 	return true, nil
-}
-
-// clientAction runs the common part of every POST on a client: form,
-// session, CSRF, ownership. It returns ok false when it has answered.
-func (h *Handler) clientAction(c echo.Context, event string) (data.Session, data.User, admin.ClientView, bool, error) {
-	r := c.Request()
-	id := c.Param("id")
-	var cv admin.ClientView
-	if err := r.ParseForm(); err != nil {
-		return data.Session{}, data.User{}, cv, false, h.site.ErrorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
-	}
-	s, u, ok, err := h.settingsSession(c, clientsPath+"/"+id)
-	if !ok {
-		return s, u, cv, false, err
-	}
-	if ok, err := h.checkCSRF(c, s, event); !ok {
-		return s, u, cv, false, err
-	}
-	cv, err = h.ownClient(r.Context(), id, u)
-	if errors.Is(err, errForeign) {
-		return s, u, cv, false, h.notFoundPage(c)
-	}
-	if err != nil {
-		return s, u, cv, false, h.site.InternalError(c, event, err)
-	}
-	return s, u, cv, true, nil
 }

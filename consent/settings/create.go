@@ -11,19 +11,9 @@ import (
 )
 
 // createClient serves POST /settings/clients/new.
-func (h *Handler) createClient(c echo.Context) error {
+func (h *Handler) createClient(c echo.Context, rq request) error {
 	r := c.Request()
 	ctx := r.Context()
-	if err := r.ParseForm(); err != nil {
-		return h.site.ErrorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
-	}
-	s, u, ok, err := h.settingsSession(c, newClientPath)
-	if !ok {
-		return err
-	}
-	if ok, err := h.checkCSRF(c, s, "client_create"); !ok {
-		return err
-	}
 	scopes := formScopes(r)
 	form := clientForm{
 		Name:         strings.TrimSpace(r.PostForm.Get("name")),
@@ -31,7 +21,7 @@ func (h *Handler) createClient(c echo.Context) error {
 		RedirectURIs: r.PostForm.Get("redirect_uris"),
 		Groups:       choices(scopes),
 	}
-	v := view{Title: "Register a new client", User: u, CSRF: s.CSRF, S: &settingsView{Form: form}}
+	v := view{Title: "Register a new client", User: rq.u, CSRF: rq.s.CSRF, S: &settingsView{Form: form}}
 	switch ct := r.PostForm.Get("client_type"); {
 	case ct != "public" && ct != "confidential":
 		v.Message = "Choose the client type: confidential (a server that can keep a secret) or public (an app in the browser or on a device)."
@@ -41,8 +31,8 @@ func (h *Handler) createClient(c echo.Context) error {
 		v.Message = "Choose at least one scope."
 		return h.settingsRender(c, http.StatusBadRequest, pageClientNew, v)
 	}
-	created, err := h.clients.CreateClient(c.Request().Context(), admin.NewClient{
-		Owner: u.Email, Name: form.Name, RedirectURIs: splitLines(form.RedirectURIs),
+	created, err := h.clients.CreateClient(ctx, admin.NewClient{
+		Owner: rq.u.Email, Name: form.Name, RedirectURIs: splitLines(form.RedirectURIs),
 		Scopes: scopes, Public: form.Public,
 	})
 	if err != nil {
@@ -54,7 +44,7 @@ func (h *Handler) createClient(c echo.Context) error {
 		return h.settingsRender(c, status, pageClientNew, v)
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "settings_client_created"),
-		slog.Int64("user_id", u.ID), slog.String("client_id", created.ClientID))
+		slog.Int64("user_id", rq.u.ID), slog.String("client_id", created.ClientID))
 	v.Title = "Client registered"
 	v.S = &settingsView{Created: &created}
 	return h.settingsRender(c, http.StatusOK, pageClientMade, v)

@@ -8,7 +8,8 @@
 // show.go, redirect_uris.go, scopes.go (with the legacy migration),
 // protections.go, secret_generate.go and secret_revoke.go. What they share:
 // settings.go (Config, New, Register, the rendering), access.go (the
-// session, the CSRF check, ownership: the common steps of every request),
+// steps a route takes before its handler: the form, the session, the CSRF
+// token, the client's ownership; the handler gets their result),
 // form.go (the input), view.go (what the templates get, the client's page)
 // and messages.go (the fixed notices and the sentences of admin's errors).
 // The templates are embedded from templates/; common.html holds what every
@@ -17,7 +18,8 @@
 // It owns no rule about clients: every change goes through the
 // [ClientAdmin] (issuer/admin), which validates it, keeps the two-secret
 // and last-secret limits and holds a widening change for review; the pages
-// check that the user owns the client, check the CSRF token and render.
+// check that the user owns the client, have package consent check the
+// CSRF token, and render.
 // They change clients only with EditClient (the owner's change), never
 // with the operator's SetScopes or SetRedirectURIs.
 //

@@ -7,20 +7,16 @@ import (
 )
 
 // listClients serves GET /settings/clients.
-func (h *Handler) listClients(c echo.Context) error {
-	s, u, ok, err := h.settingsSession(c, clientsPath)
-	if !ok {
-		return err
-	}
+func (h *Handler) listClients(c echo.Context, rq request) error {
 	all, err := h.clients.ListClients(c.Request().Context(), "")
 	if err != nil {
 		return h.site.InternalError(c, "list clients", err)
 	}
 	sv := &settingsView{}
 	for _, cv := range all {
-		if owns(cv, u) {
+		if owns(cv, rq.u) {
 			sv.Clients = append(sv.Clients, cv)
 		}
 	}
-	return h.settingsRender(c, http.StatusOK, pageClients, view{Title: "OAuth clients", User: u, CSRF: s.CSRF, S: sv})
+	return h.settingsRender(c, http.StatusOK, pageClients, view{Title: "OAuth clients", User: rq.u, CSRF: rq.s.CSRF, S: sv})
 }

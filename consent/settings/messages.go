@@ -9,7 +9,6 @@ import (
 
 	"oauthd/consent"
 	"oauthd/data"
-	"oauthd/issuer/admin"
 )
 
 // flashes are the only notices a ?done= code can show: fixed text, never
@@ -65,12 +64,12 @@ func done(c echo.Context, id, code string) error {
 
 // failed re-renders the client's page with err's message in section, or a
 // 500 page for an unexpected error.
-func (h *Handler) failed(c echo.Context, op string, err error, u data.User, s data.Session, cv admin.ClientView, section string, keep func(*settingsView)) error {
+func (h *Handler) failed(c echo.Context, op string, err error, rq request, section string, keep func(*settingsView)) error {
 	msg, status, ok := userMessage(err)
 	if !ok {
 		return h.site.InternalError(c, op, err)
 	}
-	return h.detail(c, status, u, s, cv, func(sv *settingsView) {
+	return h.detail(c, status, rq, func(sv *settingsView) {
 		sv.Error, sv.msg = section, msg
 		if keep != nil {
 			keep(sv)

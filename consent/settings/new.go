@@ -7,11 +7,7 @@ import (
 )
 
 // newClientForm serves GET /settings/clients/new.
-func (h *Handler) newClientForm(c echo.Context) error {
-	s, u, ok, err := h.settingsSession(c, newClientPath)
-	if !ok {
-		return err
-	}
+func (h *Handler) newClientForm(c echo.Context, rq request) error {
 	sv := &settingsView{Form: clientForm{Groups: choices(nil)}}
-	return h.settingsRender(c, http.StatusOK, pageClientNew, view{Title: "Register a new client", User: u, CSRF: s.CSRF, S: sv})
+	return h.settingsRender(c, http.StatusOK, pageClientNew, view{Title: "Register a new client", User: rq.u, CSRF: rq.s.CSRF, S: sv})
 }

@@ -8,20 +8,16 @@ import (
 
 // generateSecret serves POST /settings/clients/:id/secrets. The new secret
 // is shown once, on this response (never through a redirect).
-func (h *Handler) generateSecret(c echo.Context) error {
-	s, u, cv, ok, err := h.clientAction(c, "client_secret_generate")
-	if !ok {
-		return err
-	}
+func (h *Handler) generateSecret(c echo.Context, rq request) error {
 	ctx := c.Request().Context()
-	created, err := h.clients.GenerateSecret(ctx, cv.ClientID)
+	created, err := h.clients.GenerateSecret(ctx, rq.cv.ClientID)
 	if err != nil {
-		return h.failed(c, "generate secret", err, u, s, cv, "secrets", nil)
+		return h.failed(c, "generate secret", err, rq, "secrets", nil)
 	}
-	if cv2, err := h.clients.ShowClient(ctx, cv.ClientID); err == nil {
-		cv = cv2
+	if cv2, err := h.clients.ShowClient(ctx, rq.cv.ClientID); err == nil {
+		rq.cv = cv2
 	} else {
 		return h.site.InternalError(c, "show client", err)
 	}
-	return h.detail(c, http.StatusOK, u, s, cv, func(sv *settingsView) { sv.NewSecret = &created })
+	return h.detail(c, http.StatusOK, rq, func(sv *settingsView) { sv.NewSecret = &created })
 }

@@ -104,17 +104,20 @@ type view struct {
 }
 
 // Register mounts the client settings pages under /settings/clients, each
-// handler in its own file.
+// handler in its own file, behind the steps its route takes (access.go).
 func (h *Handler) Register(e *echo.Echo) {
-	e.GET(clientsPath, h.listClients)                            // list.go
-	e.GET(newClientPath, h.newClientForm)                        // new.go
-	e.POST(newClientPath, h.createClient)                        // create.go
-	e.GET(clientsPath+"/:id", h.showClient)                      // show.go
-	e.POST(clientsPath+"/:id/redirect-uris", h.saveRedirectURIs) // redirect_uris.go
-	e.POST(clientsPath+"/:id/scopes", h.saveScopes)              // scopes.go
-	e.POST(clientsPath+"/:id/protections", h.saveProtections)    // protections.go
-	e.POST(clientsPath+"/:id/secrets", h.generateSecret)         // secret_generate.go
-	e.POST(clientsPath+"/:id/secrets/revoke", h.revokeSecret)    // secret_revoke.go
+	e.GET(clientsPath, h.guard(steps{back: clientsPath}, h.listClients))                              // list.go
+	e.GET(newClientPath, h.guard(steps{back: newClientPath}, h.newClientForm))                        // new.go
+	e.POST(newClientPath, h.guard(steps{back: newClientPath, post: "client_create"}, h.createClient)) // create.go
+	e.GET(clientsPath+"/:id", h.guard(steps{client: true}, h.showClient))                             // show.go
+	onClient := func(event string, next handler) echo.HandlerFunc {
+		return h.guard(steps{client: true, post: event}, next)
+	}
+	e.POST(clientsPath+"/:id/redirect-uris", onClient("client_redirect_uris", h.saveRedirectURIs)) // redirect_uris.go
+	e.POST(clientsPath+"/:id/scopes", onClient("client_scopes", h.saveScopes))                     // scopes.go
+	e.POST(clientsPath+"/:id/protections", onClient("client_protections", h.saveProtections))      // protections.go
+	e.POST(clientsPath+"/:id/secrets", onClient("client_secret_generate", h.generateSecret))       // secret_generate.go
+	e.POST(clientsPath+"/:id/secrets/revoke", onClient("client_secret_revoke", h.revokeSecret))    // secret_revoke.go
 }
 
 // settingsRender renders a settings page (wide layout).

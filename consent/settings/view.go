@@ -110,7 +110,8 @@ func secretRows(ss []admin.SecretView) []secretRow {
 
 // detail renders the client's page; edit may set the message, the kept
 // input or a new secret.
-func (h *Handler) detail(c echo.Context, status int, u data.User, s data.Session, cv admin.ClientView, edit func(*settingsView)) error {
+func (h *Handler) detail(c echo.Context, status int, rq request, edit func(*settingsView)) error {
+	cv := rq.cv
 	sv := &settingsView{
 		Client:  cv,
 		Secrets: secretRows(cv.Secrets),
@@ -133,7 +134,7 @@ func (h *Handler) detail(c echo.Context, status int, u data.User, s data.Session
 		sv.Migration = &migrationView{WithScope: ar.WithScope, WithoutScope: ar.WithoutScope, Days: ar.Days,
 			Risky: cv.MigrationSafe == nil || !*cv.MigrationSafe}
 	}
-	v := view{Title: cv.Name, User: u, CSRF: s.CSRF, S: sv}
+	v := view{Title: cv.Name, User: rq.u, CSRF: rq.s.CSRF, S: sv}
 	if edit != nil {
 		edit(sv)
 		v.Message = sv.msg
