@@ -19,9 +19,8 @@
 // [ClientAdmin] (issuer/admin), which validates it, keeps the two-secret
 // and last-secret limits and holds a widening change for review; the pages
 // check that the user owns the client, have package consent check the
-// CSRF token, and render.
-// They change clients only with EditClient (the owner's change), never
-// with the operator's SetScopes or SetRedirectURIs.
+// CSRF token, and render. They change clients only with EditClient (the
+// owner's change), never with the operator's SetScopes or SetRedirectURIs.
 //
 // It owns nothing of the site either: the browser session, the login it
 // sends the user to, the CSRF check, the page frame (layout.html and the

@@ -672,3 +672,47 @@ func TestNewNeedsSiteAndClients(t *testing.T) {
 		t.Errorf("New with both = %v", err)
 	}
 }
+
+// TestSettingsEveryRouteGuarded walks every route the package mounts: a
+// request without a session goes to the login page (which returns to the
+// page), and a POST with a session but without its CSRF token is refused
+// and changes nothing. A route mounted without its steps fails here.
+func TestSettingsEveryRouteGuarded(t *testing.T) {
+	se := newSettingsEnv(t)
+	a := se.create(se.alice, "Mine", false)
+	before := se.client(a.ClientID)
+	sess, _ := se.session(se.alice)
+	form := url.Values{"name": {"X"}, "client_type": {"public"}, "redirect_uris": {"https://x.example/cb"},
+		"scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}, "secret_id": {a.SecretID}}
+	routes := 0
+	for _, r := range se.e.Routes() {
+		if !strings.HasPrefix(r.Path, "/settings/") {
+			continue
+		}
+		routes++
+		path := strings.ReplaceAll(r.Path, ":id", a.ClientID)
+		rec := se.get(path)
+		if r.Method == http.MethodPost {
+			rec = se.post(path, form)
+		}
+		if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, loginPath+"?return_to=") {
+			t.Errorf("%s %s without session = %d %q; want 303 to the login page", r.Method, r.Path, rec.Code, loc)
+		}
+		if r.Method == http.MethodPost {
+			if rec := se.post(path, form, sess); rec.Code != http.StatusForbidden {
+				t.Errorf("POST %s without CSRF token = %d; want 403", r.Path, rec.Code)
+			}
+		}
+	}
+	if routes != 9 {
+		t.Errorf("%d settings routes; want 9 (update this test with the new route)", routes)
+	}
+	after := se.client(a.ClientID)
+	if len(after.Secrets) != 1 || after.Secrets[0].ID != before.Secrets[0].ID || after.Name != before.Name ||
+		strings.Join(after.Scopes, " ") != strings.Join(before.Scopes, " ") || after.Pending != nil {
+		t.Errorf("client changed: %+v", after)
+	}
+	if all, _ := se.store.ListClients(context.Background(), ""); len(all) != 1 {
+		t.Errorf("%d clients; want 1", len(all))
+	}
+}
