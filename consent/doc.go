@@ -5,11 +5,12 @@
 // oauthd_session, stored only as its SHA-256), CSRF protection of every
 // POST, login rate limiting and the pages' security headers.
 //
-// With [Config.Clients] set it also serves the developers' client settings
-// under /settings/clients (settings.go): the signed-in user's own clients,
-// registration, secrets, redirect URIs, scopes and the migration of legacy
-// clients. Every change goes through the [ClientAdmin] (issuer/admin), which
-// owns the rules; the pages check ownership, CSRF and render.
+// The developers' client settings under /settings/clients are package
+// consent/settings, which uses this package's session, CSRF check, page
+// frame, security headers and error pages through the exported surface in
+// site.go ([Handler.SignedIn], [Handler.ValidPost], [NewPage],
+// [Handler.Render], [Handler.ErrorPage], …). This package does not import
+// it; a login may return to a /settings/ path (safeReturnTo).
 //
 // With [Config.Handover] set, the login is handed to the platform
 // (handover.go, docs/LOGIN-HANDOVER.md): /auth/login sends the browser to

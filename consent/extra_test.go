@@ -102,3 +102,33 @@ func BenchmarkConsentPage(b *testing.B) {
 		}
 	}
 }
+
+// TestSettingsNotMountedWithoutClients: the login pages alone serve no
+// client settings (package consent/settings mounts them).
+func TestSettingsNotMountedWithoutClients(t *testing.T) {
+	en := newEnv(t, "")
+	if rec := en.get("/settings/clients"); rec.Code != http.StatusNotFound {
+		t.Errorf("GET /settings/clients without consent/settings = %d; want 404", rec.Code)
+	}
+}
+
+func TestSettingsReturnTo(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/settings/clients", "/settings/clients"},
+		{"/settings/clients/abc123", "/settings/clients/abc123"},
+		{"/settings/clients/new", "/settings/clients/new"},
+		{"/settings//evil.example", ""},
+		{"/settings/../auth/logout", ""},
+		{"/settings/clients?x=1", ""},
+		{"/settings/clients#x", ""},
+		{`/settings/\evil`, ""},
+		{"/settings/%2e%2e/x", ""},
+		{"https://evil.example/settings/clients", ""},
+		{"//evil.example/settings/clients", ""},
+		{"/settingsX", ""},
+	} {
+		if got := safeReturnTo(tc.in); got != tc.want {
+			t.Errorf("safeReturnTo(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -5,11 +5,11 @@ import (
 	"flag"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"oauthd/consent/consenttest"
 	"oauthd/data"
 )
 
@@ -18,20 +18,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 // checkGolden compares got with testdata/name.golden.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./consent -update)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from %s (run go test ./consent -update and review the diff)\ngot:\n%s", name, path, got)
-	}
+	consenttest.Golden(t, filepath.Join("testdata", name+".golden"), got, *update)
 }
 
 // Fixed credentials so that the pages render byte for byte the same.

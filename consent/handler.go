@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -62,9 +61,6 @@ type Config struct {
 	// origin are refused. "" turns both off (tests, plain-http development).
 	AppURL     string
 	SessionTTL time.Duration // default 12 h
-	// Clients, when set, mounts the developers' client settings pages
-	// under /settings/clients (an *admin.Local). nil: not mounted.
-	Clients ClientAdmin
 	// Registerer receives the login limiter's and the password gate's
 	// metrics; nil means none.
 	Registerer prometheus.Registerer
@@ -111,7 +107,6 @@ type Handler struct {
 	cssURL                          string
 	limiter                         *throttle.Limiter
 	gate                            *password.Gate // bounds the password checks running at once
-	clients                         ClientAdmin
 	handover                        *Handover
 	handoverName                    string // the handover cookie's name
 	appURL                          string // AppURL without a trailing slash
@@ -147,7 +142,6 @@ func New(cfg Config) (*Handler, error) {
 		sessionTTL: cfg.SessionTTL,
 		css:        cssFile,
 		pages:      map[string]*template.Template{},
-		clients:    cfg.Clients,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -186,20 +180,13 @@ func New(cfg Config) (*Handler, error) {
 	sum := sha256.Sum256(cssFile)
 	h.cssURL = staticCSSPath + "?v=" + hex.EncodeToString(sum[:6])
 
-	base, err := template.New("layout.html").Funcs(template.FuncMap{"initial": initial}).ParseFS(templateFS, "templates/layout.html")
+	base, err := parseLayout()
 	if err != nil {
-		return nil, fmt.Errorf("consent: parse layout: %w", err)
+		return nil, err
 	}
-	for _, name := range append([]string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn}, settingsPages...) {
-		t, err := base.Clone()
+	for _, name := range []string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn} {
+		t, err := parsePage(base, templateFS, "templates/"+name+".html")
 		if err != nil {
-			return nil, fmt.Errorf("consent: clone layout: %w", err)
-		}
-		files := []string{"templates/" + name + ".html"}
-		if slices.Contains(settingsPages, name) {
-			files = append(files, "templates/settings_common.html")
-		}
-		if _, err := t.ParseFS(templateFS, files...); err != nil {
 			return nil, fmt.Errorf("consent: parse %s: %w", name, err)
 		}
 		h.pages[name] = t
@@ -219,8 +206,8 @@ const (
 )
 
 // Register mounts the pages: GET/POST /auth/login, POST /auth/logout,
-// GET/POST /auth/oauth2/authorize and the stylesheet; with Config.Clients
-// also the client settings under /settings/clients.
+// GET/POST /auth/oauth2/authorize and the stylesheet. The client settings
+// under /settings/clients are package consent/settings'.
 func (h *Handler) Register(e *echo.Echo) {
 	e.GET(loginPath, h.showLogin)
 	e.POST(loginPath, h.checkLogin)
@@ -231,9 +218,6 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET(authorizePath, h.showConsent)
 	e.POST(authorizePath, h.decide)
 	e.GET(staticCSSPath, h.serveCSS)
-	if h.clients != nil {
-		h.registerSettings(e)
-	}
 }
 
 // view is what every template gets.
@@ -261,9 +245,8 @@ type view struct {
 	// error
 	ErrorTitle string
 
-	// client settings
-	Wide bool          // the wider page of the settings
-	S    *settingsView // the settings pages' data
+	// layout.html: the wider page (consent/settings' pages); false here
+	Wide bool
 }
 
 type hiddenField struct{ Name, Value string }
@@ -294,14 +277,7 @@ func (h *Handler) render(c echo.Context, status int, page string, v view, extraF
 	if extraFormAction != "" {
 		csp += " " + extraFormAction
 	}
-	var b strings.Builder
-	if err := h.pages[page].ExecuteTemplate(&b, "layout.html", v); err != nil {
-		h.log.ErrorContext(c.Request().Context(), "render page", slog.String("page", page), slog.Any("err", err))
-		setPageHeaders(c.Response(), baseCSP)
-		return c.String(http.StatusInternalServerError, "internal error")
-	}
-	setPageHeaders(c.Response(), csp)
-	return c.HTML(status, b.String())
+	return h.write(c, status, page, h.pages[page], v, csp)
 }
 
 // errorPage renders the error page.

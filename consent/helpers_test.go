@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/consent/consenttest"
 	"oauthd/data"
 	"oauthd/data/memory"
 	"oauthd/data/password"
@@ -186,60 +187,27 @@ func (en *env) advance(d time.Duration) {
 
 // serve sends req through the router.
 func (en *env) serve(req *http.Request) *httptest.ResponseRecorder {
-	rec := httptest.NewRecorder()
-	en.e.ServeHTTP(rec, req)
-	return rec
+	return consenttest.Serve(en.e, req)
 }
 
 func (en *env) get(target string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodGet, target, nil)
-	for _, c := range cookies {
-		req.AddCookie(c)
-	}
-	return en.serve(req)
+	return consenttest.Get(en.e, target, cookies...)
 }
 
 func (en *env) post(target string, form url.Values, cookies ...*http.Cookie) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for _, c := range cookies {
-		req.AddCookie(c)
-	}
-	return en.serve(req)
+	return consenttest.Post(en.e, target, form, cookies...)
 }
 
 // cookie returns the response's cookie named name, with or without the
 // __Host- prefix (the pages use it when AppURL is https).
 func cookie(rec *httptest.ResponseRecorder, name string) *http.Cookie {
-	for _, c := range rec.Result().Cookies() {
-		if c.Name == name || c.Name == hostPrefix+name {
-			return c
-		}
-	}
-	return nil
-}
-
-var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]*)"`)
-
-// formCSRF returns the CSRF token of the page's form.
-func formCSRF(t testing.TB, body string) string {
-	t.Helper()
-	m := csrfRE.FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("no csrf_token in page:\n%s", body)
-	}
-	return html.UnescapeString(m[1])
+	return consenttest.Cookie(rec, name)
 }
 
 // loginForm fetches the login page and returns its CSRF cookie and token.
 func (en *env) loginForm() (*http.Cookie, string) {
 	en.t.Helper()
-	rec := en.get("/auth/login")
-	ck := cookie(rec, loginCSRFCookie)
-	if ck == nil {
-		en.t.Fatal("GET /auth/login set no oauthd_csrf cookie")
-	}
-	return ck, formCSRF(en.t, rec.Body.String())
+	return consenttest.LoginForm(en.t, en.e)
 }
 
 // login logs in and returns the session cookie.

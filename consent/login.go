@@ -62,6 +62,10 @@ func safeReturnTo(v string) string {
 	return v
 }
 
+// settingsPrefix starts the paths of the client settings pages
+// (consent/settings), where a login may return to.
+const settingsPrefix = "/settings/"
+
 // settingsReturnRE is the shape of a settings path that may be returned to.
 var settingsReturnRE = regexp.MustCompile(`^/settings/[A-Za-z0-9_./-]{0,300}$`)
 

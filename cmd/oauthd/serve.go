@@ -28,6 +28,7 @@ import (
 
 	"oauthd/consent"
 	"oauthd/consent/handover"
+	"oauthd/consent/settings"
 	"oauthd/data"
 	"oauthd/data/bolt"
 	"oauthd/data/cache"
@@ -388,10 +389,14 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	if err != nil {
 		return nil, err
 	}
-	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Clients: w.local, Registerer: reg,
+	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Registerer: reg,
 		PasswordSlots: o.pwSlots, Handover: ho, Now: now, Throttle: shared})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
+	}
+	devPages, err := settings.New(settings.Config{Site: pages, Clients: w.local, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("settings pages: %w", err)
 	}
 
 	ipx, err := ipExtractor(o.proxies)
@@ -402,6 +407,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
+	devPages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
 	if err := registerFeed(e, store, km, base, logger); err != nil {
 		return nil, err

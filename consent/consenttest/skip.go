@@ -22,7 +22,7 @@ var browserTests = []struct{ dir, test string }{
 	{"./cmd/oauthd", "TestHandoverBrowser"},
 	{"./cmd/oauthd", "TestReviewWidening"},
 	{"./consent", "TestBrowserFlow"},
-	{"./consent", "TestSettingsBrowser"},
+	{"./consent/settings", "TestSettingsBrowser"},
 }
 
 // HowToRunBrowserTests is what the skip line tells the reader to do.

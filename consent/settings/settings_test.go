@@ -1,9 +1,8 @@
-package consent
+package settings
 
 import (
 	"context"
 	"html"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,44 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
-
+	"oauthd/consent"
+	"oauthd/consent/consenttest"
 	"oauthd/data"
 	"oauthd/issuer/admin"
 )
-
-// settingsEnv is env plus a Handler with Clients: the real admin.Local over
-// the same memory store.
-type settingsEnv struct {
-	*env
-	adm *admin.Local
-}
-
-func newSettingsEnv(t testing.TB) *settingsEnv {
-	t.Helper()
-	en := newEnv(t, "https://app.example")
-	adm := admin.NewLocal(en.store, nil, slog.New(slog.DiscardHandler), en.clock)
-	h, err := New(Config{Store: en.store, Authorizer: en.authz, Logger: slog.New(slog.DiscardHandler),
-		Now: en.clock, AppURL: "https://app.example", Clients: adm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	en.h = h
-	en.e = echo.New()
-	h.Register(en.e)
-	return &settingsEnv{en, adm}
-}
-
-// session logs user in through a stored session and returns its cookie and
-// CSRF token (no password hashing: fast).
-func (se *settingsEnv) session(u data.User) (*http.Cookie, string) {
-	se.t.Helper()
-	id, s, err := se.h.newSession(context.Background(), u.ID)
-	if err != nil {
-		se.t.Fatal(err)
-	}
-	return &http.Cookie{Name: se.h.sessionName, Value: id}, s.CSRF
-}
 
 // create registers a client for owner through admin (as the form does).
 func (se *settingsEnv) create(owner data.User, name string, public bool) admin.CreatedClient {
@@ -84,13 +50,6 @@ func (se *settingsEnv) legacy(owner data.User, id string, withScope, withoutScop
 	}
 }
 
-func TestSettingsNotMountedWithoutClients(t *testing.T) {
-	en := newEnv(t, "")
-	if rec := en.get(clientsPath); rec.Code != http.StatusNotFound {
-		t.Errorf("GET %s without Config.Clients = %d; want 404", clientsPath, rec.Code)
-	}
-}
-
 func TestSettingsLoginRequired(t *testing.T) {
 	se := newSettingsEnv(t)
 	c := se.create(se.alice, "Mine", false)
@@ -113,31 +72,10 @@ func TestSettingsLoginRequired(t *testing.T) {
 		}
 	}
 	// The login form carries the settings path back, and logging in returns there.
-	ck, tok := se.loginForm()
+	ck, tok := consenttest.LoginForm(t, se.e)
 	rec := se.post(loginPath, url.Values{"login": {"alice"}, "password": {alicePassword}, csrfField: {tok}, "return_to": {clientsPath}}, ck)
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != clientsPath {
 		t.Errorf("login with return_to %s = %d %q; want 303 there", clientsPath, rec.Code, rec.Header().Get("Location"))
-	}
-}
-
-func TestSettingsReturnTo(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"/settings/clients", "/settings/clients"},
-		{"/settings/clients/abc123", "/settings/clients/abc123"},
-		{"/settings/clients/new", "/settings/clients/new"},
-		{"/settings//evil.example", ""},
-		{"/settings/../auth/logout", ""},
-		{"/settings/clients?x=1", ""},
-		{"/settings/clients#x", ""},
-		{`/settings/\evil`, ""},
-		{"/settings/%2e%2e/x", ""},
-		{"https://evil.example/settings/clients", ""},
-		{"//evil.example/settings/clients", ""},
-		{"/settingsX", ""},
-	} {
-		if got := safeReturnTo(tc.in); got != tc.want {
-			t.Errorf("safeReturnTo(%q) = %q; want %q", tc.in, got, tc.want)
-		}
 	}
 }
 
@@ -375,7 +313,7 @@ func TestSettingsCSRF(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://evil.example")
 	req.AddCookie(sess)
-	if rec := se.serve(req); rec.Code != http.StatusForbidden {
+	if rec := consenttest.Serve(se.e, req); rec.Code != http.StatusForbidden {
 		t.Errorf("cross-origin POST = %d; want 403", rec.Code)
 	}
 	after := se.client(a.ClientID)
@@ -579,11 +517,7 @@ func TestSettingsGolden(t *testing.T) {
 	se := newSettingsEnv(t)
 	ctx := context.Background()
 	now := se.clock()
-	if err := se.store.CreateSession(ctx, data.Session{Hash: data.Hash(fixedSession), UserID: se.alice.ID, CSRF: fixedCSRF,
-		CreatedAt: now, ExpiresAt: now.Add(se.h.sessionTTL)}); err != nil {
-		t.Fatal(err)
-	}
-	sess := &http.Cookie{Name: se.h.sessionName, Value: fixedSession}
+	sess, _ := se.sessionWith(se.alice, fixedSession, fixedCSRF)
 	used := now.Add(-2 * 3600e9)
 	for _, c := range []data.Client{
 		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", Owner: se.alice.Email, Type: data.Confidential,
@@ -718,5 +652,67 @@ func TestSettingsProtections(t *testing.T) {
 	}
 	if c := se.client(a.ClientID); c.DPoPBoundAccessTokens || !c.RequirePAR {
 		t.Fatalf("after approval = %+v", c)
+	}
+}
+
+// TestNewNeedsSiteAndClients: without the login pages or the admin
+// service the settings pages cannot work, and New says so.
+func TestNewNeedsSiteAndClients(t *testing.T) {
+	se := newSettingsEnv(t)
+	site, err := consent.New(consent.Config{Store: se.store, Authorizer: noAuthorizer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{{}, {Site: site}, {Clients: se.adm}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) = nil error; want one", cfg)
+		}
+	}
+	if _, err := New(Config{Site: site, Clients: se.adm}); err != nil {
+		t.Errorf("New with both = %v", err)
+	}
+}
+
+// TestSettingsEveryRouteGuarded walks every route the package mounts: a
+// request without a session goes to the login page (which returns to the
+// page), and a POST with a session but without its CSRF token is refused
+// and changes nothing. A route mounted without its steps fails here.
+func TestSettingsEveryRouteGuarded(t *testing.T) {
+	se := newSettingsEnv(t)
+	a := se.create(se.alice, "Mine", false)
+	before := se.client(a.ClientID)
+	sess, _ := se.session(se.alice)
+	form := url.Values{"name": {"X"}, "client_type": {"public"}, "redirect_uris": {"https://x.example/cb"},
+		"scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}, "secret_id": {a.SecretID}}
+	routes := 0
+	for _, r := range se.e.Routes() {
+		if !strings.HasPrefix(r.Path, "/settings/") {
+			continue
+		}
+		routes++
+		path := strings.ReplaceAll(r.Path, ":id", a.ClientID)
+		rec := se.get(path)
+		if r.Method == http.MethodPost {
+			rec = se.post(path, form)
+		}
+		if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, loginPath+"?return_to=") {
+			t.Errorf("%s %s without session = %d %q; want 303 to the login page", r.Method, r.Path, rec.Code, loc)
+		}
+		if r.Method == http.MethodPost {
+			if rec := se.post(path, form, sess); rec.Code != http.StatusForbidden {
+				t.Errorf("POST %s without CSRF token = %d; want 403", r.Path, rec.Code)
+			}
+		}
+	}
+	if routes != 9 {
+		t.Errorf("%d settings routes; want 9 (update this test with the new route)", routes)
+	}
+	after := se.client(a.ClientID)
+	if len(after.Secrets) != 1 || after.Secrets[0].ID != before.Secrets[0].ID || after.Name != before.Name ||
+		strings.Join(after.Scopes, " ") != strings.Join(before.Scopes, " ") || after.Pending != nil {
+		t.Errorf("client changed: %+v", after)
+	}
+	if all, _ := se.store.ListClients(context.Background(), ""); len(all) != 1 {
+		t.Errorf("%d clients; want 1", len(all))
 	}
 }

@@ -1,4 +1,4 @@
-package consent
+package settings
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	"oauthd/consent/consenttest"
 	"oauthd/data"
-	"oauthd/issuer/admin"
 )
 
 // TestSettingsBrowser drives a real Chromium through the client settings:
@@ -23,19 +22,12 @@ import (
 // testdata/settings.png (the detail page) and, in $OAUTHD_SCREENSHOT_DIR
 // (default the temp dir), the list, form and phone-sized views.
 func TestSettingsBrowser(t *testing.T) {
-	en := newEnv(t, "")
 	ctx := context.Background()
-	now := en.clock()
-
 	e := echo.New()
 	appSrv := httptest.NewServer(e)
 	defer appSrv.Close()
-	adm := admin.NewLocal(en.store, nil, nil, en.clock)
-	h, err := New(Config{Store: en.store, Authorizer: en.authz, AppURL: appSrv.URL, Now: en.clock, Clients: adm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Register(e)
+	en := newEnv(t, appSrv.URL, e, nil)
+	now := en.clock()
 	used := now.Add(-3 * time.Hour)
 	for _, c := range []data.Client{
 		{ID: "c0ffee0000000001", Name: "Acme <Calendar> Sync", Owner: en.alice.Email, Type: data.Confidential,

@@ -1,4 +1,4 @@
-package consent
+package settings
 
 import (
 	"bytes"
@@ -10,24 +10,13 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
-
-	"oauthd/issuer/admin"
 )
 
 // TestSettingsAuditNamesDeveloper: a secret generated on the settings page
 // is audited by admin with the developer's user ID as the actor.
 func TestSettingsAuditNamesDeveloper(t *testing.T) {
-	en := newEnv(t, "https://app.example")
 	var buf bytes.Buffer
-	adm := admin.NewLocal(en.store, nil, slog.New(slog.NewTextHandler(&buf, nil)), en.clock)
-	h, err := New(Config{Store: en.store, Authorizer: en.authz, Logger: slog.New(slog.DiscardHandler),
-		Now: en.clock, AppURL: "https://app.example", Clients: adm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	en.h, en.e = h, echo.New()
-	h.Register(en.e)
-	se := &settingsEnv{en, adm}
+	se := newEnv(t, "https://app.example", echo.New(), slog.New(slog.NewTextHandler(&buf, nil)))
 	a := se.create(se.alice, "Alice App", false)
 	sess, csrf := se.session(se.alice)
 	if rec := se.post(clientsPath+"/"+a.ClientID+"/secrets", url.Values{csrfField: {csrf}}, sess); rec.Code != http.StatusOK {

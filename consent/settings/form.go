@@ -1,0 +1,74 @@
+package settings
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"oauthd/data/scope"
+)
+
+// clientForm is the user's input, kept when the form is shown again.
+type clientForm struct {
+	Name         string
+	Public       bool
+	RedirectURIs string // one per line
+	Groups       []choiceGroup
+	Confirm      bool // migration confirmation
+}
+
+// choiceGroup is one level of scope checkboxes.
+type choiceGroup struct {
+	Heading string
+	Level   string
+	Scopes  []scopeChoice
+}
+
+type scopeChoice struct {
+	Name, Description string
+	Checked           bool
+	Pending           bool // asked for, waiting for review
+}
+
+// choices returns every scope as a checkbox, grouped by level, with the
+// names in checked ticked and those in pending marked as waiting for
+// review.
+func choices(checked []string, pending ...string) []choiceGroup {
+	headings := []struct {
+		level   scope.Level
+		heading string
+	}{{scope.User, "User scopes"}, {scope.Team, "Team scopes"}, {scope.Organization, "Organization scopes"}}
+	var out []choiceGroup
+	for _, hd := range headings {
+		g := choiceGroup{Heading: hd.heading, Level: hd.level.String()}
+		for _, s := range scope.All() {
+			if s.Level == hd.level {
+				g.Scopes = append(g.Scopes, scopeChoice{s.Name, s.Description, slices.Contains(checked, s.Name), slices.Contains(pending, s.Name)})
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// splitLines returns the non-empty trimmed lines of s.
+func splitLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// formScopes returns the checked scope boxes; admin checks the names.
+func formScopes(r *http.Request) []string {
+	var out []string
+	for _, v := range r.PostForm["scope"] {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
