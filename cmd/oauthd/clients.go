@@ -23,6 +23,20 @@ func newClientsCommand(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
+// newClientsScopesCommand is the `clients scopes` group.
+func newClientsScopesCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
+	cmd.AddCommand(newClientsScopesSetCommand(o))
+	return cmd
+}
+
+// newClientsRedirectURIsCommand is the `clients redirect-uris` group.
+func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "redirect-uris", Short: "Set a client's redirect URIs"}
+	cmd.AddCommand(newClientsRedirectURIsSetCommand(o))
+	return cmd
+}
+
 // printClient prints a client record as JSON or as key: value lines.
 func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if asJSON {

@@ -8,8 +8,7 @@ import (
 	"oauthd/issuer/admin"
 )
 
-func newClientsScopesCommand(o *rootOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
+func newClientsScopesSetCommand(o *rootOptions) *cobra.Command {
 	var force bool
 	set := clientCommand(o, "set CLIENT_ID SCOPE... [--force]",
 		"Set the scopes; on a legacy client this is the migration to a scoped client", minArgs("CLIENT_ID", "SCOPE"),
@@ -23,6 +22,5 @@ func newClientsScopesCommand(o *rootOptions) *cobra.Command {
 		"On a legacy client this is the migration to a scoped client: refused while `oauthd clients show` says migration_safe: false\n" +
 		"(recent authorization requests came without a scope parameter and would fail after it), unless --force is given.\n\n" + scopeHelp()
 	set.Flags().BoolVar(&force, "force", false, "migrate a legacy client even though recent authorization requests came without scope")
-	cmd.AddCommand(set)
-	return cmd
+	return set
 }
