@@ -409,12 +409,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
-	e.GET("/readyz", func(c echo.Context) error {
-		if reason := notReady(c.Request().Context(), store); reason != "" {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason})
-		}
-		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
-	})
+	e.GET("/readyz", km.ServeReady)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	w.e = e
 	return w, nil
@@ -584,25 +579,6 @@ func checkDebugAddr(addr string) error {
 		return fmt.Errorf("--debug-addr %q: use a loopback address such as 127.0.0.1:6060 (profiles must not be public)", addr)
 	}
 	return nil
-}
-
-// notReady returns why the server cannot serve tokens, or "". It reads
-// the database, so a database that does not answer within 2s (a lost
-// PostgreSQL server, a cut network) makes the replica not ready until it
-// answers again.
-func notReady(ctx context.Context, store data.Store) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	ks, err := store.ListKeys(ctx)
-	if err != nil {
-		return "the database does not answer"
-	}
-	for _, k := range ks {
-		if k.State == data.KeyActive {
-			return ""
-		}
-	}
-	return "no active signing key"
 }
 
 // gcLoop removes expired codes, refresh-token families and sessions every
