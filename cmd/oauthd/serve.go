@@ -509,42 +509,20 @@ func listenAdmin(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// defaultGOGC is the garbage collector's target percentage when the GOGC
-// environment variable is not set. The server's live heap is small (a few
-// MiB: keys, cached clients, connections), so at Go's default of 100 the
-// heap goal stays near the 4 MiB minimum and a token grant's ~14 KiB of
-// short-lived garbage (most of it ECDSA signing and bbolt's per-commit
-// buffers) starts a collection every few hundred grants: ~55 collections/s
-// under load. At 400 the heap may grow to five times the live heap (RSS
-// was 39 MiB after a million grants, 26 MiB at 100) and the token endpoint
-// needs ~25% less CPU per grant (docs/PERFORMANCE.md, round 2).
-const defaultGOGC = 400
-
-// tuneGC sets the GC target to defaultGOGC unless the operator set GOGC (or
-// GOMEMLIMIT, which then governs).
+// tuneGC sets the GC target to [issuer.GCPercent] unless the operator set
+// GOGC (or GOMEMLIMIT, which then governs).
 func tuneGC() {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetGCPercent(defaultGOGC)
+		debug.SetGCPercent(issuer.GCPercent)
 	}
 }
 
-// Memory bound of serve (README, "Limits"): the Go runtime's soft limit
-// is memoryBase plus memoryPerSlot for each password check slot, unless
-// GOMEMLIMIT is set. A password check allocates 19 MiB that is garbage a
-// moment later; without a limit, the collector (at GOGC 400) would let
-// five times the live heap pile up (200 MiB at 2 slots) before
-// collecting. The limit does not bind the token endpoint, whose heap
-// stays far below it.
-const (
-	memoryBase    = 64 << 20
-	memoryPerSlot = 32 << 20
-)
-
-// limitMemory sets the runtime's soft memory limit for slots password
-// check slots, unless the operator set GOMEMLIMIT.
+// limitMemory sets the runtime's soft memory limit (README, "Limits") for
+// slots password check slots ([password.MemoryLimit] over
+// [issuer.MemoryBase]), unless the operator set GOMEMLIMIT.
 func limitMemory(slots int) {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryBase + int64(slots)*memoryPerSlot)
+		debug.SetMemoryLimit(password.MemoryLimit(issuer.MemoryBase, slots))
 	}
 }
 
