@@ -10,7 +10,6 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -270,14 +269,6 @@ type wired struct {
 	listenURL, base, app string
 }
 
-// reserveSyncProc raises GOMAXPROCS by one, once per process, for the
-// write-ahead log's flush, which holds its P while the disk works
-// (bolt.Options.SyncHoldsProc): the other goroutines keep as many Ps as
-// before. The flush spends that time blocked, not on a CPU.
-var reserveSyncProc = sync.OnceFunc(func() {
-	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
-})
-
 // wire opens the database at dbPath, loads the keys, listens on o.addr and
 // builds the Echo app (docs/DESIGN.md "serve wiring"). On success the
 // caller closes ln and calls closeStore.
@@ -296,7 +287,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		}
 		db = w.pg
 	} else {
-		reserveSyncProc()
+		bolt.ReserveSyncProc() // SyncHoldsProc
 		w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger, SyncHoldsProc: true})
 		if errors.Is(err, bolt.ErrLocked) {
 			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
