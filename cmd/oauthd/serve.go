@@ -11,14 +11,12 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -217,8 +215,8 @@ func (o *serveOptions) checkFlags() error {
 			return fmt.Errorf("%s %q: use an http(s) URL without query or fragment, e.g. https://auth.example.com", f.name, f.url)
 		}
 	}
-	if _, err := ipExtractor(o.proxies); err != nil {
-		return err
+	if _, err := issuer.TrustedProxies(o.proxies); err != nil {
+		return fmt.Errorf("--trusted-proxy %w", err)
 	}
 	if o.debugAddr != "" {
 		if err := checkDebugAddr(o.debugAddr); err != nil {
@@ -385,11 +383,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
 
-	ipx, err := ipExtractor(o.proxies)
+	ipx, err := issuer.TrustedProxies(o.proxies)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--trusted-proxy %w", err)
 	}
-	e := newEcho(logger, reg, ipx)
+	e := issuer.NewEcho(logger, reg, ipx)
 	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
@@ -596,74 +594,6 @@ func (g *grantVerifier) Verify(ctx context.Context, token string) (*verify.Claim
 		return nil, err
 	}
 	return c, nil
-}
-
-// ipExtractor returns how the source address of a request is found: the
-// TCP peer's, never X-Forwarded-For or X-Real-IP (a client could set those
-// on every request and slip past the per-address limits), unless the peer
-// is one of the trusted proxies: then the nearest address in
-// X-Forwarded-For that is not a trusted proxy. Behind a proxy this must be
-// set, or every client shares the proxy's address and its limits.
-func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
-	if len(cidrs) == 0 {
-		return echo.ExtractIPDirect(), nil
-	}
-	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
-	for _, c := range cidrs {
-		_, n, err := net.ParseCIDR(c)
-		if err != nil {
-			return nil, fmt.Errorf("--trusted-proxy %q: %w; use a CIDR such as 10.0.0.5/32", c, err)
-		}
-		if ones, _ := n.Mask.Size(); ones == 0 {
-			// Every peer a proxy: any client could name its own
-			// address in X-Forwarded-For and slip past every
-			// per-address limit.
-			return nil, fmt.Errorf("--trusted-proxy %q trusts every address; name your proxies' addresses, e.g. 10.0.0.5/32", c)
-		}
-		opts = append(opts, echo.TrustIPRange(n))
-	}
-	return echo.ExtractIPFromXFFHeader(opts...), nil
-}
-
-// newEcho returns Echo with the error handler, request logging and metrics,
-// panic recovery and the body limit.
-func newEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtractor) *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = issuer.HTTPErrorHandler(logger)
-	e.IPExtractor = ipx
-	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
-	}, []string{"method", "route", "status"})
-	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "oauthd_http_request_duration_seconds", Help: "HTTP request duration by method and route.",
-		Buckets: prometheus.DefBuckets,
-	}, []string{"method", "route"})
-	reg.MustRegister(requests, duration)
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			if err := next(c); err != nil {
-				c.Error(err)
-			}
-			req, status := c.Request(), c.Response().Status
-			route := c.Path()
-			if route == "" {
-				route = "unmatched"
-			}
-			d := time.Since(start)
-			requests.WithLabelValues(req.Method, route, strconv.Itoa(status)).Inc()
-			duration.WithLabelValues(req.Method, route).Observe(d.Seconds())
-			// The path only: the query may carry codes or state.
-			logger.LogAttrs(req.Context(), slog.LevelInfo, "request",
-				slog.String("method", req.Method), slog.String("path", req.URL.Path), slog.Int("status", status),
-				slog.Duration("duration", d), slog.String("remote_addr", req.RemoteAddr))
-			return nil
-		}
-	})
-	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("64K"))
-	return e
 }
 
 // registerStoreMetrics exports the group committer's counters: the mean
