@@ -351,7 +351,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	// /v2/me has its own guard, whose verifier also checks the token's
 	// grant (bound to the issuer once it exists): a revoked token is 401
 	// there whatever its scopes.
-	me := &grantVerifier{v: v}
+	me := issuer.NewGrantVerifier(v)
 	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	registerTokenCacheMetrics(reg, v)
 	var shared *throttle.Shared // nil on bbolt: one process counts alone
@@ -367,7 +367,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
-	me.iss = iss
+	me.Bind(iss)
 	adminLog := logger
 	if w.pg != nil {
 		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
@@ -576,24 +576,6 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store, throttle
 			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions, "nonces", res.Nonces)
 		}
 	}
-}
-
-// grantVerifier is a verifier with the issuer's grant check
-// ([issuer.Server.CheckGrant]), for the guard of /v2/me.
-type grantVerifier struct {
-	v   guard.Verifier
-	iss *issuer.Server // set once the issuer exists, before serving
-}
-
-func (g *grantVerifier) Verify(ctx context.Context, token string) (*verify.Claims, error) {
-	c, err := g.v.Verify(ctx, token)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.iss.CheckGrant(ctx, c); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // registerStoreMetrics exports the group committer's counters: the mean
