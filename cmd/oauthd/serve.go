@@ -100,7 +100,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if err != nil {
 		return err
 	}
-	if o.codeTTL <= 0 || o.codeTTL > 10*time.Minute {
+	if o.codeTTL <= 0 || o.codeTTL > issuer.MaxCodeTTL {
 		return fmt.Errorf("--code-ttl %s: use a duration between 1s and 10m", o.codeTTL)
 	}
 	if err := o.checkReuseGrace(); err != nil {
@@ -229,11 +229,6 @@ func (o *serveOptions) checkFlags() error {
 	return nil
 }
 
-// maxReuseGrace bounds --refresh-reuse-grace: a longer grace keeps the
-// previous refresh token as good as the current one for too long (Hydra
-// caps its own at 5 minutes).
-const maxReuseGrace = 5 * time.Minute
-
 // checkReuseGrace checks --refresh-reuse-grace (and its env variable,
 // which, when it does not parse, is reported here rather than ignored).
 func (o *serveOptions) checkReuseGrace() error {
@@ -242,8 +237,8 @@ func (o *serveOptions) checkReuseGrace() error {
 			return fmt.Errorf("OAUTHD_REFRESH_REUSE_GRACE=%q is not a duration; use e.g. 30s, or 0 to disable the grace", v)
 		}
 	}
-	if o.reuseGrace < 0 || o.reuseGrace > maxReuseGrace {
-		return fmt.Errorf("--refresh-reuse-grace %s: use a duration between 0 (off) and %s", o.reuseGrace, maxReuseGrace)
+	if o.reuseGrace < 0 || o.reuseGrace > issuer.MaxRefreshReuseGrace {
+		return fmt.Errorf("--refresh-reuse-grace %s: use a duration between 0 (off) and %s", o.reuseGrace, issuer.MaxRefreshReuseGrace)
 	}
 	if o.dpopWindow != 0 && (o.dpopWindow < 5*time.Second || o.dpopWindow > 10*time.Minute) {
 		return fmt.Errorf("--dpop-window %s: use a duration between 5s and 10m", o.dpopWindow)
