@@ -13,7 +13,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -152,7 +151,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		// file locked and no socket). On PostgreSQL the CLI works on
 		// the database directly and there is no socket.
 		sockPath := root.socketPath()
-		adminLn, err := listenAdmin(sockPath)
+		adminLn, err := admin.Listen(sockPath)
 		if err != nil {
 			return err
 		}
@@ -466,31 +465,6 @@ func shutdown(ctx context.Context, logger *slog.Logger, srvs ...*http.Server) {
 			logger.Error("shutdown", "err", err)
 		}
 	}
-}
-
-// listenAdmin listens on the admin Unix socket with mode 0600. A socket file
-// nobody answers on is stale and removed; one that answers is refused.
-func listenAdmin(path string) (net.Listener, error) {
-	if _, err := os.Stat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another process answers on the admin socket %s; stop it first", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove the stale admin socket %s: %w", path, err)
-		}
-	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("admin socket %s: %w (the path must be shorter than 104 bytes; use a shorter --db path)", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod admin socket: %w", err)
-	}
-	return ln, nil
 }
 
 // tuneGC sets the GC target to [issuer.GCPercent] unless the operator set
