@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -22,17 +20,9 @@ func newClientsImportCommand(o *rootOptions) *cobra.Command {
 			`{"client_id", "name", "owner", "redirect_uris", "client_secret", "client_type"}.` + "\nEither every client is imported or none is.",
 		Args: exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var (
-				b   []byte
-				err error
-			)
-			if args[0] == "-" {
-				b, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				b, err = os.ReadFile(args[0])
-			}
+			b, err := readInput(cmd, args[0])
 			if err != nil {
-				return fmt.Errorf("read %s: %w", args[0], err)
+				return err
 			}
 			var cs []admin.LegacyClient
 			dec := json.NewDecoder(bytes.NewReader(b))

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,17 +33,9 @@ is checked first; any bad row (named by its line) refuses the whole file.`,
 		Example: "  oauthd users import users.jsonl\n  oauthd users import users.csv --json",
 		Args:    exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var (
-				b   []byte
-				err error
-			)
-			if args[0] == "-" {
-				b, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), 64<<20))
-			} else {
-				b, err = os.ReadFile(args[0])
-			}
+			b, err := readInput(cmd, args[0])
 			if err != nil {
-				return fmt.Errorf("read %s: %w", args[0], err)
+				return err
 			}
 			rows, err := parseUserRows(b)
 			if err != nil {
