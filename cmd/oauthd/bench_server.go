@@ -9,13 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"golang.org/x/oauth2"
 
 	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/data"
-	"oauthd/issuer"
 	"oauthd/issuer/admin"
 )
 
@@ -34,10 +32,11 @@ func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (
 	return serveBench(ctx, logger, dbPath, nil, benchMaxConcurrency)
 }
 
-// serveBench wires a server on dbPath with serve's defaults, on a loopback
+// serveBench wires a server on dbPath with serve's defaults (serveDefaults), on a loopback
 // port, with a client of up to conns connections.
 func serveBench(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte, conns int) (*benchServer, error) {
-	so := serveOptions{addr: "127.0.0.1:0", codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, reuseGrace: issuer.DefaultRefreshReuseGrace}
+	so := serveDefaults()
+	so.addr = "127.0.0.1:0"
 	w, err := so.wire(ctx, logger, dbPath, mk)
 	if err != nil {
 		return nil, err

@@ -57,9 +57,16 @@ type serveOptions struct {
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
 
+// serveDefaults are serve's lifetimes when no flag or environment
+// variable sets them (bench's in-process server runs with them too).
+func serveDefaults() serveOptions {
+	return serveOptions{codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, reuseGrace: issuer.DefaultRefreshReuseGrace}
+}
+
 // AddFlags registers the serve flags; defaults come from OAUTHD_ADDR,
-// OAUTHD_BASE_URL and OAUTHD_APP_URL.
+// OAUTHD_BASE_URL and OAUTHD_APP_URL, and serveDefaults.
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
+	d := serveDefaults()
 	fs.StringVar(&o.addr, "addr", envOr("OAUTHD_ADDR", "127.0.0.1:8080"), "listen address (env OAUTHD_ADDR); port 0 picks a free port")
 	fs.StringVar(&o.baseURL, "base-url", os.Getenv("OAUTHD_BASE_URL"), "public API base URL, the token issuer (env OAUTHD_BASE_URL; default http://<listen address>)")
 	fs.StringVar(&o.appURL, "app-url", os.Getenv("OAUTHD_APP_URL"), "public URL of the consent pages (env OAUTHD_APP_URL; default http://<listen address>)")
@@ -67,10 +74,10 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.loginIssuer, "login-issuer", os.Getenv("OAUTHD_LOGIN_ISSUER"), "the iss of the platform's login assertions (env OAUTHD_LOGIN_ISSUER)")
 	fs.StringVar(&o.loginJWKS, "login-jwks", os.Getenv("OAUTHD_LOGIN_JWKS"), "the platform's public keys: a JWKS URL, or a JWKS or PEM file (env OAUTHD_LOGIN_JWKS)")
 	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
-	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
-	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
-	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
-	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", issuer.DefaultRefreshReuseGrace),
+	fs.DurationVar(&o.codeTTL, "code-ttl", d.codeTTL, "authorization code lifetime (at most 10m)")
+	fs.DurationVar(&o.refreshIdle, "refresh-idle", d.refreshIdle, "refresh token idle lifetime, renewed by each refresh")
+	fs.DurationVar(&o.refreshMax, "refresh-max", d.refreshMax, "refresh token absolute lifetime from the authorization")
+	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", d.reuseGrace),
 		"within this time after a rotation, the previous refresh token may be presented once more (a lost response) and rotates again instead of revoking the grant; 0 disables (env OAUTHD_REFRESH_REUSE_GRACE)")
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the server's clock, either way (RFC 9449 §11.1); between 5s and 10m")
 	fs.StringSliceVar(&o.proxies, "trusted-proxy", envList("OAUTHD_TRUSTED_PROXIES"), "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable; env OAUTHD_TRUSTED_PROXIES, comma-separated); default none: the source address is the TCP peer's")
