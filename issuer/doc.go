@@ -7,5 +7,7 @@
 // HTML and holds no signing key (only the refresh-token tag key it is
 // given). What a presented refresh token is worth, narrowing at refresh and
 // whether an access token's grant still stands are decided here, each in
-// one place (refresh.go, grant.go).
+// one place (refresh.go, grant.go). [NewEcho] is the HTTP frame every route
+// of the server sits in (one error handler, request log and metrics, body
+// limit, the source address of [TrustedProxies]).
 package issuer

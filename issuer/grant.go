@@ -42,7 +42,7 @@ func (s *Server) grantLive(ctx context.Context, claims *verify.Claims) (bool, er
 	return fam.ClientID == claims.ClientID && strconv.FormatInt(fam.UserID, 10) == claims.Subject, nil
 }
 
-// CheckGrant is grantLive for the guard of /v2/me (serve wraps the
+// CheckGrant is grantLive for the guard of /v2/me ([GrantVerifier] wraps the
 // guard's verifier with it): a token whose grant no longer stands fails
 // like an invalid token, so /v2/me answers 401 invalid_token before any
 // scope is judged (RFC 6750 §3.1), not 403 insufficient_scope. A store

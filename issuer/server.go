@@ -125,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.CodeTTL <= 0 {
 		cfg.CodeTTL = time.Minute
 	}
-	if cfg.CodeTTL > 10*time.Minute {
+	if cfg.CodeTTL > MaxCodeTTL {
 		return nil, errors.New("issuer: Config.CodeTTL must be at most 10 minutes (RFC 6749 §4.1.2)")
 	}
 	if cfg.RefreshIdle <= 0 {
@@ -142,8 +142,8 @@ func New(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("issuer: Config.RefreshTokenKey must be %d bytes", data.RefreshKeySize)
 	}
-	if cfg.RefreshReuseGrace < 0 {
-		return nil, errors.New("issuer: Config.RefreshReuseGrace must not be negative (0 disables the grace)")
+	if cfg.RefreshReuseGrace < 0 || cfg.RefreshReuseGrace > MaxRefreshReuseGrace {
+		return nil, errors.New("issuer: Config.RefreshReuseGrace must be between 0 (no grace) and MaxRefreshReuseGrace (5 minutes)")
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}

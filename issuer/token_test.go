@@ -886,7 +886,7 @@ func tkCounter(t *testing.T, c prometheus.Metric) float64 {
 // declares its length.
 func TestTokenBodyLimitMiddleware(t *testing.T) {
 	env := newTkEnv(t)
-	env.e.Use(middleware.BodyLimit("64K"))
+	env.e.Use(middleware.BodyLimit(MaxBody))
 	body := "grant_type=refresh_token&x=" + strings.Repeat("a", 64<<10)
 	for _, chunked := range []bool{false, true} {
 		req := httptest.NewRequest(http.MethodPost, "/v2/auth/oauth2/token", strings.NewReader(body))

@@ -19,6 +19,10 @@
 // Signing and key lookups use an immutable in-memory snapshot and never
 // touch the store.
 //
+// [Manager.Ready] is the readiness rule (the store answers within
+// [ReadyTimeout] and holds an active key), served by [Manager.ServeReady]
+// at /readyz.
+//
 // Package keys does not verify tokens (that is package verify) and does not
 // read flags or environment variables.
 package keys

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"log/slog"
+	"oauthd/cmd/oauthd/internal/loadgen"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The bench tests run for a few hundred milliseconds and assert what does
@@ -20,7 +20,7 @@ func TestBenchInProcess(t *testing.T) {
 	if err := os.Remove(c.db); err != nil { // bench must not need, nor create, --db
 		t.Fatal(err)
 	}
-	var rep refreshReport
+	var rep loadgen.RefreshReport
 	oneJSON(t, c.ok("", "bench", "--concurrency", "3", "--duration", "200ms", "--json"), &rep)
 	if rep.Mode != "refresh" || rep.Chains != 3 || rep.ChainsAlive != 3 {
 		t.Errorf("mode %q, chains %d alive %d; want refresh, 3 alive of 3", rep.Mode, rep.Chains, rep.ChainsAlive)
@@ -51,7 +51,7 @@ func TestBenchTextAndProgress(t *testing.T) {
 
 func TestBenchVerify(t *testing.T) {
 	c := newCLI(t)
-	var rep verifyReport
+	var rep loadgen.VerifyReport
 	oneJSON(t, c.ok("", "bench", "--mode", "verify", "-c", "2", "-d", "50ms", "--json"), &rep)
 	if rep.Alg != "ES256" || rep.MiddlewareErrors != 0 || rep.RawErrors != 0 {
 		t.Errorf("report %+v; want ES256 and no errors", rep)
@@ -66,7 +66,7 @@ func TestBenchVerify(t *testing.T) {
 // the ratios are the medians of the reps' ratios.
 func TestBenchGateway(t *testing.T) {
 	c := newCLI(t)
-	var rep gatewayReport
+	var rep loadgen.GatewayReport
 	oneJSON(t, c.ok("", "bench", "--mode", "gateway", "-c", "4", "-d", "200ms", "--reps", "3", "--distinct-tokens", "40", "--json"), &rep)
 	if rep.Mode != "gateway" || rep.Reps != 3 || len(rep.Runs) != 3*4 {
 		t.Fatalf("report %+v; want 3 reps of 4 targets", rep)
@@ -83,9 +83,9 @@ func TestBenchGateway(t *testing.T) {
 	}
 	var ratios []float64
 	for i := range 3 {
-		ratios = append(ratios, perS[targetGatewayOne][i]/perS[targetBare][i])
+		ratios = append(ratios, perS[loadgen.TargetGatewayOne][i]/perS[loadgen.TargetBare][i])
 	}
-	if got, want := rep.Ratios["gateway-1/bare rps"], median(ratios); got != want {
+	if got, want := rep.Ratios["gateway-1/bare rps"], loadgen.Median(ratios); got != want {
 		t.Errorf("gateway-1/bare rps = %v; want the median of %v", got, ratios)
 	}
 	prof := filepath.Join(t.TempDir(), "cpu")
@@ -111,12 +111,12 @@ func TestBenchGateway(t *testing.T) {
 
 func TestBenchCode(t *testing.T) {
 	c := newCLI(t)
-	var rep codeReport
+	var rep loadgen.CodeReport
 	oneJSON(t, c.ok("", "bench", "--mode", "code", "-c", "2", "-d", "200ms", "--json"), &rep)
 	if rep.Mode != "code" || rep.CodeErrors != 0 || rep.RefreshErrors != 0 {
 		t.Errorf("report %+v; want mode code and no errors", rep)
 	}
-	if rep.CodeOK < benchCodeSlices || rep.RefreshOK < benchCodeSlices || rep.CodesPerS <= 0 || rep.GrantsPerS <= 0 {
+	if rep.CodeOK < loadgen.Slices || rep.RefreshOK < loadgen.Slices || rep.CodesPerS <= 0 || rep.GrantsPerS <= 0 {
 		t.Errorf("report %+v; want exchanges and refreshes in every slice", rep)
 	}
 	if got := 100 * rep.CodesPerS / rep.GrantsPerS; rep.CodeToRefresh < got-0.01 || rep.CodeToRefresh > got+0.01 {
@@ -141,7 +141,7 @@ func TestBenchEmitThenTarget(t *testing.T) {
 	toks := filepath.Join(t.TempDir(), "toks.txt")
 	var em emitReport
 	oneJSON(t, c.ok("", "bench", "--emit-tokens", toks, "--grants", "4", "--json"), &em)
-	before, err := readTokens(toks)
+	before, err := loadgen.ReadTokens(toks)
 	if err != nil || len(before) != 4 || em.ClientID == "" || !strings.HasPrefix(em.ClientSecret, "oauthd_cs_") {
 		t.Fatalf("emit: %+v, %d tokens, %v", em, len(before), err)
 	}
@@ -158,14 +158,14 @@ func TestBenchEmitThenTarget(t *testing.T) {
 	defer srv.stop(context.WithoutCancel(ctx), logger)
 	target := srv.w.listenURL + benchTokenPath
 
-	var rep refreshReport
+	var rep loadgen.RefreshReport
 	// -c 3: the fourth token is unused and kept.
 	oneJSON(t, c.ok("", "bench", "--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
 		"--tokens", toks, "-c", "3", "-d", "100ms", "--json"), &rep)
 	if rep.ChainsAlive != 3 || rep.Errors != 0 || rep.OK < 3 {
 		t.Fatalf("target run: %+v", rep)
 	}
-	after, err := readTokens(toks)
+	after, err := loadgen.ReadTokens(toks)
 	if err != nil || len(after) != 4 {
 		t.Fatalf("tokens after: %d, %v; want 4", len(after), err)
 	}
@@ -210,45 +210,5 @@ func TestBenchFlags(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			c.fails(tc.want, "", append([]string{"bench"}, tc.args...)...)
 		})
-	}
-}
-
-func TestCheckLoopback(t *testing.T) {
-	for target, ok := range map[string]bool{
-		"http://127.0.0.1:8080/v2/auth/oauth2/token": true,
-		"http://[::1]:8080/token":                    true,
-		"http://localhost:8080/token":                true,
-		"http://192.168.1.1/token":                   false,
-		"ftp://127.0.0.1/token":                      false,
-		"127.0.0.1:8080":                             false,
-	} {
-		if err := checkLoopback(t.Context(), target); (err == nil) != ok {
-			t.Errorf("checkLoopback(%q) = %v; want ok=%v", target, err, ok)
-		}
-	}
-}
-
-func TestHistogram(t *testing.T) {
-	var h histogram
-	for us := 1; us <= 10000; us++ {
-		h.add(time.Duration(us) * time.Microsecond)
-	}
-	for _, tc := range []struct{ q, want float64 }{{0.5, 5}, {0.9, 9}, {0.99, 9.9}} {
-		got := h.quantile(tc.q)
-		if got < tc.want*0.99 || got > tc.want*1.04 {
-			t.Errorf("quantile(%v) = %v ms; want %v within 4%%", tc.q, got, tc.want)
-		}
-	}
-	if h.max() != 10 {
-		t.Errorf("max = %v; want 10", h.max())
-	}
-	for us := uint64(0); us < 1<<20; us += 7 {
-		if i := bucketOf(us); upper(i) < us || (i > 0 && upper(i-1) >= us) {
-			t.Fatalf("value %d in bucket %d [.., %d], previous ends at %d", us, i, upper(i), upper(i-1))
-		}
-	}
-	var empty histogram
-	if empty.quantile(0.5) != 0 {
-		t.Error("empty quantile not 0")
 	}
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -26,134 +23,17 @@ func newClientsCommand(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
-func newClientsCreateCommand(o *rootOptions) *cobra.Command {
-	var (
-		in     admin.NewClient
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:     "create --owner EMAIL --name NAME --redirect-uri URI... --scope SCOPE... [--public]",
-		Short:   "Register a client (status pending until approved); prints its secret once",
-		Long:    "Register a client; it stays pending until an administrator approves it.\n\n" + scopeHelp(),
-		Example: "  oauthd clients create --owner dev@example.com --name 'Calendar Sync' --redirect-uri https://app.example/cb --scope PROFILE_READ,BOOKING_READ",
-		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				c, err := svc.CreateClient(ctx, in)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), c)
-				}
-				kv := []string{"client_id", c.ClientID}
-				if c.ClientSecret != "" {
-					kv = append(kv, "client_secret", c.ClientSecret, "secret_id", c.SecretID)
-				}
-				kv = append(kv, "status", c.Status, "client_type", c.ClientType, "name", c.Name,
-					"redirect_uris", strings.Join(c.RedirectURIs, " "), "scopes", strings.Join(c.Scopes, " "))
-				if err := fields(cmd.OutOrStdout(), kv...); err != nil {
-					return err
-				}
-				if c.ClientSecret != "" {
-					fmt.Fprintln(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.")
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "The client is pending; approve it with `oauthd clients approve %s`.\n", c.ClientID)
-				return nil
-			})
-		},
-	}
-	fs := cmd.Flags()
-	fs.StringVar(&in.Owner, "owner", "", "email of the user who owns the client (required)")
-	fs.StringVar(&in.Name, "name", "", "the client's name, shown on the consent page (required)")
-	fs.StringArrayVar(&in.RedirectURIs, "redirect-uri", nil, "a redirect URI (repeatable, up to 10; https, or http on loopback)")
-	fs.StringArrayVar(&in.Scopes, "scope", nil, "a scope, or a comma/space-separated list (repeatable; at least one)")
-	fs.BoolVar(&in.Public, "public", false, "a public client (no secret; PKCE required)")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	for _, f := range []string{"owner", "name", "redirect-uri", "scope"} {
-		_ = cmd.MarkFlagRequired(f)
-	}
+// newClientsScopesCommand is the `clients scopes` group.
+func newClientsScopesCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
+	cmd.AddCommand(newClientsScopesSetCommand(o))
 	return cmd
 }
 
-func newClientsImportCommand(o *rootOptions) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "import FILE",
-		Short: "Import legacy clients (no scopes, approved) from a JSON array; all or nothing",
-		Long: "Import legacy clients made before scopes existed. FILE (or - for stdin) holds a JSON array of\n" +
-			`{"client_id", "name", "owner", "redirect_uris", "client_secret", "client_type"}.` + "\nEither every client is imported or none is.",
-		Args: exactArgs("FILE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var (
-				b   []byte
-				err error
-			)
-			if args[0] == "-" {
-				b, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				b, err = os.ReadFile(args[0])
-			}
-			if err != nil {
-				return fmt.Errorf("read %s: %w", args[0], err)
-			}
-			var cs []admin.LegacyClient
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&cs); err != nil {
-				return fmt.Errorf("%s is not a JSON array of {client_id, name, owner, redirect_uris, client_secret, client_type}: %w", args[0], err)
-			}
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				ids, err := svc.ImportClients(ctx, cs)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), ids)
-				}
-				for _, id := range ids {
-					fmt.Fprintln(cmd.OutOrStdout(), id)
-				}
-				return nil
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the imported IDs as JSON")
-	return cmd
-}
-
-func newClientsListCommand(o *rootOptions) *cobra.Command {
-	var (
-		status string
-		asJSON bool
-	)
-	cmd := &cobra.Command{
-		Use:   "list [--status pending|approved|rejected]",
-		Short: "List clients",
-		Args:  exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				cs, err := svc.ListClients(ctx, status)
-				if err != nil {
-					return err
-				}
-				return printList(cmd.OutOrStdout(), cs, asJSON, []string{"CLIENT ID", "NAME", "OWNER", "TYPE", "STATUS", "SCOPES"},
-					func(c admin.ClientView) []string {
-						scopes := strings.Join(c.Scopes, ",")
-						if c.Legacy {
-							scopes = "(legacy: unrestricted)"
-						}
-						status := c.Status
-						if c.PendingChange != nil {
-							status += " (change pending)"
-						}
-						return []string{c.ClientID, c.Name, c.Owner, c.ClientType, status, scopes}
-					})
-			})
-		},
-	}
-	cmd.Flags().StringVar(&status, "status", "", "only clients in this status: pending, approved or rejected (pending also lists approved clients with a pending change)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+// newClientsRedirectURIsCommand is the `clients redirect-uris` group.
+func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "redirect-uris", Short: "Set a client's redirect URIs"}
+	cmd.AddCommand(newClientsRedirectURIsSetCommand(o))
 	return cmd
 }
 
@@ -277,92 +157,6 @@ func clientCommand(o *rootOptions, use, short string, args cobra.PositionalArgs,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
-}
-
-func newClientsShowCommand(o *rootOptions) *cobra.Command {
-	return clientCommand(o, "show CLIENT_ID", "Show a client (secret IDs, never secrets; legacy usage counts)", exactArgs("CLIENT_ID"),
-		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
-			return svc.ShowClient(ctx, args[0])
-		})
-}
-
-func newClientsApproveCommand(o *rootOptions) *cobra.Command {
-	var revision string
-	cmd := clientCommand(o, "approve CLIENT_ID [--revision R]", "Approve a pending client so it can be used, or an approved client's pending change", exactArgs("CLIENT_ID"),
-		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
-			if revision != "" {
-				return svc.ApproveRevision(ctx, args[0], revision)
-			}
-			return svc.ApproveClient(ctx, args[0])
-		})
-	cmd.Flags().StringVar(&revision, "revision", "", "approve only if the client is still at this revision (from `oauthd clients show`): the owner cannot change what you reviewed in between")
-	return cmd
-}
-
-func newClientsRejectCommand(o *rootOptions) *cobra.Command {
-	var reason, revision string
-	cmd := clientCommand(o, "reject CLIENT_ID --reason TEXT [--revision R]", "Reject a client, or an approved client's pending change, with a reason", exactArgs("CLIENT_ID"),
-		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
-			if revision != "" {
-				return svc.RejectRevision(ctx, args[0], reason, revision)
-			}
-			return svc.RejectClient(ctx, args[0], reason)
-		})
-	cmd.Flags().StringVar(&reason, "reason", "", "why the client is rejected (required)")
-	cmd.Flags().StringVar(&revision, "revision", "", "reject only if the client is still at this revision (from `oauthd clients show`): a retry, or a change withdrawn meanwhile, cannot reject the whole client")
-	_ = cmd.MarkFlagRequired("reason")
-	return cmd
-}
-
-func newClientsScopesCommand(o *rootOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "scopes", Short: "Set a client's scopes (on a legacy client: migrate it)"}
-	var force bool
-	set := clientCommand(o, "set CLIENT_ID SCOPE... [--force]",
-		"Set the scopes; on a legacy client this is the migration to a scoped client", minArgs("CLIENT_ID", "SCOPE"),
-		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
-			if force {
-				return svc.ForceScopes(ctx, args[0], args[1:])
-			}
-			return svc.SetScopes(ctx, args[0], args[1:])
-		})
-	set.Long = "Set the scopes; they apply at once (the operator is the reviewer). Removing a scope reaches existing grants at their next refresh.\n" +
-		"On a legacy client this is the migration to a scoped client: refused while `oauthd clients show` says migration_safe: false\n" +
-		"(recent authorization requests came without a scope parameter and would fail after it), unless --force is given.\n\n" + scopeHelp()
-	set.Flags().BoolVar(&force, "force", false, "migrate a legacy client even though recent authorization requests came without scope")
-	cmd.AddCommand(set)
-	return cmd
-}
-
-func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "redirect-uris", Short: "Set a client's redirect URIs"}
-	cmd.AddCommand(clientCommand(o, "set CLIENT_ID URI...", "Replace the redirect URIs (up to 10)", minArgs("CLIENT_ID", "URI"),
-		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
-			return svc.SetRedirectURIs(ctx, args[0], args[1:])
-		}))
-	return cmd
-}
-
-func newClientsSetCommand(o *rootOptions) *cobra.Command {
-	var dpop, par bool
-	var cmd *cobra.Command
-	cmd = clientCommand(o, "set CLIENT_ID [--dpop-bound-access-tokens=BOOL] [--require-par=BOOL]",
-		"Set a client's protections: DPoP-bound tokens required (RFC 9449), pushed authorization requests required (RFC 9126)", exactArgs("CLIENT_ID"),
-		func(ctx context.Context, svc admin.Service, args []string) (admin.ClientView, error) {
-			var opts admin.ClientOptions
-			if cmd.Flags().Changed("dpop-bound-access-tokens") {
-				opts.DPoPBoundAccessTokens = &dpop
-			}
-			if cmd.Flags().Changed("require-par") {
-				opts.RequirePAR = &par
-			}
-			return svc.SetClientOptions(ctx, args[0], opts)
-		})
-	cmd.Long = "Set a client's protections. They apply at once (the operator is the reviewer); an owner turning one off in the settings pages waits for review.\n" +
-		"--dpop-bound-access-tokens=true: every token request of the client must carry a DPoP proof, so all its tokens are bound to its key.\n" +
-		"--require-par=true: its authorization requests must be pushed to /v2/auth/oauth2/par first."
-	cmd.Flags().BoolVar(&dpop, "dpop-bound-access-tokens", false, "require DPoP proofs at the token endpoint (dpop_bound_access_tokens)")
-	cmd.Flags().BoolVar(&par, "require-par", false, "require pushed authorization requests (require_pushed_authorization_requests)")
 	return cmd
 }
 

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
+	"oauthd/data/password"
+	"oauthd/issuer"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -42,8 +45,8 @@ func TestTuneGCLeavesTheOperatorsChoice(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	tuneGC()
-	if got := debug.SetGCPercent(100); got != defaultGOGC {
-		t.Fatalf("GC percent with neither GOGC nor GOMEMLIMIT set = %d; want %d", got, defaultGOGC)
+	if got := debug.SetGCPercent(100); got != issuer.GCPercent {
+		t.Fatalf("GC percent with neither GOGC nor GOMEMLIMIT set = %d; want %d", got, issuer.GCPercent)
 	}
 	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
 		t.Run(env, func(t *testing.T) {
@@ -54,5 +57,20 @@ func TestTuneGCLeavesTheOperatorsChoice(t *testing.T) {
 				t.Fatalf("GC percent with %s set = %d; want it left alone (100)", env, got)
 			}
 		})
+	}
+}
+
+func TestLimitMemoryLeavesTheOperatorsChoice(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	t.Setenv("GOMEMLIMIT", "")
+	limitMemory(3)
+	if got, want := debug.SetMemoryLimit(-1), password.MemoryLimit(issuer.MemoryBase, 3); got != want {
+		t.Fatalf("memory limit for 3 slots = %d; want %d", got, want)
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(math.MaxInt64)
+	limitMemory(3)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit with GOMEMLIMIT set = %d; want it left alone", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/oauth2"
 
+	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/consent/consenttest"
 
 	"oauthd/data/postgres"
@@ -330,7 +331,7 @@ func (e *e2e) clientNoUser(t *testing.T) (id, secret string) {
 // on that database; every request succeeds and every chain stays alive.
 func TestBenchPostgres(t *testing.T) {
 	db := pgtest.New(t)
-	var rep refreshReport
+	var rep loadgen.RefreshReport
 	oneJSON(t, mustOauthd(t, db, "", "bench", "-c", "4", "-d", "300ms", "--json"), &rep)
 	if rep.Chains != 4 || rep.ChainsAlive != 4 || rep.Errors != 0 || rep.OK < 4 || rep.OK != rep.Requests {
 		t.Fatalf("bench on PostgreSQL = %+v; want every request 200 and 4 chains alive", rep)

@@ -10,16 +10,12 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
-	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -62,9 +58,16 @@ type serveOptions struct {
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
 
+// serveDefaults are serve's lifetimes when no flag or environment
+// variable sets them (bench's in-process server runs with them too).
+func serveDefaults() serveOptions {
+	return serveOptions{codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, reuseGrace: issuer.DefaultRefreshReuseGrace}
+}
+
 // AddFlags registers the serve flags; defaults come from OAUTHD_ADDR,
-// OAUTHD_BASE_URL and OAUTHD_APP_URL.
+// OAUTHD_BASE_URL and OAUTHD_APP_URL, and serveDefaults.
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
+	d := serveDefaults()
 	fs.StringVar(&o.addr, "addr", envOr("OAUTHD_ADDR", "127.0.0.1:8080"), "listen address (env OAUTHD_ADDR); port 0 picks a free port")
 	fs.StringVar(&o.baseURL, "base-url", os.Getenv("OAUTHD_BASE_URL"), "public API base URL, the token issuer (env OAUTHD_BASE_URL; default http://<listen address>)")
 	fs.StringVar(&o.appURL, "app-url", os.Getenv("OAUTHD_APP_URL"), "public URL of the consent pages (env OAUTHD_APP_URL; default http://<listen address>)")
@@ -72,10 +75,10 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.loginIssuer, "login-issuer", os.Getenv("OAUTHD_LOGIN_ISSUER"), "the iss of the platform's login assertions (env OAUTHD_LOGIN_ISSUER)")
 	fs.StringVar(&o.loginJWKS, "login-jwks", os.Getenv("OAUTHD_LOGIN_JWKS"), "the platform's public keys: a JWKS URL, or a JWKS or PEM file (env OAUTHD_LOGIN_JWKS)")
 	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
-	fs.DurationVar(&o.codeTTL, "code-ttl", time.Minute, "authorization code lifetime (at most 10m)")
-	fs.DurationVar(&o.refreshIdle, "refresh-idle", 720*time.Hour, "refresh token idle lifetime, renewed by each refresh")
-	fs.DurationVar(&o.refreshMax, "refresh-max", 8760*time.Hour, "refresh token absolute lifetime from the authorization")
-	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", issuer.DefaultRefreshReuseGrace),
+	fs.DurationVar(&o.codeTTL, "code-ttl", d.codeTTL, "authorization code lifetime (at most 10m)")
+	fs.DurationVar(&o.refreshIdle, "refresh-idle", d.refreshIdle, "refresh token idle lifetime, renewed by each refresh")
+	fs.DurationVar(&o.refreshMax, "refresh-max", d.refreshMax, "refresh token absolute lifetime from the authorization")
+	fs.DurationVar(&o.reuseGrace, "refresh-reuse-grace", envDuration("OAUTHD_REFRESH_REUSE_GRACE", d.reuseGrace),
 		"within this time after a rotation, the previous refresh token may be presented once more (a lost response) and rotates again instead of revoking the grant; 0 disables (env OAUTHD_REFRESH_REUSE_GRACE)")
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the server's clock, either way (RFC 9449 §11.1); between 5s and 10m")
 	fs.StringSliceVar(&o.proxies, "trusted-proxy", envList("OAUTHD_TRUSTED_PROXIES"), "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable; env OAUTHD_TRUSTED_PROXIES, comma-separated); default none: the source address is the TCP peer's")
@@ -104,7 +107,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if err != nil {
 		return err
 	}
-	if o.codeTTL <= 0 || o.codeTTL > 10*time.Minute {
+	if o.codeTTL <= 0 || o.codeTTL > issuer.MaxCodeTTL {
 		return fmt.Errorf("--code-ttl %s: use a duration between 1s and 10m", o.codeTTL)
 	}
 	if err := o.checkReuseGrace(); err != nil {
@@ -156,7 +159,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		// file locked and no socket). On PostgreSQL the CLI works on
 		// the database directly and there is no socket.
 		sockPath := root.socketPath()
-		adminLn, err := listenAdmin(sockPath)
+		adminLn, err := admin.Listen(sockPath)
 		if err != nil {
 			return err
 		}
@@ -219,8 +222,8 @@ func (o *serveOptions) checkFlags() error {
 			return fmt.Errorf("%s %q: use an http(s) URL without query or fragment, e.g. https://auth.example.com", f.name, f.url)
 		}
 	}
-	if _, err := ipExtractor(o.proxies); err != nil {
-		return err
+	if _, err := issuer.TrustedProxies(o.proxies); err != nil {
+		return fmt.Errorf("--trusted-proxy %w", err)
 	}
 	if o.debugAddr != "" {
 		if err := checkDebugAddr(o.debugAddr); err != nil {
@@ -233,11 +236,6 @@ func (o *serveOptions) checkFlags() error {
 	return nil
 }
 
-// maxReuseGrace bounds --refresh-reuse-grace: a longer grace keeps the
-// previous refresh token as good as the current one for too long (Hydra
-// caps its own at 5 minutes).
-const maxReuseGrace = 5 * time.Minute
-
 // checkReuseGrace checks --refresh-reuse-grace (and its env variable,
 // which, when it does not parse, is reported here rather than ignored).
 func (o *serveOptions) checkReuseGrace() error {
@@ -246,8 +244,8 @@ func (o *serveOptions) checkReuseGrace() error {
 			return fmt.Errorf("OAUTHD_REFRESH_REUSE_GRACE=%q is not a duration; use e.g. 30s, or 0 to disable the grace", v)
 		}
 	}
-	if o.reuseGrace < 0 || o.reuseGrace > maxReuseGrace {
-		return fmt.Errorf("--refresh-reuse-grace %s: use a duration between 0 (off) and %s", o.reuseGrace, maxReuseGrace)
+	if o.reuseGrace < 0 || o.reuseGrace > issuer.MaxRefreshReuseGrace {
+		return fmt.Errorf("--refresh-reuse-grace %s: use a duration between 0 (off) and %s", o.reuseGrace, issuer.MaxRefreshReuseGrace)
 	}
 	if o.dpopWindow != 0 && (o.dpopWindow < 5*time.Second || o.dpopWindow > 10*time.Minute) {
 		return fmt.Errorf("--dpop-window %s: use a duration between 5s and 10m", o.dpopWindow)
@@ -271,14 +269,6 @@ type wired struct {
 	listenURL, base, app string
 }
 
-// reserveSyncProc raises GOMAXPROCS by one, once per process, for the
-// write-ahead log's flush, which holds its P while the disk works
-// (bolt.Options.SyncHoldsProc): the other goroutines keep as many Ps as
-// before. The flush spends that time blocked, not on a CPU.
-var reserveSyncProc = sync.OnceFunc(func() {
-	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
-})
-
 // wire opens the database at dbPath, loads the keys, listens on o.addr and
 // builds the Echo app (docs/DESIGN.md "serve wiring"). On success the
 // caller closes ln and calls closeStore.
@@ -297,7 +287,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		}
 		db = w.pg
 	} else {
-		reserveSyncProc()
+		bolt.ReserveSyncProc() // SyncHoldsProc
 		w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger, SyncHoldsProc: true})
 		if errors.Is(err, bolt.ErrLocked) {
 			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
@@ -363,7 +353,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	// /v2/me has its own guard, whose verifier also checks the token's
 	// grant (bound to the issuer once it exists): a revoked token is 401
 	// there whatever its scopes.
-	me := &grantVerifier{v: v}
+	me := issuer.NewGrantVerifier(v)
 	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	registerTokenCacheMetrics(reg, v)
 	var shared *throttle.Shared // nil on bbolt: one process counts alone
@@ -379,7 +369,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
 	}
 	w.iss = iss
-	me.iss = iss
+	me.Bind(iss)
 	adminLog := logger
 	if w.pg != nil {
 		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
@@ -399,11 +389,11 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("settings pages: %w", err)
 	}
 
-	ipx, err := ipExtractor(o.proxies)
+	ipx, err := issuer.TrustedProxies(o.proxies)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--trusted-proxy %w", err)
 	}
-	e := newEcho(logger, reg, ipx)
+	e := issuer.NewEcho(logger, reg, ipx)
 	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
@@ -415,12 +405,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
-	e.GET("/readyz", func(c echo.Context) error {
-		if reason := notReady(c.Request().Context(), store); reason != "" {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason})
-		}
-		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
-	})
+	e.GET("/readyz", km.ServeReady)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	w.e = e
 	return w, nil
@@ -495,67 +480,20 @@ func shutdown(ctx context.Context, logger *slog.Logger, srvs ...*http.Server) {
 	}
 }
 
-// listenAdmin listens on the admin Unix socket with mode 0600. A socket file
-// nobody answers on is stale and removed; one that answers is refused.
-func listenAdmin(path string) (net.Listener, error) {
-	if _, err := os.Stat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another process answers on the admin socket %s; stop it first", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove the stale admin socket %s: %w", path, err)
-		}
-	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("admin socket %s: %w (the path must be shorter than 104 bytes; use a shorter --db path)", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod admin socket: %w", err)
-	}
-	return ln, nil
-}
-
-// defaultGOGC is the garbage collector's target percentage when the GOGC
-// environment variable is not set. The server's live heap is small (a few
-// MiB: keys, cached clients, connections), so at Go's default of 100 the
-// heap goal stays near the 4 MiB minimum and a token grant's ~14 KiB of
-// short-lived garbage (most of it ECDSA signing and bbolt's per-commit
-// buffers) starts a collection every few hundred grants: ~55 collections/s
-// under load. At 400 the heap may grow to five times the live heap (RSS
-// was 39 MiB after a million grants, 26 MiB at 100) and the token endpoint
-// needs ~25% less CPU per grant (docs/PERFORMANCE.md, round 2).
-const defaultGOGC = 400
-
-// tuneGC sets the GC target to defaultGOGC unless the operator set GOGC (or
-// GOMEMLIMIT, which then governs).
+// tuneGC sets the GC target to [issuer.GCPercent] unless the operator set
+// GOGC (or GOMEMLIMIT, which then governs).
 func tuneGC() {
 	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetGCPercent(defaultGOGC)
+		debug.SetGCPercent(issuer.GCPercent)
 	}
 }
 
-// Memory bound of serve (README, "Limits"): the Go runtime's soft limit
-// is memoryBase plus memoryPerSlot for each password check slot, unless
-// GOMEMLIMIT is set. A password check allocates 19 MiB that is garbage a
-// moment later; without a limit, the collector (at GOGC 400) would let
-// five times the live heap pile up (200 MiB at 2 slots) before
-// collecting. The limit does not bind the token endpoint, whose heap
-// stays far below it.
-const (
-	memoryBase    = 64 << 20
-	memoryPerSlot = 32 << 20
-)
-
-// limitMemory sets the runtime's soft memory limit for slots password
-// check slots, unless the operator set GOMEMLIMIT.
+// limitMemory sets the runtime's soft memory limit (README, "Limits") for
+// slots password check slots ([password.MemoryLimit] over
+// [issuer.MemoryBase]), unless the operator set GOMEMLIMIT.
 func limitMemory(slots int) {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryBase + int64(slots)*memoryPerSlot)
+		debug.SetMemoryLimit(password.MemoryLimit(issuer.MemoryBase, slots))
 	}
 }
 
@@ -592,25 +530,6 @@ func checkDebugAddr(addr string) error {
 	return nil
 }
 
-// notReady returns why the server cannot serve tokens, or "". It reads
-// the database, so a database that does not answer within 2s (a lost
-// PostgreSQL server, a cut network) makes the replica not ready until it
-// answers again.
-func notReady(ctx context.Context, store data.Store) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	ks, err := store.ListKeys(ctx)
-	if err != nil {
-		return "the database does not answer"
-	}
-	for _, k := range ks {
-		if k.State == data.KeyActive {
-			return ""
-		}
-	}
-	return "no active signing key"
-}
-
 // gcLoop removes expired codes, refresh-token families and sessions every
 // minute until ctx is done, and on PostgreSQL (throttleGC not nil) the
 // shared failure counters that lapsed.
@@ -639,92 +558,6 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store, throttle
 			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions, "nonces", res.Nonces)
 		}
 	}
-}
-
-// grantVerifier is a verifier with the issuer's grant check
-// ([issuer.Server.CheckGrant]), for the guard of /v2/me.
-type grantVerifier struct {
-	v   guard.Verifier
-	iss *issuer.Server // set once the issuer exists, before serving
-}
-
-func (g *grantVerifier) Verify(ctx context.Context, token string) (*verify.Claims, error) {
-	c, err := g.v.Verify(ctx, token)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.iss.CheckGrant(ctx, c); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// ipExtractor returns how the source address of a request is found: the
-// TCP peer's, never X-Forwarded-For or X-Real-IP (a client could set those
-// on every request and slip past the per-address limits), unless the peer
-// is one of the trusted proxies: then the nearest address in
-// X-Forwarded-For that is not a trusted proxy. Behind a proxy this must be
-// set, or every client shares the proxy's address and its limits.
-func ipExtractor(cidrs []string) (echo.IPExtractor, error) {
-	if len(cidrs) == 0 {
-		return echo.ExtractIPDirect(), nil
-	}
-	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
-	for _, c := range cidrs {
-		_, n, err := net.ParseCIDR(c)
-		if err != nil {
-			return nil, fmt.Errorf("--trusted-proxy %q: %w; use a CIDR such as 10.0.0.5/32", c, err)
-		}
-		if ones, _ := n.Mask.Size(); ones == 0 {
-			// Every peer a proxy: any client could name its own
-			// address in X-Forwarded-For and slip past every
-			// per-address limit.
-			return nil, fmt.Errorf("--trusted-proxy %q trusts every address; name your proxies' addresses, e.g. 10.0.0.5/32", c)
-		}
-		opts = append(opts, echo.TrustIPRange(n))
-	}
-	return echo.ExtractIPFromXFFHeader(opts...), nil
-}
-
-// newEcho returns Echo with the error handler, request logging and metrics,
-// panic recovery and the body limit.
-func newEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtractor) *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = issuer.HTTPErrorHandler(logger)
-	e.IPExtractor = ipx
-	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
-	}, []string{"method", "route", "status"})
-	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "oauthd_http_request_duration_seconds", Help: "HTTP request duration by method and route.",
-		Buckets: prometheus.DefBuckets,
-	}, []string{"method", "route"})
-	reg.MustRegister(requests, duration)
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			if err := next(c); err != nil {
-				c.Error(err)
-			}
-			req, status := c.Request(), c.Response().Status
-			route := c.Path()
-			if route == "" {
-				route = "unmatched"
-			}
-			d := time.Since(start)
-			requests.WithLabelValues(req.Method, route, strconv.Itoa(status)).Inc()
-			duration.WithLabelValues(req.Method, route).Observe(d.Seconds())
-			// The path only: the query may carry codes or state.
-			logger.LogAttrs(req.Context(), slog.LevelInfo, "request",
-				slog.String("method", req.Method), slog.String("path", req.URL.Path), slog.Int("status", status),
-				slog.Duration("duration", d), slog.String("remote_addr", req.RemoteAddr))
-			return nil
-		}
-	})
-	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit("64K"))
-	return e
 }
 
 // registerStoreMetrics exports the group committer's counters: the mean

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,39 +17,6 @@ func newStoreCommand(root *rootOptions) *cobra.Command {
 		Short: "Manage the database itself: migrate the PostgreSQL schema, copy every record to another database",
 	}
 	cmd.AddCommand(newStoreMigrateCommand(root), newStoreCopyCommand(root))
-	return cmd
-}
-
-func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "migrate --db postgres://…",
-		Short: "Create or upgrade the PostgreSQL schema (serve also does it at start, under the same lock)",
-		Args:  exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !postgres.IsURL(root.db) {
-				return fmt.Errorf("--db %s is a bbolt file, which needs no migration; pass a postgres:// URL", root.db)
-			}
-			logger, err := root.logger(cmd, slog.LevelWarn)
-			if err != nil {
-				return err
-			}
-			from, to, err := postgres.Migrate(cmd.Context(), root.db, logger)
-			if err != nil {
-				return fmt.Errorf("migrate %s: %w", postgres.Redact(root.db), err)
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]int{"from_version": from, "to_version": to})
-			}
-			if from == to {
-				fmt.Fprintf(cmd.OutOrStdout(), "schema is at version %d; nothing to do\n", to)
-				return nil
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema migrated from version %d to %d\n", from, to)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"from_version\", \"to_version\"}")
 	return cmd
 }
 

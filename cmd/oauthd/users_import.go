@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,17 +33,9 @@ is checked first; any bad row (named by its line) refuses the whole file.`,
 		Example: "  oauthd users import users.jsonl\n  oauthd users import users.csv --json",
 		Args:    exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var (
-				b   []byte
-				err error
-			)
-			if args[0] == "-" {
-				b, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), 64<<20))
-			} else {
-				b, err = os.ReadFile(args[0])
-			}
+			b, err := readInput(cmd, args[0])
 			if err != nil {
-				return fmt.Errorf("read %s: %w", args[0], err)
+				return err
 			}
 			rows, err := parseUserRows(b)
 			if err != nil {
@@ -163,36 +154,4 @@ func parseCSV(b []byte) ([]admin.ImportUser, error) {
 		return nil, errors.New("bad rows:\n" + strings.Join(bad, "\n"))
 	}
 	return out, nil
-}
-
-func newUsersStateCommand(o *rootOptions, verb string) *cobra.Command {
-	var asJSON bool
-	short := "Disable a user: revoke their sessions, grants and tokens at once; they cannot log in or consent"
-	if verb == "enable" {
-		short = "Enable a disabled user: they may log in again (revoked grants stay revoked)"
-	}
-	cmd := &cobra.Command{
-		Use:     verb + " ID|EMAIL|USERNAME",
-		Short:   short,
-		Example: "  oauthd users " + verb + " ann@example.com",
-		Args:    exactArgs("ID|EMAIL|USERNAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
-				op := svc.DisableUser
-				if verb == "enable" {
-					op = svc.EnableUser
-				}
-				u, err := op(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), u)
-				}
-				return fields(cmd.OutOrStdout(), "id", strconv.FormatInt(u.ID, 10), "email", u.Email, "state", u.State)
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the user as JSON")
-	return cmd
 }

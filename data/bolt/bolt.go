@@ -88,7 +88,8 @@ type Options struct {
 	// every 20µs. With a flush always in flight under load, that costs
 	// several thread switches per flush and delays every answer. Holding
 	// the P avoids all three, at two costs: the P runs no other goroutine
-	// during the flush, so the caller should raise GOMAXPROCS by one; and a
+	// during the flush, so the caller should raise GOMAXPROCS by one
+	// ([ReserveSyncProc]); and a
 	// stop-the-world phase of the garbage collector waits for the flush to
 	// end. So that a slow disk cannot stall the whole process, a flush that
 	// follows one of 2ms or more releases its P as usual

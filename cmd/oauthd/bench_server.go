@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"golang.org/x/oauth2"
+
+	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/data"
+	"oauthd/issuer/admin"
+)
+
+// benchServer is the real server, wired as serve wires it, serving on a
+// loopback port.
+type benchServer struct {
+	w   *wired
+	srv *http.Server
+	hc  *http.Client
+}
+
+// startBenchServer serves a new server on dbPath (no master key) with the
+// runtime tuned as serve tunes it, for the in-process modes.
+func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (*benchServer, error) {
+	tuneGC() // as serve runs
+	return serveBench(ctx, logger, dbPath, nil, benchMaxConcurrency)
+}
+
+// serveBench wires a server on dbPath with serve's defaults (serveDefaults), on a loopback
+// port, with a client of up to conns connections.
+func serveBench(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte, conns int) (*benchServer, error) {
+	so := serveDefaults()
+	so.addr = "127.0.0.1:0"
+	w, err := so.wire(ctx, logger, dbPath, mk)
+	if err != nil {
+		return nil, err
+	}
+	s := &benchServer{w: w, srv: w.httpServer(logger), hc: loadgen.NewHTTPClient(conns)}
+	go s.srv.Serve(w.ln)
+	return s, nil
+}
+
+func (s *benchServer) stop(ctx context.Context, logger *slog.Logger) {
+	shutdown(ctx, logger, s.srv)
+	s.hc.CloseIdleConnections()
+	if err := s.w.closeStore(); err != nil {
+		logger.Error("bench", "err", err)
+	}
+}
+
+// endpoint is the token endpoint of s as the seeded client calls it.
+func (s *benchServer) endpoint(sd seeded) loadgen.Endpoint {
+	return loadgen.Endpoint{HTTP: s.hc, TokenURL: s.w.listenURL + benchTokenPath, ClientID: sd.clientID, ClientSecret: sd.clientSecret}
+}
+
+// seeded is what seedBench made.
+type seeded struct {
+	clientID, clientSecret string
+	userID                 int64
+	tokens                 []string // one refresh token per grant
+	accessToken            string   // the last grant's access token
+}
+
+// seedBench creates a user and an approved confidential client through the
+// admin service, then n grants through the real code path: issuer Approve
+// mints each code, and the authorization_code exchange runs over loopback
+// HTTP against the running server.
+func seedBench(ctx context.Context, s *benchServer, n int) (seeded, error) {
+	var rb [6]byte
+	rand.Read(rb[:])
+	tag := hex.EncodeToString(rb[:])
+	email := "bench-" + tag + "@example.com"
+	u, err := s.w.local.AddUser(ctx, admin.NewUser{Email: email, Username: "bench_" + tag, Name: "Bench User", Password: data.NewSecret("")})
+	if err != nil {
+		return seeded{}, fmt.Errorf("user: %w", err)
+	}
+	c, err := s.w.local.CreateClient(ctx, admin.NewClient{Owner: email, Name: "oauthd bench " + tag, RedirectURIs: []string{benchRedirectURI}, Scopes: []string{"PROFILE_READ", "BOOKING_READ"}})
+	if err != nil {
+		return seeded{}, fmt.Errorf("client: %w", err)
+	}
+	if _, err := s.w.local.ApproveClient(ctx, c.ClientID); err != nil {
+		return seeded{}, fmt.Errorf("approve client: %w", err)
+	}
+	out := seeded{clientID: c.ClientID, clientSecret: c.ClientSecret, userID: u.ID}
+	ep := s.endpoint(out)
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return seeded{}, err
+		}
+		verifier := oauth2.GenerateVerifier()
+		q := url.Values{
+			"response_type":         {"code"},
+			"client_id":             {c.ClientID},
+			"redirect_uri":          {benchRedirectURI},
+			"scope":                 {"PROFILE_READ BOOKING_READ"},
+			"state":                 {strconv.Itoa(i)},
+			"code_challenge":        {oauth2.S256ChallengeFromVerifier(verifier)},
+			"code_challenge_method": {"S256"},
+		}
+		redirect, err := s.w.iss.Approve(ctx, q, u.ID)
+		if err != nil {
+			return seeded{}, fmt.Errorf("approve grant %d: %w", i, err)
+		}
+		ru, err := url.Parse(redirect)
+		if err != nil || ru.Query().Get("code") == "" {
+			return seeded{}, fmt.Errorf("approve grant %d: no code in the redirect", i)
+		}
+		form := url.Values{
+			"grant_type": {"authorization_code"}, "code": {ru.Query().Get("code")}, "redirect_uri": {benchRedirectURI},
+			"code_verifier": {verifier}, "client_id": {c.ClientID}, "client_secret": {c.ClientSecret},
+		}
+		status, tr, err := ep.Post(ctx, form.Encode())
+		if err != nil {
+			return seeded{}, fmt.Errorf("exchange code %d: %w", i, err)
+		}
+		if status != http.StatusOK {
+			return seeded{}, fmt.Errorf("exchange code %d: HTTP %d %s", i, status, tr.Error)
+		}
+		out.tokens = append(out.tokens, tr.RefreshToken)
+		out.accessToken = tr.AccessToken
+	}
+	return out, nil
+}

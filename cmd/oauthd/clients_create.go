@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"oauthd/issuer/admin"
+)
+
+func newClientsCreateCommand(o *rootOptions) *cobra.Command {
+	var (
+		in     admin.NewClient
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:     "create --owner EMAIL --name NAME --redirect-uri URI... --scope SCOPE... [--public]",
+		Short:   "Register a client (status pending until approved); prints its secret once",
+		Long:    "Register a client; it stays pending until an administrator approves it.\n\n" + scopeHelp(),
+		Example: "  oauthd clients create --owner dev@example.com --name 'Calendar Sync' --redirect-uri https://app.example/cb --scope PROFILE_READ,BOOKING_READ",
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				c, err := svc.CreateClient(ctx, in)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), c)
+				}
+				kv := []string{"client_id", c.ClientID}
+				if c.ClientSecret != "" {
+					kv = append(kv, "client_secret", c.ClientSecret, "secret_id", c.SecretID)
+				}
+				kv = append(kv, "status", c.Status, "client_type", c.ClientType, "name", c.Name,
+					"redirect_uris", strings.Join(c.RedirectURIs, " "), "scopes", strings.Join(c.Scopes, " "))
+				if err := fields(cmd.OutOrStdout(), kv...); err != nil {
+					return err
+				}
+				if c.ClientSecret != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.")
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "The client is pending; approve it with `oauthd clients approve %s`.\n", c.ClientID)
+				return nil
+			})
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&in.Owner, "owner", "", "email of the user who owns the client (required)")
+	fs.StringVar(&in.Name, "name", "", "the client's name, shown on the consent page (required)")
+	fs.StringArrayVar(&in.RedirectURIs, "redirect-uri", nil, "a redirect URI (repeatable, up to 10; https, or http on loopback)")
+	fs.StringArrayVar(&in.Scopes, "scope", nil, "a scope, or a comma/space-separated list (repeatable; at least one)")
+	fs.BoolVar(&in.Public, "public", false, "a public client (no secret; PKCE required)")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	for _, f := range []string{"owner", "name", "redirect-uri", "scope"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
+}

@@ -1,0 +1,148 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RefreshReport is the result of a refresh run (`oauthd bench --json`,
+// mode refresh).
+type RefreshReport struct {
+	Mode        string           `json:"mode"`
+	Target      string           `json:"target"`
+	Concurrency int              `json:"concurrency"`
+	DurationS   float64          `json:"duration_s"`
+	Requests    int64            `json:"requests"`
+	OK          int64            `json:"ok"`
+	GrantsPerS  float64          `json:"grants_per_s"`
+	LatencyMS   LatencyMS        `json:"latency_ms"`
+	ByStatus    map[string]int64 `json:"by_status"` // by HTTP status, "net" for transport errors
+	Errors      int64            `json:"errors"`
+	ChainsAlive int              `json:"chains_alive"`
+	Chains      int              `json:"chains"`
+	RSSMiB      float64          `json:"rss_mib,omitempty"` // in-process runs: the whole process (server and load)
+}
+
+// WriteText prints r for a person.
+func (r RefreshReport) WriteText(w io.Writer) error {
+	codes := make([]string, 0, len(r.ByStatus))
+	for k := range r.ByStatus {
+		codes = append(codes, k)
+	}
+	sort.Strings(codes)
+	var by []string
+	for _, k := range codes {
+		by = append(by, fmt.Sprintf("%s=%d", k, r.ByStatus[k]))
+	}
+	fmt.Fprintf(w, "target       %s  workers=%d  measured=%.1fs\n", r.Target, r.Concurrency, r.DurationS)
+	fmt.Fprintf(w, "grants/s     %.0f  (ok %d of %d requests)\n", r.GrantsPerS, r.OK, r.Requests)
+	fmt.Fprintf(w, "latency ms   p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
+	fmt.Fprintf(w, "by status    %s  (errors %d)\n", strings.Join(by, " "), r.Errors)
+	fmt.Fprintf(w, "chains alive %d of %d\n", r.ChainsAlive, r.Chains)
+	if r.RSSMiB > 0 {
+		fmt.Fprintf(w, "process RSS  %.1f MiB (server and load generator)\n", r.RSSMiB)
+	}
+	return nil
+}
+
+// retryPause is how long a chain waits before it sends its token again
+// after a 429, a 5xx or a transport error.
+const retryPause = 10 * time.Millisecond
+
+// Refresh runs one refresh-token chain per token for d: each worker sends
+// its newest refresh token and keeps the one it gets back. 429 and 5xx
+// (and transport errors) are retried with the same token after a pause;
+// any other error ends the chain. Every chain sends at least one request,
+// however short d; the run ends at d or when ctx is done. Requests in
+// flight then are completed, not cancelled, so no rotated token is lost.
+// It returns the report (Target not set), the newest token of every live
+// chain (in the order of tokens) and the latencies.
+func (e Endpoint) Refresh(ctx context.Context, tokens []string, d time.Duration, p Progress) (RefreshReport, []string, *Histogram) {
+	n := len(tokens)
+	var (
+		ok, reqs, fails atomic.Int64
+		alive           atomic.Int64
+		mu              sync.Mutex
+		byStatus        = map[string]int64{}
+		hist            = new(Histogram)
+		newest          = make([]string, n)
+	)
+	alive.Store(int64(n))
+	prefix := e.clientPrefix("refresh_token") + "&refresh_token="
+	start := time.Now()
+	deadline := start.Add(d)
+	// Requests are not cancelled at the deadline (see above): they get
+	// their own bounded context.
+	reqCtx := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var h Histogram
+			local := map[string]int64{}
+			tok := tokens[i]
+			live := true
+			for first := true; first || (time.Now().Before(deadline) && ctx.Err() == nil); first = false {
+				t0 := time.Now()
+				status, tr, err := e.Post(reqCtx, prefix+url.QueryEscape(tok))
+				h.Add(time.Since(t0))
+				reqs.Add(1)
+				local[statusKey(status)]++
+				if status == http.StatusOK && err == nil {
+					ok.Add(1)
+					tok = tr.RefreshToken
+					continue
+				}
+				fails.Add(1)
+				if status == 0 || status == http.StatusTooManyRequests || status >= 500 {
+					time.Sleep(retryPause)
+					continue
+				}
+				live = false
+				alive.Add(-1)
+				break
+			}
+			mu.Lock()
+			hist.Merge(&h)
+			for k, v := range local {
+				byStatus[k] += v
+			}
+			if live {
+				newest[i] = tok
+			}
+			mu.Unlock()
+		})
+	}
+	stop := make(chan struct{})
+	var last int64
+	pwg := p.tick(start, stop, func(now time.Time) {
+		cur := ok.Load()
+		fmt.Fprintf(p.W, "bench: %5.1fs  ok %d (%.0f/s now)  errors %d  chains alive %d/%d\n",
+			now.Sub(start).Seconds(), cur, float64(cur-last)/p.Every.Seconds(), fails.Load(), alive.Load(), n)
+		last = cur
+	})
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stop)
+	pwg.Wait()
+
+	var live []string
+	for _, t := range newest {
+		if t != "" {
+			live = append(live, t)
+		}
+	}
+	return RefreshReport{
+		Mode: "refresh", Concurrency: n, DurationS: elapsed.Seconds(),
+		Requests: reqs.Load(), OK: ok.Load(), GrantsPerS: float64(ok.Load()) / elapsed.Seconds(),
+		LatencyMS: hist.Latency(),
+		ByStatus:  byStatus, Errors: fails.Load(), ChainsAlive: int(alive.Load()), Chains: n,
+	}, live, hist
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"oauthd/issuer/admin"
+)
+
+func newKeysRevokeCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "revoke KID",
+		Short: "Emergency: remove a key from the JWKS at once (tokens it signed stop verifying)",
+		Args:  exactArgs("KID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
+				if err := svc.RevokeKey(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked key %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	return cmd
+}
