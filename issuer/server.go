@@ -43,7 +43,9 @@ type TokenVerifier interface {
 
 // Config configures a [Server]. Zero durations take the defaults shown.
 type Config struct {
-	Store    data.Store
+	// Store is what the endpoints read and write ([Store]); any
+	// data.Store is one. Required.
+	Store    Store
 	Signer   Signer
 	Verifier TokenVerifier
 	// MeAuth is the middleware that guards /v2/me (the route table's
@@ -92,7 +94,7 @@ const DefaultRefreshReuseGrace = 30 * time.Second
 // Server is the authorization server. Create it with [New].
 type Server struct {
 	cfg     Config
-	store   data.Store
+	store   Store
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *metrics
