@@ -52,6 +52,10 @@ const (
 	// endpoint was reached, so no OAuth code applies.
 	NotFound         = "not_found"
 	MethodNotAllowed = "method_not_allowed"
+	// BadGateway answers a request the gateway (keys/guard's proxy)
+	// allowed but could not pass on: the upstream is down (502). The
+	// token was fine, so invalid_token would mislead the client.
+	BadGateway = "bad_gateway"
 )
 
 // ErrorBody is the JSON body of an error answered by a protected resource
