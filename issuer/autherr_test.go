@@ -129,3 +129,20 @@ func TestAuthorizeErrorsCarryTheTypedError(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizeErrorsWithoutErr: a page or redirect error made by hand
+// without Err (a consumer's fake) neither panics nor pretends to carry an
+// OAuth error.
+func TestAuthorizeErrorsWithoutErr(t *testing.T) {
+	for _, err := range []error{&PageError{Title: "T"}, &RedirectError{URL: "https://app.example.com/cb"}} {
+		if msg := err.Error(); msg == "" {
+			t.Errorf("%T.Error() is empty", err)
+		}
+		if oe, ok := errors.AsType[*Error](err); ok {
+			t.Errorf("errors.As(%T without Err) found %v", err, oe)
+		}
+	}
+	if got := (&PageError{Title: "T"}).Message(); got != "" {
+		t.Errorf("Message() without Err = %q; want empty", got)
+	}
+}
