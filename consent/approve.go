@@ -198,8 +198,8 @@ func (h *Handler) decide(c echo.Context) error {
 		// meanwhile): nothing was granted.
 		attrs[0] = slog.String("event", "consent_failed")
 		var re *issuer.RedirectError
-		if errors.As(err, &re) {
-			attrs = append(attrs, slog.String("error", re.Code))
+		if errors.As(err, &re) && re.Err != nil {
+			attrs = append(attrs, slog.String("error", re.Err.Code))
 		}
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 		return h.authorizeError(c, err)

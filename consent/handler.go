@@ -304,7 +304,7 @@ func seeOther(c echo.Context, to string) error {
 func (h *Handler) authorizeError(c echo.Context, err error) error {
 	var pe *issuer.PageError
 	if errors.As(err, &pe) {
-		return h.errorPage(c, http.StatusBadRequest, pe.Title, pe.Message)
+		return h.errorPage(c, http.StatusBadRequest, pe.Title, pe.Message())
 	}
 	var re *issuer.RedirectError
 	if errors.As(err, &re) && re.URL != "" {

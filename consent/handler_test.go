@@ -592,7 +592,7 @@ func TestDecisionAuthorizerErrors(t *testing.T) {
 	f.Set("action", "allow")
 
 	en.authz.approve = func(url.Values, int64) (string, error) {
-		return "", &issuer.PageError{Title: "Application not approved", Message: "This application is not available."}
+		return "", issuer.NewPageError("Application not approved", "This application is not available.")
 	}
 	rec := en.post(authorizePath, f, sess)
 	if rec.Code != http.StatusBadRequest || rec.Header().Get("Location") != "" || !strings.Contains(rec.Body.String(), "Application not approved") {
@@ -600,7 +600,7 @@ func TestDecisionAuthorizerErrors(t *testing.T) {
 	}
 
 	en.authz.approve = func(url.Values, int64) (string, error) {
-		return "", &issuer.RedirectError{URL: "https://app.acme.example/callback?error=invalid_request", Code: "invalid_request"}
+		return "", &issuer.RedirectError{URL: "https://app.acme.example/callback?error=invalid_request", Err: issuer.ErrInvalidRequest}
 	}
 	rec = en.post(authorizePath, f, sess)
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "https://app.acme.example/callback?error=invalid_request" {

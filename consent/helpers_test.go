@@ -83,13 +83,13 @@ var testClient = data.Client{
 func defaultParse(client data.Client) func(url.Values) (*issuer.AuthorizeRequest, error) {
 	return func(q url.Values) (*issuer.AuthorizeRequest, error) {
 		if q.Get("client_id") != client.ID {
-			return nil, &issuer.PageError{Title: "Unknown application", Message: "No application has this client_id."}
+			return nil, issuer.NewPageError("Unknown application", "No application has this client_id.")
 		}
 		if q.Get("redirect_uri") != client.RedirectURIs[0] {
-			return nil, &issuer.PageError{Title: "Wrong redirect address", Message: "The redirect_uri is not registered for this application."}
+			return nil, issuer.NewPageError("Wrong redirect address", "The redirect_uri is not registered for this application.")
 		}
 		if q.Get("scope") == "BAD" {
-			return nil, &issuer.RedirectError{URL: client.RedirectURIs[0] + "?error=invalid_scope&state=" + url.QueryEscape(q.Get("state")), Code: "invalid_scope"}
+			return nil, &issuer.RedirectError{URL: client.RedirectURIs[0] + "?error=invalid_scope&state=" + url.QueryEscape(q.Get("state")), Err: issuer.ErrInvalidScope}
 		}
 		scopes := strings.Fields(q.Get("scope"))
 		return &issuer.AuthorizeRequest{

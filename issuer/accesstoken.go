@@ -40,11 +40,11 @@ type accessClaims struct {
 	Cnf *cnf `json:"cnf,omitempty"`
 }
 
-var _ jwt.Claims = (*accessClaims)(nil)
+var _ SignClaims = (*accessClaims)(nil)
 
 // AppendJSON appends the claims as encoding/json would encode them (same
-// members, order and escaping), without reflection: *keys.Manager's Sign
-// uses it on the token endpoint's hot path.
+// members, order and escaping), without reflection: it is what makes
+// accessClaims the [SignClaims] a [Signer] takes.
 func (c *accessClaims) AppendJSON(b []byte) []byte {
 	b = append(b, `{"iss":`...)
 	b = appendJSONString(b, c.Issuer)

@@ -18,17 +18,6 @@ import (
 	"oauthd/data/scope"
 )
 
-// RFC 6749 §4.1.2.1 error codes of the authorization endpoint. They are
-// local string constants so that this file does not depend on the token
-// side's error type.
-const (
-	authzCodeInvalidRequest          = "invalid_request"
-	authzCodeInvalidScope            = "invalid_scope"
-	authzCodeUnsupportedResponseType = "unsupported_response_type"
-	authzCodeAccessDenied            = "access_denied"
-	authzCodeServerError             = "server_error"
-)
-
 // Limits of the authorization request.
 const (
 	// authzMaxState bounds the state parameter, which we echo back.
@@ -120,10 +109,7 @@ func (s *Server) Deny(ctx context.Context, q url.Values, userID int64) (string, 
 		slog.Int64("user_id", userID),
 		slog.String("scope", scope.Join(req.Scopes)),
 	)
-	v := url.Values{}
-	v.Set("error", authzCodeAccessDenied)
-	v.Set("error_description", "The user denied the request.")
-	return s.authzRedirect(req.RedirectURI, v, req.State), nil
+	return s.redirectError(req.RedirectURI, req.State, WithDescription(ErrAccessDenied, "The user denied the request.")).URL, nil
 }
 
 // authzMode says who validates an authorization request.
@@ -154,68 +140,68 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	// are trusted (RFC 6749 §4.1.2.1, §10.15).
 	switch {
 	case len(q["client_id"]) > 1:
-		return nil, &PageError{Title: "Invalid authorization request",
-			Message: "The client_id parameter was given more than once. The application that sent you here must fix its authorization link."}
+		return nil, NewPageError("Invalid authorization request",
+			"The client_id parameter was given more than once. The application that sent you here must fix its authorization link.")
 	case len(q["redirect_uri"]) > 1:
-		return nil, &PageError{Title: "Invalid authorization request",
-			Message: "The redirect_uri parameter was given more than once. The application that sent you here must fix its authorization link."}
+		return nil, NewPageError("Invalid authorization request",
+			"The redirect_uri parameter was given more than once. The application that sent you here must fix its authorization link.")
 	}
 	clientID := q.Get("client_id")
 	if clientID == "" {
-		return nil, &PageError{Title: "Invalid authorization request",
-			Message: "The client_id parameter is missing. The application that sent you here must fix its authorization link."}
+		return nil, NewPageError("Invalid authorization request",
+			"The client_id parameter is missing. The application that sent you here must fix its authorization link.")
 	}
 	if !authzCleanValue(clientID) || len(clientID) > 200 {
-		return nil, &PageError{Title: "Unknown application",
-			Message: "The client_id parameter is not a valid client ID."}
+		return nil, NewPageError("Unknown application",
+			"The client_id parameter is not a valid client ID.")
 	}
 	client, err := s.store.GetClient(ctx, clientID)
 	if errors.Is(err, data.ErrNotFound) {
-		return nil, &PageError{Title: "Unknown application",
-			Message: fmt.Sprintf("No application is registered under the client ID %s.", authzQuote(clientID))}
+		return nil, NewPageError("Unknown application",
+			fmt.Sprintf("No application is registered under the client ID %s.", authzQuote(clientID)))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authorize: get client: %w", err)
 	}
 	redirectURI := q.Get("redirect_uri")
 	if redirectURI == "" {
-		return nil, &PageError{Title: "Invalid authorization request",
-			Message: "The redirect_uri parameter is missing. The application that sent you here must fix its authorization link."}
+		return nil, NewPageError("Invalid authorization request",
+			"The redirect_uri parameter is missing. The application that sent you here must fix its authorization link.")
 	}
 	// Exact string comparison (RFC 6749 §3.1.2.3, RFC 9700 §4.1.3): no
 	// normalisation, no prefix or pattern matching.
 	if !slices.Contains(client.RedirectURIs, redirectURI) {
 		if client.Pending != nil && slices.Contains(client.Pending.AddRedirectURIs, redirectURI) {
 			// Asked for by the owner, not approved: never a redirect there.
-			return nil, &PageError{Title: "Redirect URI not approved yet",
-				Message: "The redirect_uri was added to " + authzQuote(client.Name) + " recently and is waiting for a platform administrator's review. It cannot be used until it is approved."}
+			return nil, NewPageError("Redirect URI not approved yet",
+				"The redirect_uri was added to "+authzQuote(client.Name)+" recently and is waiting for a platform administrator's review. It cannot be used until it is approved.")
 		}
-		return nil, &PageError{Title: "Unregistered redirect URI",
-			Message: "The redirect_uri is not one of the redirect URIs registered for " + authzQuote(client.Name) + ". It must match a registered URI exactly."}
+		return nil, NewPageError("Unregistered redirect URI",
+			"The redirect_uri is not one of the redirect URIs registered for "+authzQuote(client.Name)+". It must match a registered URI exactly.")
 	}
 	switch client.Status {
 	case data.StatusApproved:
 	case data.StatusPending:
-		return nil, &PageError{Title: "Application not approved yet",
-			Message: authzQuote(client.Name) + " is waiting for review and cannot be used to sign in yet."}
+		return nil, NewPageError("Application not approved yet",
+			authzQuote(client.Name)+" is waiting for review and cannot be used to sign in yet.")
 	default:
-		return nil, &PageError{Title: "Application not available",
-			Message: authzQuote(client.Name) + " was not approved and cannot be used to sign in."}
+		return nil, NewPageError("Application not available",
+			authzQuote(client.Name)+" was not approved and cannot be used to sign in.")
 	}
 	hasScope := authzHasScope(q["scope"])
 	if !client.Legacy && !hasScope {
 		// The seed: a client whose scopes were saved before its
 		// authorization URL carried scope fails to authorize.
-		return nil, &PageError{Title: "Invalid authorization request",
-			Message: "The authorization link of " + authzQuote(client.Name) + " does not say which permissions (scope) it asks for. The application must add a scope parameter."}
+		return nil, NewPageError("Invalid authorization request",
+			"The authorization link of "+authzQuote(client.Name)+" does not say which permissions (scope) it asks for. The application must add a scope parameter.")
 	}
 
 	if countUsage && client.Legacy {
 		s.authzCountUsage(ctx, client.ID, hasScope)
 	}
 	if client.RequirePAR && orig == nil && mode != modePush {
-		return nil, &PageError{Title: "Invalid authorization request",
-			Message: authzQuote(client.Name) + " must send its authorization requests to the pushed authorization request endpoint first (require_pushed_authorization_requests). The application must fix its sign-in."}
+		return nil, NewPageError("Invalid authorization request",
+			authzQuote(client.Name)+" must send its authorization requests to the pushed authorization request endpoint first (require_pushed_authorization_requests). The application must fix its sign-in.")
 	}
 
 	// 2. From here on, errors go back to the client by redirect.
@@ -227,31 +213,28 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 			stateOK = false
 		}
 	}
-	fail := func(code, desc string) error {
-		v := url.Values{}
-		v.Set("error", code)
-		v.Set("error_description", authzDescription(desc))
-		return &RedirectError{URL: s.authzRedirect(redirectURI, v, state), Code: code}
+	fail := func(e *Error, desc string) error {
+		return s.redirectError(redirectURI, state, WithDescription(e, "%s", authzDescription(desc)))
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		vals := q[name]
 		if len(vals) > 1 {
 			// RFC 6749 §3.1: request parameters must not be repeated.
-			return nil, fail(authzCodeInvalidRequest, "the "+authzParamName(name)+" parameter was given more than once")
+			return nil, fail(ErrInvalidRequest, "the "+authzParamName(name)+" parameter was given more than once")
 		}
 		for _, v := range vals {
 			if !authzCleanValue(v) {
-				return nil, fail(authzCodeInvalidRequest, "the "+authzParamName(name)+" parameter contains invalid UTF-8 or control characters")
+				return nil, fail(ErrInvalidRequest, "the "+authzParamName(name)+" parameter contains invalid UTF-8 or control characters")
 			}
 		}
 	}
 	if !stateOK {
-		return nil, fail(authzCodeInvalidRequest, fmt.Sprintf("state is longer than %d bytes", authzMaxState))
+		return nil, fail(ErrInvalidRequest, fmt.Sprintf("state is longer than %d bytes", authzMaxState))
 	}
 
 	if rt, ok := q["response_type"]; ok && rt[0] != "code" {
-		return nil, fail(authzCodeUnsupportedResponseType, "only response_type=code is supported")
+		return nil, fail(ErrUnsupportedResponseType, "only response_type=code is supported")
 	}
 
 	scopes, err := scope.Parse(q.Get("scope"))
@@ -262,16 +245,16 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 				desc += " (did you mean " + strings.Join(sug, " or ") + "?)"
 			}
 		}
-		return nil, fail(authzCodeInvalidScope, desc)
+		return nil, fail(ErrInvalidScope, desc)
 	} else if err != nil {
-		return nil, fail(authzCodeInvalidScope, "scope cannot be parsed")
+		return nil, fail(ErrInvalidScope, "scope cannot be parsed")
 	}
 	if !client.Legacy {
 		if outside, ok := scope.Subset(scopes, client.Scopes); !ok {
 			if client.Pending != nil && !slices.ContainsFunc(outside, func(s string) bool { return !slices.Contains(client.Pending.AddScopes, s) }) {
-				return nil, fail(authzCodeInvalidScope, "scope "+authzNames(outside)+" is waiting for review and not approved for this client yet")
+				return nil, fail(ErrInvalidScope, "scope "+authzNames(outside)+" is waiting for review and not approved for this client yet")
 			}
-			return nil, fail(authzCodeInvalidScope, "scope "+authzNames(outside)+" is not registered for this client")
+			return nil, fail(ErrInvalidScope, "scope "+authzNames(outside)+" is not registered for this client")
 		}
 	}
 
@@ -279,16 +262,16 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	switch m, ok := q["code_challenge_method"]; {
 	case !ok || m[0] == "S256":
 	case m[0] == "plain":
-		return nil, fail(authzCodeInvalidRequest, "code_challenge_method plain is not supported; use S256")
+		return nil, fail(ErrInvalidRequest, "code_challenge_method plain is not supported; use S256")
 	default:
-		return nil, fail(authzCodeInvalidRequest, "code_challenge_method must be S256")
+		return nil, fail(ErrInvalidRequest, "code_challenge_method must be S256")
 	}
 	challenge, hasChallenge := q.Get("code_challenge"), q.Has("code_challenge")
 	switch {
 	case hasChallenge && !authzValidChallenge(challenge):
-		return nil, fail(authzCodeInvalidRequest, "code_challenge must be the 43-character base64url SHA-256 of the code_verifier (S256)")
+		return nil, fail(ErrInvalidRequest, "code_challenge must be the 43-character base64url SHA-256 of the code_verifier (S256)")
 	case !hasChallenge && client.Type == data.Public:
-		return nil, fail(authzCodeInvalidRequest, "a public client must send code_challenge (PKCE, S256)")
+		return nil, fail(ErrInvalidRequest, "a public client must send code_challenge (PKCE, S256)")
 	}
 
 	if orig == nil {
@@ -324,15 +307,24 @@ func (s *Server) authzRedirect(redirectURI string, params url.Values, state stri
 	return redirectURI + sep + params.Encode()
 }
 
+// redirectError returns the *RedirectError that reports e to the client:
+// redirectURI with e's code and description as error and
+// error_description, and state and iss (RFC 6749 §4.1.2.1, RFC 9207).
+// e.Description must already be a valid error_description
+// ([authzDescription]).
+func (s *Server) redirectError(redirectURI, state string, e *Error) *RedirectError {
+	v := url.Values{}
+	v.Set("error", e.Code)
+	v.Set("error_description", e.Description)
+	return &RedirectError{URL: s.authzRedirect(redirectURI, v, state), Err: e}
+}
+
 // authzServerError logs a storage failure met after the redirect URI was
 // validated and returns the server_error redirect (RFC 6749 §4.1.2.1).
 func (s *Server) authzServerError(ctx context.Context, req *AuthorizeRequest, op string, err error) error {
 	s.log.LogAttrs(ctx, slog.LevelError, "authorize failed",
 		slog.String("op", op), slog.String("client_id", req.Client.ID), slog.String("err", err.Error()))
-	v := url.Values{}
-	v.Set("error", authzCodeServerError)
-	v.Set("error_description", "the authorization server could not complete the request; try again")
-	return &RedirectError{URL: s.authzRedirect(req.RedirectURI, v, req.State), Code: authzCodeServerError}
+	return s.redirectError(req.RedirectURI, req.State, WithDescription(ErrServerError, "the authorization server could not complete the request; try again"))
 }
 
 // authzUserError is authzServerError, except for a user disabled while
@@ -342,10 +334,7 @@ func (s *Server) authzUserError(ctx context.Context, req *AuthorizeRequest, op s
 	if !errors.Is(err, data.ErrUserDisabled) {
 		return s.authzServerError(ctx, req, op, err)
 	}
-	v := url.Values{}
-	v.Set("error", authzCodeAccessDenied)
-	v.Set("error_description", "the user's account is disabled")
-	return &RedirectError{URL: s.authzRedirect(req.RedirectURI, v, req.State), Code: authzCodeAccessDenied}
+	return s.redirectError(req.RedirectURI, req.State, WithDescription(ErrAccessDenied, "the user's account is disabled"))
 }
 
 // authzRecordGrant stores the user's consent, merging the scopes with an

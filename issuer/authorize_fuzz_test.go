@@ -64,7 +64,7 @@ func FuzzParseAuthorize(f *testing.F) {
 			(re.URL[len(ru)] != '?' && re.URL[len(ru)] != '&') {
 			t.Fatalf("redirect %q does not continue the request's registered redirect_uri %q with a query", re.URL, ru)
 		}
-		if re.Code == "" {
+		if re.Err.Code == "" {
 			t.Fatalf("RedirectError without a code: %q", re.URL)
 		}
 	})

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
@@ -28,7 +27,7 @@ var authzT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type authzFakeSigner struct{}
 
-func (authzFakeSigner) Sign(jwt.Claims) (string, error) { return "", errors.New("not used") }
+func (authzFakeSigner) Sign(SignClaims) (string, error) { return "", errors.New("not used") }
 
 type authzFakeVerifier struct{}
 
@@ -171,14 +170,14 @@ func TestParseAuthorizePageErrors(t *testing.T) {
 				t.Fatalf("ParseAuthorize(%v) = %+v, %v; want *PageError", tc.q, req, err)
 			}
 			if pe.Title != tc.wantTitle {
-				t.Errorf("Title = %q; want %q (message %q)", pe.Title, tc.wantTitle, pe.Message)
+				t.Errorf("Title = %q; want %q (message %q)", pe.Title, tc.wantTitle, pe.Message())
 			}
-			if pe.Message == "" {
+			if pe.Message() == "" {
 				t.Error("Message is empty")
 			}
 			for _, v := range tc.q["redirect_uri"] {
-				if strings.Contains(pe.Message, v) {
-					t.Errorf("Message %q echoes the redirect_uri", pe.Message)
+				if strings.Contains(pe.Message(), v) {
+					t.Errorf("Message %q echoes the redirect_uri", pe.Message())
 				}
 			}
 		})
@@ -235,8 +234,8 @@ func TestParseAuthorizeRedirectErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("ParseAuthorize = %+v, %v; want *RedirectError", req, err)
 			}
-			if re.Code != tc.wantCode {
-				t.Errorf("Code = %q; want %q (URL %s)", re.Code, tc.wantCode, re.URL)
+			if re.Err.Code != tc.wantCode {
+				t.Errorf("Code = %q; want %q (URL %s)", re.Err.Code, tc.wantCode, re.URL)
 			}
 			registered := tc.q.Get("redirect_uri")
 			if !strings.HasPrefix(re.URL, registered) {
@@ -568,7 +567,7 @@ func TestApproveDenyRevalidate(t *testing.T) {
 		}
 	}
 	redirect, err := env.s.Approve(ctx, authzQuery("client_id", "pub", "redirect_uri", "https://pub.example.com/cb", "scope", "PROFILE_READ"), 1)
-	if re, ok := errors.AsType[*RedirectError](err); !ok || re.Code != "invalid_request" {
+	if re, ok := errors.AsType[*RedirectError](err); !ok || re.Err.Code != "invalid_request" {
 		t.Errorf("Approve of a public client without PKCE = %q, %v; want invalid_request", redirect, err)
 	}
 	if _, err := env.store.GetGrant(ctx, 1, "pub"); !errors.Is(err, data.ErrNotFound) {

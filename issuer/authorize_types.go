@@ -27,21 +27,59 @@ type AuthorizeRequest struct {
 }
 
 // PageError is an authorization error found before the client and its
-// redirect_uri are trusted: it is shown as an HTML page with status 400 and
-// never redirects (RFC 6749 §4.1.2.1).
+// redirect_uri are trusted: it is shown to the user as an HTML page with
+// status 400 and never redirects (RFC 6749 §4.1.2.1). Err is the OAuth
+// error it stands for (invalid_request, as the pushed authorization
+// request endpoint answers it), whose Description is the page's message;
+// errors.As finds it through the PageError.
 type PageError struct {
-	Title   string
-	Message string
+	Title string
+	Err   *Error
 }
 
-func (e *PageError) Error() string { return e.Title + ": " + e.Message }
+// NewPageError returns the *PageError titled title whose message is msg.
+func NewPageError(title, msg string) *PageError {
+	return &PageError{Title: title, Err: WithDescription(ErrInvalidRequest, "%s", msg)}
+}
+
+// Message is the page's text for the user: Err's description.
+func (e *PageError) Message() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Description
+}
+
+func (e *PageError) Error() string { return e.Title + ": " + e.Message() }
+
+// Unwrap returns Err.
+func (e *PageError) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // RedirectError is an authorization error reported to the client by
-// redirecting (303) the browser to URL, which carries error,
-// error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207).
+// redirecting (303) the browser to URL, which carries Err's code and
+// description as error and error_description, with state and iss
+// (RFC 6749 §4.1.2.1, RFC 9207). errors.As finds Err through it.
 type RedirectError struct {
-	URL  string
-	Code string // the RFC 6749 error code, e.g. invalid_scope
+	URL string
+	Err *Error
 }
 
-func (e *RedirectError) Error() string { return "authorization error " + e.Code }
+func (e *RedirectError) Error() string {
+	if e.Err == nil {
+		return "authorization error"
+	}
+	return "authorization error " + e.Err.Code
+}
+
+// Unwrap returns Err.
+func (e *RedirectError) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return e.Err
+}

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"oauthd/data/oauth"
 )
 
 // Error is an OAuth 2.0 error response (RFC 6749 §5.2, §4.1.2.1; RFC 7009
@@ -42,27 +44,31 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// The RFC 6749 §5.2 and §4.1.2.1 errors, and RFC 7009's
-// unsupported_token_type. Use [WithDescription] to add a description; never
-// modify these values.
+// The RFC 6749 §5.2 and §4.1.2.1 errors, RFC 7009's unsupported_token_type
+// and RFC 9449's invalid_dpop_proof, with their statuses; the codes
+// themselves are spelled once, in package [oauth]. Use [WithDescription]
+// to add a description; never modify these values.
 var (
-	ErrInvalidRequest          = &Error{Code: "invalid_request", Status: http.StatusBadRequest}
-	ErrInvalidClient           = &Error{Code: "invalid_client", Status: http.StatusUnauthorized}
-	ErrInvalidGrant            = &Error{Code: "invalid_grant", Status: http.StatusBadRequest}
-	ErrUnauthorizedClient      = &Error{Code: "unauthorized_client", Status: http.StatusBadRequest}
-	ErrUnsupportedGrantType    = &Error{Code: "unsupported_grant_type", Status: http.StatusBadRequest}
-	ErrInvalidScope            = &Error{Code: "invalid_scope", Status: http.StatusBadRequest}
-	ErrAccessDenied            = &Error{Code: "access_denied", Status: http.StatusForbidden}
-	ErrUnsupportedResponseType = &Error{Code: "unsupported_response_type", Status: http.StatusBadRequest}
-	ErrServerError             = &Error{Code: "server_error", Status: http.StatusInternalServerError}
-	ErrTemporarilyUnavailable  = &Error{Code: "temporarily_unavailable", Status: http.StatusServiceUnavailable}
-	ErrUnsupportedTokenType    = &Error{Code: "unsupported_token_type", Status: http.StatusBadRequest}
+	ErrInvalidRequest          = &Error{Code: oauth.InvalidRequest, Status: http.StatusBadRequest}
+	ErrInvalidClient           = &Error{Code: oauth.InvalidClient, Status: http.StatusUnauthorized}
+	ErrInvalidGrant            = &Error{Code: oauth.InvalidGrant, Status: http.StatusBadRequest}
+	ErrUnauthorizedClient      = &Error{Code: oauth.UnauthorizedClient, Status: http.StatusBadRequest}
+	ErrUnsupportedGrantType    = &Error{Code: oauth.UnsupportedGrantType, Status: http.StatusBadRequest}
+	ErrInvalidScope            = &Error{Code: oauth.InvalidScope, Status: http.StatusBadRequest}
+	ErrAccessDenied            = &Error{Code: oauth.AccessDenied, Status: http.StatusForbidden}
+	ErrUnsupportedResponseType = &Error{Code: oauth.UnsupportedResponseType, Status: http.StatusBadRequest}
+	ErrServerError             = &Error{Code: oauth.ServerError, Status: http.StatusInternalServerError}
+	ErrTemporarilyUnavailable  = &Error{Code: oauth.TemporarilyUnavailable, Status: http.StatusServiceUnavailable}
+	ErrUnsupportedTokenType    = &Error{Code: oauth.UnsupportedTokenType, Status: http.StatusBadRequest}
 	// ErrTooManyRequests answers a client (or source address) whose failed
 	// client authentications exceeded the limit: 429 with Retry-After.
-	ErrTooManyRequests = &Error{Code: "too_many_requests", Status: http.StatusTooManyRequests}
+	ErrTooManyRequests = &Error{Code: oauth.TooManyRequests, Status: http.StatusTooManyRequests}
 	// ErrInvalidDPoPProof: the token request's DPoP proof is missing
 	// where required, or invalid (RFC 9449 §5, §12.2).
-	ErrInvalidDPoPProof = &Error{Code: "invalid_dpop_proof", Status: http.StatusBadRequest}
+	ErrInvalidDPoPProof = &Error{Code: oauth.InvalidDPoPProof, Status: http.StatusBadRequest}
+	// ErrRequestNotSupported: a pushed authorization request carried a
+	// request object, which oauthd does not support (RFC 9126 §2.3).
+	ErrRequestNotSupported = &Error{Code: oauth.RequestNotSupported, Status: http.StatusBadRequest}
 )
 
 // WithDescription returns a copy of err with the formatted description.
@@ -76,7 +82,7 @@ func WithDescription(err *Error, format string, args ...any) *Error {
 const maxBodyDescription = "request body larger than 64 KiB"
 
 // errBodyTooLarge is the 413 answer to a body over [maxBodySize].
-var errBodyTooLarge = &Error{Code: "invalid_request", Description: maxBodyDescription, Status: http.StatusRequestEntityTooLarge}
+var errBodyTooLarge = &Error{Code: oauth.InvalidRequest, Description: maxBodyDescription, Status: http.StatusRequestEntityTooLarge}
 
 // writeOAuthError writes e as RFC 6749 §5.2 JSON with Cache-Control:
 // no-store. An invalid_client answer to a request that authenticated with
@@ -161,11 +167,11 @@ func toOAuthError(c echo.Context, logger *slog.Logger, err error) *Error {
 		case he.Code == http.StatusRequestEntityTooLarge:
 			return errBodyTooLarge
 		case he.Code == http.StatusNotFound:
-			return &Error{Code: "not_found", Description: "no such endpoint", Status: http.StatusNotFound}
+			return &Error{Code: oauth.NotFound, Description: "no such endpoint", Status: http.StatusNotFound}
 		case he.Code == http.StatusMethodNotAllowed:
-			return &Error{Code: "method_not_allowed", Description: "method not allowed on this endpoint", Status: http.StatusMethodNotAllowed}
+			return &Error{Code: oauth.MethodNotAllowed, Description: "method not allowed on this endpoint", Status: http.StatusMethodNotAllowed}
 		case he.Code >= 400 && he.Code < 500:
-			return &Error{Code: "invalid_request", Description: http.StatusText(he.Code), Status: he.Code}
+			return &Error{Code: oauth.InvalidRequest, Description: http.StatusText(he.Code), Status: he.Code}
 		}
 	}
 	if ctx := c.Request().Context(); ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -183,7 +189,7 @@ func toOAuthError(c echo.Context, logger *slog.Logger, err error) *Error {
 
 // errAbandoned answers a request whose client went away before it was
 // served (nobody reads it; the status only shows in the access log).
-var errAbandoned = &Error{Code: "invalid_request", Description: "the request was abandoned by the client", Status: http.StatusBadRequest}
+var errAbandoned = &Error{Code: oauth.InvalidRequest, Description: "the request was abandoned by the client", Status: http.StatusBadRequest}
 
 // appendJSONString appends s as a JSON string (RFC 8259 §7), escaping
 // quotes, backslashes, control characters, and <, >, & and U+2028/U+2029

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
+	"oauthd/data/oauth"
 	"oauthd/keys/verify"
 )
 
@@ -111,7 +112,7 @@ func (f *Feed) handle(c echo.Context) error {
 		f.cfg.Logger.ErrorContext(ctx, "revoked-grants feed", "err", err)
 		h.Set("Cache-Control", "no-store")
 		h.Set("Retry-After", "1")
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable"})
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": oauth.TemporarilyUnavailable})
 	}
 	h.Set("Cache-Control", "public, max-age="+strconv.FormatInt(int64(f.cfg.MaxAge/time.Second), 10))
 	h.Set("ETag", etag)

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
+	"oauthd/data/oauth"
 	"oauthd/data/scope"
 	"oauthd/keys/guard"
 )
@@ -28,14 +29,6 @@ type meProfile struct {
 type meResponse struct {
 	Status string    `json:"status"`
 	Data   meProfile `json:"data"`
-}
-
-// meError is the RFC 6750 §3.1 JSON error body.
-type meError struct {
-	Error          string   `json:"error"`
-	Description    string   `json:"error_description"`
-	RequiredScopes []string `json:"required_scopes,omitempty"`
-	GrantedScopes  []string `json:"granted_scopes,omitempty"`
 }
 
 // handleMe serves GET /v2/me: the profile of the user the access token was
@@ -59,13 +52,13 @@ func (s *Server) handleMe(c echo.Context) error {
 		return meInvalidToken(c, "the token's grant was revoked")
 	}
 	if _, covered := scope.Covers(claims.Scopes, []string{meScope}); !claims.Unrestricted && !covered {
-		h.Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+meScope+`"`)
+		h.Set("WWW-Authenticate", `Bearer error="`+oauth.InsufficientScope+`", scope="`+meScope+`"`)
 		granted := claims.Scopes
 		if granted == nil {
 			granted = []string{}
 		}
-		return c.JSON(http.StatusForbidden, meError{
-			Error:          "insufficient_scope",
+		return c.JSON(http.StatusForbidden, oauth.ScopeErrorBody{
+			Error:          oauth.InsufficientScope,
 			Description:    "the token's scopes do not cover this route: it requires " + meScope,
 			RequiredScopes: []string{meScope},
 			GrantedScopes:  granted,
@@ -90,6 +83,6 @@ func (s *Server) handleMe(c echo.Context) error {
 // meInvalidToken answers 401 with WWW-Authenticate: Bearer
 // error="invalid_token" (RFC 6750 §3.1).
 func meInvalidToken(c echo.Context, desc string) error {
-	c.Response().Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-	return c.JSON(http.StatusUnauthorized, meError{Error: "invalid_token", Description: desc})
+	c.Response().Header().Set("WWW-Authenticate", `Bearer error="`+oauth.InvalidToken+`"`)
+	return c.JSON(http.StatusUnauthorized, oauth.ErrorBody{Error: oauth.InvalidToken, Description: desc})
 }

@@ -129,7 +129,7 @@ func (s *Server) push(c echo.Context) (string, error) {
 	case req.Form.Has("request_uri"):
 		return "", tokBadRequest("request_uri must not be pushed (RFC 9126 §2.1)")
 	case req.Form.Has("request"):
-		return "", WithDescription(&Error{Code: "request_not_supported", Status: http.StatusBadRequest}, "request objects are not supported; push the parameters themselves")
+		return "", WithDescription(ErrRequestNotSupported, "request objects are not supported; push the parameters themselves")
 	}
 	// Only the parameters the authorization endpoint reads are sealed
 	// (others are ignored, RFC 6749 §3.1): the request_uri stays short.
@@ -141,17 +141,11 @@ func (s *Server) push(c echo.Context) (string, error) {
 	}
 	q.Set("client_id", client.ID) // a Basic-authenticated client may leave it out
 	if _, err := s.authzValidate(ctx, q, modePush); err != nil {
-		var pe *PageError
-		var re *RedirectError
-		switch {
-		case errors.As(err, &pe):
-			return "", tokBadRequest("%s", pe.Message)
-		case errors.As(err, &re):
-			desc := ""
-			if u, perr := url.Parse(re.URL); perr == nil {
-				desc = u.Query().Get("error_description")
-			}
-			return "", WithDescription(&Error{Code: re.Code, Status: http.StatusBadRequest}, "%s", desc)
+		// A page or redirect error carries the OAuth error to answer
+		// with (invalid_request, invalid_scope, unsupported_response_type:
+		// all 400); anything else is a server error.
+		if oe, ok := errors.AsType[*Error](err); ok {
+			return "", oe
 		}
 		return "", err
 	}
@@ -170,7 +164,7 @@ func (s *Server) push(c echo.Context) (string, error) {
 // query the consent pages carry on (a consent continuation).
 func (s *Server) resolvePushed(ctx context.Context, q url.Values, mode authzMode) (pushed, cont url.Values, err error) {
 	bad := func(msg string) (url.Values, url.Values, error) {
-		return nil, nil, &PageError{Title: "Invalid authorization request", Message: msg}
+		return nil, nil, NewPageError("Invalid authorization request", msg)
 	}
 	if len(q["request_uri"]) != 1 || len(q["client_id"]) != 1 {
 		return bad("An authorization request with request_uri carries exactly one client_id and one request_uri. The application that sent you here must fix its authorization link.")

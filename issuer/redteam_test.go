@@ -40,7 +40,7 @@ func (s rejectDuringExchange) ExchangeAuthCode(ctx context.Context, key []byte, 
 // listed the grants before this one existed): the exchange is refused, and
 // approving the client again brings nothing back.
 func TestRejectionRacingCodeExchange(t *testing.T) {
-	env := newTkEnv(t, func(c *Config) { c.Store = rejectDuringExchange{c.Store} })
+	env := newTkEnv(t, func(c *Config) { c.Store = rejectDuringExchange{c.Store.(data.Store)} })
 	code := env.code(tkCodeOpts{client: "conf"})
 	rec := env.do(tkReq{body: tkForm("grant_type", "authorization_code", "code", code,
 		"redirect_uri", tkRedirect, "client_id", "conf", "client_secret", env.secretA)})

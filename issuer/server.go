@@ -22,7 +22,18 @@ import (
 
 // Signer signs access tokens with the active key; *keys.Manager is one.
 type Signer interface {
-	Sign(claims jwt.Claims) (string, error)
+	Sign(claims SignClaims) (string, error)
+}
+
+// SignClaims is the [Signer]'s contract with the claims it signs: JWT
+// claims that append their own JSON object to dst, as encoding/json would
+// encode them, without reflection (the token endpoint's hot path). It is
+// the same type as keys.Claims (both alias this interface literal), so
+// *keys.Manager is a Signer while issuer does not import keys; a claims
+// type without AppendJSON does not compile as an argument to Sign.
+type SignClaims = interface {
+	jwt.Claims
+	AppendJSON(dst []byte) []byte
 }
 
 // TokenVerifier verifies access tokens (for introspection); *verify.Verifier is one.
@@ -32,7 +43,9 @@ type TokenVerifier interface {
 
 // Config configures a [Server]. Zero durations take the defaults shown.
 type Config struct {
-	Store    data.Store
+	// Store is what the endpoints read and write ([Store]); any
+	// data.Store is one. Required.
+	Store    Store
 	Signer   Signer
 	Verifier TokenVerifier
 	// MeAuth is the middleware that guards /v2/me (the route table's
@@ -81,7 +94,7 @@ const DefaultRefreshReuseGrace = 30 * time.Second
 // Server is the authorization server. Create it with [New].
 type Server struct {
 	cfg     Config
-	store   data.Store
+	store   Store
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *metrics

@@ -46,7 +46,7 @@ type tkSigner struct {
 	kid string
 }
 
-func (s *tkSigner) Sign(claims jwt.Claims) (string, error) {
+func (s *tkSigner) Sign(claims SignClaims) (string, error) {
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
 	t.Header["typ"] = "at+jwt"
 	t.Header["kid"] = s.kid

@@ -43,7 +43,7 @@ func (s *tkCommitFails) RotateRefreshToken(ctx context.Context, id string, updat
 func TestTokenNotSentWhenCommitFails(t *testing.T) {
 	var store *tkCommitFails
 	env := newTkEnv(t, func(c *Config) {
-		store = &tkCommitFails{Store: c.Store}
+		store = &tkCommitFails{Store: c.Store.(data.Store)}
 		c.Store = store
 	})
 	rt := env.exchange().RefreshToken

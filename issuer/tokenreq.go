@@ -92,7 +92,7 @@ func tokBadRequest(format string, args ...any) *Error {
 func parseTokenRequest(r *http.Request) (tokenRequest, *Error) {
 	var req tokenRequest
 	if r.Method != http.MethodPost {
-		return req, &Error{Code: "invalid_request", Description: "use POST", Status: http.StatusMethodNotAllowed}
+		return req, &Error{Code: ErrInvalidRequest.Code, Description: "use POST", Status: http.StatusMethodNotAllowed}
 	}
 	if r.URL != nil && r.URL.RawQuery != "" {
 		q, err := url.ParseQuery(r.URL.RawQuery)

@@ -22,18 +22,24 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	token, err := m.Sign(jwt.MapClaims{
+	// Sign takes claims that encode themselves (keys.Claims, the token
+	// endpoint's fast path); JSONClaims encodes any others once.
+	claims, err := keys.JSONClaims(jwt.MapClaims{
 		"iss": "https://oauthd.example", "aud": "https://oauthd.example", "sub": "42",
 		"iat": now.Unix(), "exp": now.Add(30 * time.Minute).Unix(),
 	})
 	if err != nil {
 		panic(err)
 	}
+	token, err := m.Sign(claims)
+	if err != nil {
+		panic(err)
+	}
 
 	// The manager is the verifier's key source inside the issuer.
 	v, _ := verify.New(verify.Config{Issuer: "https://oauthd.example", Keys: m, Now: clock})
-	claims, err := v.Verify(ctx, token)
-	fmt.Println(claims.Subject, err)
+	verified, err := v.Verify(ctx, token)
+	fmt.Println(verified.Subject, err)
 
 	// Rotate: next → active, active → retired, a new next key.
 	now = now.Add(10 * time.Minute)

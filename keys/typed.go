@@ -30,7 +30,11 @@ func (m *Manager) SignTyped(typ string, claims jwt.Claims) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	encoded, err := JSONClaims(claims)
+	if err != nil {
+		return "", err
+	}
 	sg := *s.active
 	sg.header = base64.RawURLEncoding.EncodeToString(hdr)
-	return sg.sign(claims)
+	return sg.sign(encoded)
 }

@@ -1,8 +1,9 @@
 // Package admin is the operator API of oauthd: what the `oauthd` command line
 // does to users, clients, client secrets and signing keys.
 //
-// [Service] is the contract. [Local] implements it over a [data.Store] and a
-// key manager (the server's own, or one the CLI builds when no server runs);
+// [Service] is the contract. [Local] implements it over a [Store] (the
+// slice of data.Store it uses) and a key manager (the server's own, or one
+// the CLI builds when no server runs);
 // [Handler] serves a Service as JSON over HTTP on the admin Unix socket beside
 // the database file ([Listen] opens it, mode 0600), and [Client] (from [Dial]) implements the same Service
 // over that socket, so a change made through the CLI takes effect in a running

@@ -14,10 +14,31 @@ import (
 	"oauthd/data/scope"
 )
 
+// Store is the slice of [data.Store] the operator API uses: users,
+// clients and the revocation of a client's grants; any data.Store is one.
+type Store interface {
+	CreateUser(ctx context.Context, u data.User) (data.User, error)
+	CreateUsers(ctx context.Context, us []data.User) ([]data.User, error)
+	GetUser(ctx context.Context, id int64) (data.User, error)
+	GetUserByLogin(ctx context.Context, login string) (data.User, error)
+	ListUsers(ctx context.Context) ([]data.User, error)
+	UpdateUser(ctx context.Context, id int64, update func(data.User) (data.User, error)) (data.User, error)
+
+	CreateClient(ctx context.Context, c data.Client) error
+	GetClient(ctx context.Context, id string) (data.Client, error)
+	ListClients(ctx context.Context, status data.ClientStatus) ([]data.Client, error)
+	UpdateClient(ctx context.Context, id string, update func(data.Client) (data.Client, error)) (data.Client, error)
+
+	ListFamilies(ctx context.Context, clientID string) ([]data.Family, error)
+	DeleteFamily(ctx context.Context, id string) error
+}
+
+var _ Store = data.Store(nil)
+
 // Local implements [Service] over a store and a key manager, in this process.
 // Create it with [NewLocal].
 type Local struct {
-	store data.Store
+	store Store
 	keys  KeyManager
 	log   *slog.Logger
 	now   func() time.Time
@@ -28,7 +49,7 @@ var _ Service = (*Local)(nil)
 
 // NewLocal returns a Local. km may be nil when no key operation will be
 // called; logger nil means discard; now nil means time.Now.
-func NewLocal(store data.Store, km KeyManager, logger *slog.Logger, now func() time.Time) *Local {
+func NewLocal(store Store, km KeyManager, logger *slog.Logger, now func() time.Time) *Local {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

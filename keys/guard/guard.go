@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/data/oauth"
 	"oauthd/data/scope"
 	"oauthd/keys/verify"
 )
@@ -150,20 +151,20 @@ const (
 	descNotInTable = "this route is not available to third-party tokens"
 	descBadPath    = "the request path is not canonical (empty, '.' or '..' segments, or an encoded slash)"
 
-	wwwMissing    = `Bearer error="invalid_token", error_description="` + descMissing + `"`
-	wwwMalformed  = `Bearer error="invalid_token", error_description="malformed Authorization header"`
-	wwwInvalid    = `Bearer error="invalid_token", error_description="` + descInvalid + `"`
-	wwwNotInTable = `Bearer error="insufficient_scope", error_description="` + descNotInTable + `"`
+	wwwMissing    = `Bearer error="` + oauth.InvalidToken + `", error_description="` + descMissing + `"`
+	wwwMalformed  = `Bearer error="` + oauth.InvalidToken + `", error_description="malformed Authorization header"`
+	wwwInvalid    = `Bearer error="` + oauth.InvalidToken + `", error_description="` + descInvalid + `"`
+	wwwNotInTable = `Bearer error="` + oauth.InsufficientScope + `", error_description="` + descNotInTable + `"`
 
 	descBoundAsBearer = "the access token is DPoP-bound: send it with Authorization: DPoP and a DPoP proof"
 	descNotBound      = "the access token is not DPoP-bound: send it with Authorization: Bearer"
 	descProofCount    = "a DPoP-bound token needs exactly one DPoP header"
 
 	dpopAlgs         = `algs="` + verify.DPoPChallengeAlgs + `"`
-	wwwDPoPInvalid   = `DPoP error="invalid_token", error_description="` + descInvalid + `", ` + dpopAlgs
-	wwwBoundAsBearer = `DPoP error="invalid_token", error_description="` + descBoundAsBearer + `", ` + dpopAlgs
-	wwwNotBound      = `Bearer error="invalid_token", error_description="` + descNotBound + `"`
-	wwwBadProof      = `DPoP error="invalid_dpop_proof", error_description="the DPoP proof is invalid", ` + dpopAlgs
+	wwwDPoPInvalid   = `DPoP error="` + oauth.InvalidToken + `", error_description="` + descInvalid + `", ` + dpopAlgs
+	wwwBoundAsBearer = `DPoP error="` + oauth.InvalidToken + `", error_description="` + descBoundAsBearer + `", ` + dpopAlgs
+	wwwNotBound      = `Bearer error="` + oauth.InvalidToken + `", error_description="` + descNotBound + `"`
+	wwwBadProof      = `DPoP error="` + oauth.InvalidDPoPProof + `", error_description="the DPoP proof is invalid", ` + dpopAlgs
 )
 
 // check decides on r. It returns the request to pass on (with the claims
@@ -171,7 +172,7 @@ const (
 func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 	p, err := CanonicalPath(r.URL)
 	if err != nil {
-		return nil, &denial{status: http.StatusBadRequest, code: "invalid_request", desc: descBadPath, path: r.URL.Path}
+		return nil, &denial{status: http.StatusBadRequest, code: oauth.InvalidRequest, desc: descBadPath, path: r.URL.Path}
 	}
 	e := g.table.match(r.Method, p)
 	token, isDPoP, present, ok := credentials(r.Header)
@@ -188,9 +189,9 @@ func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 
 	switch {
 	case !present:
-		return nil, &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descMissing, wwwAuth: wwwMissing, path: p}
+		return nil, &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descMissing, wwwAuth: wwwMissing, path: p}
 	case !ok:
-		return nil, &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descMalformed, wwwAuth: wwwMalformed, path: p}
+		return nil, &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descMalformed, wwwAuth: wwwMalformed, path: p}
 	}
 	c, err := g.verifier.Verify(ctx, token)
 	if err != nil || c == nil {
@@ -198,7 +199,7 @@ func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 		if isDPoP {
 			www = wwwDPoPInvalid
 		}
-		return nil, &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descInvalid, wwwAuth: www, path: p, err: err}
+		return nil, &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descInvalid, wwwAuth: www, path: p, err: err}
 	}
 	if d := g.bound(r, token, isDPoP, c, p); d != nil {
 		return nil, d
@@ -207,11 +208,11 @@ func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 		return pass(r, p, c), nil
 	}
 	if e == nil {
-		return nil, &denial{status: http.StatusForbidden, code: "insufficient_scope", desc: descNotInTable,
+		return nil, &denial{status: http.StatusForbidden, code: oauth.InsufficientScope, desc: descNotInTable,
 			wwwAuth: wwwNotInTable, required: []string{}, granted: c.Scopes, path: p, clientID: c.ClientID}
 	}
 	if missing, ok := scope.Covers(c.Scopes, e.route.Scopes); !ok {
-		return nil, &denial{status: http.StatusForbidden, code: "insufficient_scope",
+		return nil, &denial{status: http.StatusForbidden, code: oauth.InsufficientScope,
 			desc:    "the token's scopes do not cover this route: it requires " + missing,
 			wwwAuth: e.wwwAuthenticate, required: e.route.Scopes, granted: c.Scopes, path: p, clientID: c.ClientID}
 	}
@@ -229,15 +230,15 @@ func (g *Guard) bound(r *http.Request, token string, isDPoP bool, c *verify.Clai
 	case !isDPoP && c.JKT == "":
 		return nil
 	case !isDPoP:
-		return &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descBoundAsBearer,
+		return &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descBoundAsBearer,
 			wwwAuth: wwwBoundAsBearer, path: p, clientID: c.ClientID}
 	case c.JKT == "":
-		return &denial{status: http.StatusUnauthorized, code: "invalid_token", desc: descNotBound,
+		return &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descNotBound,
 			wwwAuth: wwwNotBound, path: p, clientID: c.ClientID}
 	}
 	proofs := r.Header.Values("DPoP")
 	if len(proofs) != 1 {
-		return &denial{status: http.StatusUnauthorized, code: "invalid_dpop_proof", desc: descProofCount,
+		return &denial{status: http.StatusUnauthorized, code: oauth.InvalidDPoPProof, desc: descProofCount,
 			wwwAuth: wwwBadProof, path: p, clientID: c.ClientID}
 	}
 	jkt, err := g.dpop.Check(r.Context(), proofs[0], r.Method, g.htu(r), token)
@@ -246,10 +247,10 @@ func (g *Guard) bound(r *http.Request, token string, isDPoP bool, c *verify.Clai
 	}
 	if err != nil {
 		if !errors.Is(err, verify.ErrInvalidProof) {
-			return &denial{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
+			return &denial{status: http.StatusServiceUnavailable, code: oauth.TemporarilyUnavailable,
 				desc: "the DPoP proof could not be checked; try again", path: p, clientID: c.ClientID, err: err}
 		}
-		return &denial{status: http.StatusUnauthorized, code: "invalid_dpop_proof",
+		return &denial{status: http.StatusUnauthorized, code: oauth.InvalidDPoPProof,
 			desc:    "the DPoP proof is invalid: " + strings.TrimPrefix(err.Error(), verify.ErrInvalidProof.Error()+": "),
 			wwwAuth: wwwBadProof, path: p, clientID: c.ClientID, err: err}
 	}
@@ -340,20 +341,6 @@ func b64token(v string) (string, bool) {
 	return t, true
 }
 
-type errorBody struct {
-	Error          string   `json:"error"`
-	Description    string   `json:"error_description,omitempty"`
-	RequiredScopes []string `json:"required_scopes,omitempty"`
-	GrantedScopes  []string `json:"granted_scopes,omitempty"`
-}
-
-type scopeErrorBody struct {
-	Error          string   `json:"error"`
-	Description    string   `json:"error_description"`
-	RequiredScopes []string `json:"required_scopes"`
-	GrantedScopes  []string `json:"granted_scopes"`
-}
-
 // deny writes the response for d and logs it (without the token).
 func (g *Guard) deny(w http.ResponseWriter, r *http.Request, d *denial) {
 	level := slog.LevelDebug
@@ -392,9 +379,9 @@ func (g *Guard) deny(w http.ResponseWriter, r *http.Request, d *denial) {
 		if granted == nil {
 			granted = []string{}
 		}
-		body = scopeErrorBody{Error: d.code, Description: d.desc, RequiredScopes: d.required, GrantedScopes: granted}
+		body = oauth.ScopeErrorBody{Error: d.code, Description: d.desc, RequiredScopes: d.required, GrantedScopes: granted}
 	} else {
-		body = errorBody{Error: d.code, Description: d.desc}
+		body = oauth.ErrorBody{Error: d.code, Description: d.desc}
 	}
 	_ = json.NewEncoder(w).Encode(body)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/data/oauth"
 	"oauthd/data/scope"
 	"oauthd/keys/verify"
 )
@@ -368,7 +369,7 @@ func TestEcho(t *testing.T) {
 				t.Errorf("handler saw claims %v for status %d", seen, rec.Code)
 			}
 			if tc.status == http.StatusForbidden {
-				var body scopeErrorBody
+				var body oauth.ScopeErrorBody
 				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 					t.Fatal(err)
 				}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"oauthd/data/oauth"
 )
 
 // The headers through which the proxy tells the upstream who is calling.
@@ -65,7 +67,7 @@ func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) *Proxy {
 			h.Set("Content-Type", "application/json")
 			h.Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusBadGateway)
-			_, _ = w.Write([]byte(`{"error":"bad_gateway","error_description":"the upstream server is unavailable"}` + "\n"))
+			_, _ = w.Write([]byte(`{"error":"` + oauth.BadGateway + `","error_description":"the upstream server is unavailable"}` + "\n"))
 		},
 	}
 	return &Proxy{handler: g.HTTP(rp), transport: transport}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"oauthd/data/oauth"
 	"oauthd/data/scope"
 )
 
@@ -231,7 +232,7 @@ func build(rows []Route) *Table {
 		}
 		e := &entry{route: r}
 		if !r.Public {
-			e.wwwAuthenticate = `Bearer error="insufficient_scope", scope="` + scope.Join(r.Scopes) + `"`
+			e.wwwAuthenticate = `Bearer error="` + oauth.InsufficientScope + `", scope="` + scope.Join(r.Scopes) + `"`
 		}
 		n.methods[r.Method] = e
 	}
