@@ -81,7 +81,7 @@ var hotBuckets = [][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucket
 
 // hotFill is the fill percent of each hot bucket in the bbolt file (0:
 // bbolt's default); see appendFill.
-var hotFill = []float64{hotFamilies: appendFill, hotFamByClient: appendFill, hotNonces: 0}
+var hotFill = []float64{hotFamilies: appendFill, hotFamByClient: appendFill}
 
 var _ data.Store = (*Store)(nil)
 
