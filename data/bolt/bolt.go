@@ -1,16 +1,13 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"oauthd/data"
+	"oauthd/data/bolt/internal/wal"
 )
 
 // Errors of package bolt, besides the sentinels of package data.
@@ -25,12 +23,12 @@ var (
 	// ErrLocked: another process holds the database file open.
 	ErrLocked = errors.New("database is locked")
 	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("bolt store is closed")
+	ErrClosed = wal.ErrClosed
 	// ErrSchema: the file was written by an incompatible version of oauthd.
 	ErrSchema = errors.New("unsupported database schema version")
 	// ErrFailed: a write to the write-ahead log failed; the store refuses
 	// writes until it is reopened.
-	ErrFailed = errors.New("bolt store failed")
+	ErrFailed = wal.ErrFailed
 	// ErrNoDatabase: Options.MustExist was set and there is no oauthd
 	// database at the path (no file, an empty file, or a bbolt file that
 	// oauthd never set up). Nothing was created.
@@ -62,11 +60,28 @@ var (
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
 		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked}
 
-	keySchema  = []byte("schema_version")
-	keyWALGen  = []byte("wal_checkpointed") // the last log generation in the file
-	keyWALSalt = []byte("wal_salt")         // random, binds the log to this file
-	keySetKey  = []byte("set")
+	keySchema = []byte("schema_version")
+	keySetKey = []byte("set")
 )
+
+// The hot buckets: the writes of the hot path (codes, refresh-token
+// families, sessions, tombstones, nonces) go through the write-ahead log
+// (package internal/wal), by these indexes. Their order is part of the
+// log's format: a new one goes at the end.
+const (
+	hotCodes = iota
+	hotFamilies
+	hotFamByClient
+	hotSessions
+	hotRevoked
+	hotNonces
+)
+
+var hotBuckets = [][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces}
+
+// hotFill is the fill percent of each hot bucket in the bbolt file (0:
+// bbolt's default); see appendFill.
+var hotFill = []float64{hotFamilies: appendFill, hotFamByClient: appendFill}
 
 var _ data.Store = (*Store)(nil)
 
@@ -102,32 +117,18 @@ type Options struct {
 	MustExist bool
 }
 
-// Store is a [data.Store] on a bbolt file. Open it with [Open]; Close it.
+// Store is a [data.Store] on a bbolt file and its write-ahead log. Open
+// it with [Open]; Close it.
 type Store struct {
 	db     *bbolt.DB
+	log    *wal.Log // the hot buckets' writes
 	logger *slog.Logger
-
-	mu     sync.RWMutex // guards sending on ops against Close
 	closed atomic.Bool
-	ops    chan *op
-	done   chan struct{} // closed when the committer has exited
-	stats  commitStats
-
-	// The write-ahead log (wal.go) and the group committer (commit.go).
-	wal    *os.File
-	ov     overlay
-	slots  chan struct{} // a token per batch whose sync is in flight
-	syncq  chan *batch
-	hold   bool // Options.SyncHoldsProc
-	failed atomic.Pointer[error]
-	// Owned by the committer:
-	seed     uint32 // checksum of the log's salt (wal.go)
-	gen, seq uint64 // the log's live generation; the last record's sequence
-	walOff   int64  // where the next record goes
-	walSize  int64  // the log file's size
-	rec      []byte // the record being written
-	w        wtx
 }
+
+// CommitStats is what the write-ahead log's group committer has done since
+// Open (for metrics).
+type CommitStats = wal.Stats
 
 // Open opens (creating it if needed) the database at path, creates its
 // buckets and starts the group committer. When another process holds the
@@ -195,27 +196,14 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	s := &Store{
-		db:     db,
-		logger: opts.Logger,
-		ops:    make(chan *op, maxBatch),
-		done:   make(chan struct{}),
-		slots:  make(chan struct{}, maxSyncs),
-		syncq:  make(chan *batch, maxSyncs),
-		ov:     overlay{m: make(map[string]entry)},
-		hold:   opts.SyncHoldsProc,
-	}
-	s.w.ov = &s.ov
-	if err := s.recover(path); err != nil {
+	log, err := wal.Open(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill,
+		Logger: opts.Logger, HoldProc: opts.SyncHoldsProc})
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	for range maxSyncs {
-		go s.syncer()
-	}
-	go s.commitLoop()
 	opts.Logger.Debug("database opened", "path", path)
-	return s, nil
+	return &Store{db: db, log: log, logger: opts.Logger}, nil
 }
 
 // checkExists fails with ErrNoDatabase when path is missing or empty.
@@ -232,28 +220,29 @@ func checkExists(path string) error {
 	return nil
 }
 
-// Close stops the group committer after it has committed every queued write,
-// then closes the file. Calls after Close fail with [ErrClosed]; a second
-// Close returns nil.
+// Close commits every queued write, checkpoints the write-ahead log and
+// closes the files. Calls after Close fail with [ErrClosed]; a second Close
+// returns nil.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed.Load() {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed.Store(true)
-	close(s.ops)
-	s.mu.Unlock()
-	<-s.done
-	werr := s.wal.Close()
+	werr := s.log.Close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close database: %w", err)
 	}
-	if werr != nil {
-		return fmt.Errorf("close write-ahead log: %w", werr)
-	}
-	return nil
+	return werr
 }
+
+// Checkpoint copies every write acknowledged so far from the write-ahead
+// log into the bbolt file (which then holds the whole database on its own)
+// and starts the log over. The store does it by itself as the log grows,
+// and on Close.
+func (s *Store) Checkpoint(ctx context.Context) error { return s.log.Checkpoint(ctx) }
+
+// CommitStats reports the group committer's counters: Ops/Commits is the
+// mean batch size, Time/Commits the mean commit latency.
+func (s *Store) CommitStats() CommitStats { return s.log.Stats() }
 
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.db.Path() }
@@ -333,61 +322,3 @@ func jsonUnmarshal(raw []byte, v any) error {
 	}
 	return nil
 }
-
-// recover opens the write-ahead log of the database at path and copies into
-// the bbolt file the writes of the generation after the checkpointed one,
-// in one transaction that also marks that generation checkpointed, so that
-// this session's log starts at a generation never used before.
-func (s *Store) recover(path string) error {
-	var ckpt uint64
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyWALGen); len(v) == 8 {
-			ckpt = binary.BigEndian.Uint64(v)
-		}
-		salt := bytes.Clone(meta.Get(keyWALSalt))
-		if salt == nil {
-			salt = make([]byte, 16)
-			rand.Read(salt)
-			if err := meta.Put(keyWALSalt, salt); err != nil {
-				return err
-			}
-		}
-		s.seed = walSeed(salt)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	f, err := openWAL(walPath(path))
-	if err != nil {
-		return fmt.Errorf("write-ahead log: %w", err)
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		var muts []mutation
-		muts, _, err = readWAL(f, fi.Size(), s.seed, ckpt+1)
-		if err == nil {
-			err = s.db.Update(func(tx *bbolt.Tx) error {
-				for _, m := range muts {
-					if err := apply(tx.Bucket(hotNames[m.bucket]), m.key, m.val, m.del); err != nil {
-						return err
-					}
-				}
-				return tx.Bucket(bucketMeta).Put(keyWALGen, u64(ckpt+1))
-			})
-		}
-		if err == nil && len(muts) > 0 {
-			s.logger.Info("replayed the write-ahead log", "writes", len(muts))
-		}
-	}
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("replay write-ahead log %s: %w", walPath(path), err)
-	}
-	s.wal, s.walSize, s.gen = f, fi.Size(), ckpt+2
-	return nil
-}
-
-// u64 is v in 8 big-endian bytes.
-func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

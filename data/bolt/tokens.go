@@ -13,10 +13,11 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"oauthd/data"
+	"oauthd/data/bolt/internal/wal"
 )
 
 // The writes in this file go through the group commit and the write-ahead
-// log ([Store.submit]). Each op decides first and writes last; the writes
+// log ([wal.Log.Write]). Each op decides first and writes last; the writes
 // of an op that fails are discarded.
 
 // CreateAuthCode implements [data.Store.CreateAuthCode].
@@ -27,14 +28,14 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	utcCode(&c)
 	key := bytes.Clone(c.Hash)
 	raw := appendAuthCode(make([]byte, 0, 256), &c)
-	return s.submit(ctx, "create auth code", func(w *wtx) error {
-		if w.get(hotCodes, key) != nil {
+	return s.log.Write(ctx, "create auth code", func(w *wal.Tx) error {
+		if w.Get(hotCodes, key) != nil {
 			return fmt.Errorf("create auth code: %w", data.ErrExists)
 		}
-		if userDisabled(w.tx, c.UserID) {
+		if userDisabled(w.Bolt(), c.UserID) {
 			return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
 		}
-		return w.put(hotCodes, key, raw)
+		return w.Put(hotCodes, key, raw)
 	})
 }
 
@@ -46,9 +47,9 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		code data.AuthCode
 		fam  data.Family
 	)
-	err := s.submit(ctx, "exchange auth code", func(w *wtx) error {
+	err := s.log.Write(ctx, "exchange auth code", func(w *wal.Tx) error {
 		code, fam = data.AuthCode{}, data.Family{}
-		raw := w.get(hotCodes, key)
+		raw := w.Get(hotCodes, key)
 		if raw == nil {
 			return fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
 		}
@@ -70,12 +71,12 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		if f.ID == "" {
 			return fmt.Errorf("exchange auth code: %w", &data.RuleError{Field: "family_id", Reason: "the new family needs an ID"})
 		}
-		if w.get(hotFamilies, []byte(f.ID)) != nil {
+		if w.Get(hotFamilies, []byte(f.ID)) != nil {
 			return fmt.Errorf("exchange auth code: family %q: %w", f.ID, data.ErrExists)
 		}
 		utcFamily(&f)
 		code.Used, code.FamilyID = true, f.ID
-		if err := w.put(hotCodes, key, appendAuthCode(make([]byte, 0, len(raw)+32), &code)); err != nil {
+		if err := w.Put(hotCodes, key, appendAuthCode(make([]byte, 0, len(raw)+32), &code)); err != nil {
 			return err
 		}
 		if err := putFamily(w, f); err != nil {
@@ -112,24 +113,24 @@ func familyIndexKey(clientID, familyID string) []byte {
 const appendFill = 0.9
 
 // putFamily stores f and its index entry.
-func putFamily(w *wtx, f data.Family) error {
-	if err := w.put(hotFamilies, []byte(f.ID), appendFamily(make([]byte, 0, 256), &f)); err != nil {
+func putFamily(w *wal.Tx, f data.Family) error {
+	if err := w.Put(hotFamilies, []byte(f.ID), appendFamily(make([]byte, 0, 256), &f)); err != nil {
 		return err
 	}
-	return w.put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil)
+	return w.Put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil)
 }
 
 // deleteFamily removes f and its index entry, and stores its tombstone.
-func deleteFamily(w *wtx, f data.Family) error {
+func deleteFamily(w *wal.Tx, f data.Family) error {
 	raw, err := json.Marshal(data.RevocationOf(f))
 	if err != nil {
 		return err
 	}
-	if err := w.put(hotRevoked, []byte(f.ID), raw); err != nil {
+	if err := w.Put(hotRevoked, []byte(f.ID), raw); err != nil {
 		return err
 	}
-	w.del(hotFamilies, []byte(f.ID))
-	w.del(hotFamByClient, familyIndexKey(f.ClientID, f.ID))
+	w.Delete(hotFamilies, []byte(f.ID))
+	w.Delete(hotFamByClient, familyIndexKey(f.ClientID, f.ID))
 	return nil
 }
 
@@ -138,7 +139,7 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 	if err := s.begin(ctx, "get family"); err != nil {
 		return data.Family{}, err
 	}
-	raw, err := s.hotGet(hotFamilies, []byte(id))
+	raw, err := s.log.Get(hotFamilies, []byte(id))
 	if err != nil {
 		return data.Family{}, fmt.Errorf("get family %q: %w", id, err)
 	}
@@ -157,9 +158,9 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	var out data.Family
 	key := []byte(id)
-	err := s.submit(ctx, "rotate refresh token", func(w *wtx) error {
+	err := s.log.Write(ctx, "rotate refresh token", func(w *wal.Tx) error {
 		out = data.Family{}
-		raw := w.get(hotFamilies, key)
+		raw := w.Get(hotFamilies, key)
 		if raw == nil {
 			return fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrNotFound)
 		}
@@ -178,7 +179,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			if derr := deleteFamily(w, out); derr != nil {
 				return derr
 			}
-			return keep(err)
+			return wal.Keep(err)
 		}
 		if err != nil {
 			return err
@@ -187,7 +188,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			return fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 		}
 		utcFamily(&next)
-		if err := w.put(hotFamilies, key, appendFamily(make([]byte, 0, 320), &next)); err != nil {
+		if err := w.Put(hotFamilies, key, appendFamily(make([]byte, 0, 320), &next)); err != nil {
 			return err
 		}
 		out = next
@@ -202,8 +203,8 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 // DeleteFamily implements [data.Store.DeleteFamily].
 func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 	key := []byte(id)
-	return s.submit(ctx, "delete family", func(w *wtx) error {
-		raw := w.get(hotFamilies, key)
+	return s.log.Write(ctx, "delete family", func(w *wal.Tx) error {
+		raw := w.Get(hotFamilies, key)
 		if raw == nil {
 			return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
 		}
@@ -219,7 +220,7 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 // runs after a checkpoint, on the bbolt file.
 func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Family, error) {
 	var out []data.Family
-	err := s.exclusive(ctx, "list families", false, func(tx *bbolt.Tx) error {
+	err := s.log.Exclusive(ctx, "list families", false, func(tx *bbolt.Tx) error {
 		fams := tx.Bucket(bucketFamilies)
 		if clientID == "" {
 			var err error
@@ -257,14 +258,14 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session: encode: %w", err)
 	}
-	return s.submit(ctx, "create session", func(w *wtx) error {
-		if w.get(hotSessions, key) != nil {
+	return s.log.Write(ctx, "create session", func(w *wal.Tx) error {
+		if w.Get(hotSessions, key) != nil {
 			return fmt.Errorf("create session: %w", data.ErrExists)
 		}
-		if userDisabled(w.tx, sess.UserID) {
+		if userDisabled(w.Bolt(), sess.UserID) {
 			return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
 		}
-		return w.put(hotSessions, key, raw)
+		return w.Put(hotSessions, key, raw)
 	})
 }
 
@@ -276,11 +277,11 @@ func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) err
 	}
 	k := bytes.Clone(key)
 	val := binary.BigEndian.AppendUint64(nil, uint64(expires.UnixNano()))
-	return s.submit(ctx, "use nonce", func(w *wtx) error {
-		if w.get(hotNonces, k) != nil {
+	return s.log.Write(ctx, "use nonce", func(w *wal.Tx) error {
+		if w.Get(hotNonces, k) != nil {
 			return fmt.Errorf("use nonce: %w", data.ErrExists)
 		}
-		return w.put(hotNonces, k, val)
+		return w.Put(hotNonces, k, val)
 	})
 }
 
@@ -289,7 +290,7 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, erro
 	if err := s.begin(ctx, "get session"); err != nil {
 		return data.Session{}, err
 	}
-	raw, err := s.hotGet(hotSessions, hash)
+	raw, err := s.log.Get(hotSessions, hash)
 	if err != nil {
 		return data.Session{}, fmt.Errorf("get session: %w", err)
 	}
@@ -306,11 +307,11 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, erro
 // DeleteSession implements [data.Store.DeleteSession].
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	key := bytes.Clone(hash)
-	return s.submit(ctx, "delete session", func(w *wtx) error {
-		if w.get(hotSessions, key) == nil {
+	return s.log.Write(ctx, "delete session", func(w *wal.Tx) error {
+		if w.Get(hotSessions, key) == nil {
 			return fmt.Errorf("delete session: %w", data.ErrNotFound)
 		}
-		w.del(hotSessions, key)
+		w.Delete(hotSessions, key)
 		return nil
 	})
 }
@@ -325,13 +326,11 @@ func (s *Store) ListRevoked(ctx context.Context, since time.Time) ([]data.Revoca
 		return nil, err
 	}
 	byID := map[string][]byte{}
-	s.ov.mu.RLock()
-	for k, e := range s.ov.m {
-		if len(k) > 0 && hotBucket(k[0]) == hotRevoked && !e.del {
-			byID[k[1:]] = e.val
+	s.log.Pending(hotRevoked, func(k, v []byte, del bool) {
+		if !del {
+			byID[string(k)] = v
 		}
-	}
-	s.ov.mu.RUnlock()
+	})
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketRevoked).ForEach(func(k, v []byte) error {
 			if _, ok := byID[string(k)]; !ok {

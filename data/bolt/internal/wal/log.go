@@ -1,4 +1,4 @@
-package bolt
+package wal
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ const (
 	// checkpoint that triggers the next one, whatever the log's size.
 	overlayMax = 4096
 	// slowSync is the flush time past which the next flush releases its
-	// P (Options.SyncHoldsProc): a disk this slow may be stalling, and a
+	// P (Options.HoldProc): a disk this slow may be stalling, and a
 	// held flush would stall the garbage collector with it.
 	slowSync = 2 * time.Millisecond
 )
@@ -32,9 +32,9 @@ const (
 // An op is one write submitted to the group committer: a hot write (fn)
 // or an exclusive one (excl).
 //
-// A hot write's fn reads and writes the hot buckets through a [wtx] and
+// A hot write's fn reads and writes the hot buckets through a [Tx] and
 // obeys one rule: when it returns an error its writes are discarded,
-// unless the error is wrapped with [keep] (e.g. the deletion of a reused
+// unless the error is wrapped with [Keep] (e.g. the deletion of a reused
 // refresh-token family), in which case they are committed and the wrapped
 // error reported.
 //
@@ -42,7 +42,7 @@ const (
 // the path of the rare calls that scan or sweep the hot buckets.
 type op struct {
 	ctx      context.Context // the caller's; an op whose ctx is done is not run
-	fn       func(w *wtx) error
+	fn       func(w *Tx) error
 	excl     func(tx *bbolt.Tx) error
 	writable bool // excl runs in a write transaction
 	done     chan error
@@ -54,8 +54,8 @@ type kept struct{ err error }
 func (k *kept) Error() string { return k.err.Error() }
 func (k *kept) Unwrap() error { return k.err }
 
-// keep marks err as the result of an op whose writes must still commit.
-func keep(err error) error { return &kept{err} }
+// Keep marks err as the result of an op whose writes must still commit.
+func Keep(err error) error { return &kept{err} }
 
 // panicked carries a panic from a caller's callback back to the caller's
 // goroutine, so that it is not the committer that crashes.
@@ -63,23 +63,23 @@ type panicked struct{ v any }
 
 func (p *panicked) Error() string { return fmt.Sprint("panic in store callback: ", p.v) }
 
-// submit queues the hot write fn and waits for its result: the error fn
+// Write queues the hot write fn and waits for its result: the error fn
 // returned, once the log record holding its writes is on disk.
-func (s *Store) submit(ctx context.Context, name string, fn func(w *wtx) error) error {
+func (l *Log) Write(ctx context.Context, name string, fn func(w *Tx) error) error {
 	o := opPool.Get().(*op)
 	o.ctx, o.fn = ctx, fn
-	return s.send(ctx, name, o)
+	return l.send(ctx, name, o)
 }
 
-// exclusive queues fn to run alone on the bbolt file, after a checkpoint,
+// Exclusive queues fn to run alone on the bbolt file, after a checkpoint,
 // in a write transaction when writable (else a read one), and waits for it.
-func (s *Store) exclusive(ctx context.Context, name string, writable bool, fn func(tx *bbolt.Tx) error) error {
+func (l *Log) Exclusive(ctx context.Context, name string, writable bool, fn func(tx *bbolt.Tx) error) error {
 	o := opPool.Get().(*op)
 	o.ctx, o.excl, o.writable = ctx, fn, writable
-	return s.send(ctx, name, o)
+	return l.send(ctx, name, o)
 }
 
-func (s *Store) send(ctx context.Context, name string, o *op) error {
+func (l *Log) send(ctx context.Context, name string, o *op) error {
 	release := func() {
 		o.ctx, o.fn, o.excl, o.writable = nil, nil, nil, false
 		opPool.Put(o) // done is empty again: the committer sends exactly once
@@ -88,14 +88,14 @@ func (s *Store) send(ctx context.Context, name string, o *op) error {
 		release()
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	s.mu.RLock()
-	if s.closed.Load() {
-		s.mu.RUnlock()
+	l.mu.RLock()
+	if l.closed.Load() {
+		l.mu.RUnlock()
 		release()
 		return fmt.Errorf("%s: %w", name, ErrClosed)
 	}
-	s.ops <- o
-	s.mu.RUnlock()
+	l.ops <- o
+	l.mu.RUnlock()
 	// Wait even if ctx ends now: the op may already be committing, and the
 	// caller must learn whether it did.
 	err := <-o.done
@@ -135,27 +135,27 @@ var batchPool = sync.Pool{New: func() any {
 // written and synced while the last one's sync is still in flight (at
 // most maxSyncs). Batches are answered in order. It exits, after a last
 // checkpoint, when ops is closed and drained.
-func (s *Store) commitLoop() {
-	defer close(s.done)
+func (l *Log) commitLoop() {
+	defer close(l.done)
 	prev := make(chan struct{})
 	close(prev)
 	var next *op // an exclusive op met while draining: it goes alone, next
 	for {
-		s.slots <- struct{}{} // a sync slot; the queue grows meanwhile
+		l.slots <- struct{}{} // a sync slot; the queue grows meanwhile
 		first := next
 		next = nil
 		if first == nil {
-			o, ok := <-s.ops
+			o, ok := <-l.ops
 			if !ok {
-				<-s.slots
+				<-l.slots
 				break
 			}
 			first = o
 		}
 		if first.excl != nil {
-			<-s.slots
-			s.waitSyncs()
-			first.done <- result(s.runExclusive(first))
+			<-l.slots
+			l.waitSyncs()
+			first.done <- result(l.runExclusive(first))
 			continue
 		}
 		b := batchPool.Get().(*batch)
@@ -163,7 +163,7 @@ func (s *Store) commitLoop() {
 	drain:
 		for len(b.ops) < maxBatch {
 			select {
-			case o, ok := <-s.ops:
+			case o, ok := <-l.ops:
 				if !ok {
 					break drain
 				}
@@ -178,44 +178,44 @@ func (s *Store) commitLoop() {
 		}
 		b.prev, b.done = prev, make(chan struct{})
 		prev = b.done
-		s.runBatch(b)
-		s.syncq <- b // the syncer releases the slot
-		if s.walOff >= walCheckpoint || len(s.ov.m) >= overlayMax {
-			s.waitSyncs()
-			if err := s.checkpoint(); err != nil {
-				s.logger.Error("checkpoint failed", "err", err)
+		l.runBatch(b)
+		l.syncq <- b // the syncer releases the slot
+		if l.walOff >= walCheckpoint || len(l.ov.m) >= overlayMax {
+			l.waitSyncs()
+			if err := l.checkpoint(); err != nil {
+				l.logger.Error("checkpoint failed", "err", err)
 			}
 		}
 	}
-	s.waitSyncs()
-	close(s.syncq)
-	if err := s.checkpoint(); err != nil {
-		s.logger.Error("checkpoint at close failed; the next open replays the write-ahead log", "err", err)
+	l.waitSyncs()
+	close(l.syncq)
+	if err := l.checkpoint(); err != nil {
+		l.logger.Error("checkpoint at close failed; the next open replays the write-ahead log", "err", err)
 	}
 }
 
 // waitSyncs waits until every batch handed to a syncer is answered.
-func (s *Store) waitSyncs() {
+func (l *Log) waitSyncs() {
 	for range maxSyncs {
-		s.slots <- struct{}{}
+		l.slots <- struct{}{}
 	}
 	for range maxSyncs {
-		<-s.slots
+		<-l.slots
 	}
 }
 
 // runBatch runs b's hot writes and appends their record to the log.
-func (s *Store) runBatch(b *batch) {
+func (l *Log) runBatch(b *batch) {
 	b.start = time.Now()
 	b.sync = false
-	if err := s.failure(); err != nil {
+	if err := l.failure(); err != nil {
 		for i := range b.ops {
 			b.errs[i], b.wrote[i] = err, false
 		}
 		return
 	}
-	w := &s.w
-	tx, err := s.db.Begin(false)
+	w := &l.w
+	tx, err := l.db.Begin(false)
 	if err != nil {
 		for i := range b.ops {
 			b.errs[i], b.wrote[i] = fmt.Errorf("begin read transaction: %w", err), false
@@ -224,36 +224,36 @@ func (s *Store) runBatch(b *batch) {
 	}
 	w.tx, w.muts = tx, w.muts[:0]
 	for i, o := range b.ops {
-		b.errs[i], b.wrote[i] = s.runOp(w, o)
+		b.errs[i], b.wrote[i] = l.runOp(w, o)
 	}
 	tx.Rollback()
 	w.tx = nil
 	if len(w.muts) == 0 {
 		return
 	}
-	s.seq++
-	s.rec = appendRecord(s.rec[:0], s.seed, s.gen, s.seq, w.muts)
+	l.seq++
+	l.rec = appendRecord(l.rec[:0], l.seed, l.gen, l.seq, w.muts)
 	clear(w.muts) // the overlay holds what it needs
-	if s.walSize, err = zeroFill(s.wal, s.walSize, s.walOff+int64(len(s.rec))); err != nil {
-		s.poison(fmt.Errorf("grow the write-ahead log: %w", err))
-	} else if _, err = s.wal.WriteAt(s.rec, s.walOff); err != nil {
-		s.poison(fmt.Errorf("write to the write-ahead log: %w", err))
+	if l.walSize, err = zeroFill(l.file, l.walSize, l.walOff+int64(len(l.rec))); err != nil {
+		l.poison(fmt.Errorf("grow the write-ahead log: %w", err))
+	} else if _, err = l.file.WriteAt(l.rec, l.walOff); err != nil {
+		l.poison(fmt.Errorf("write to the write-ahead log: %w", err))
 	}
 	if err != nil {
 		for i := range b.ops {
 			if b.wrote[i] {
-				b.errs[i] = s.failure()
+				b.errs[i] = l.failure()
 			}
 		}
 		return
 	}
-	s.walOff += int64(len(s.rec))
+	l.walOff += int64(len(l.rec))
 	b.sync = true
 }
 
 // runOp runs one hot write and, unless it failed, applies its writes to
 // the overlay and keeps them for the record.
-func (s *Store) runOp(w *wtx, o *op) (error, bool) {
+func (l *Log) runOp(w *Tx, o *op) (error, bool) {
 	mark := len(w.muts)
 	w.mark = mark
 	err := run(w, o)
@@ -264,16 +264,16 @@ func (s *Store) runOp(w *wtx, o *op) (error, bool) {
 	if len(w.muts) == mark {
 		return err, false
 	}
-	s.ov.mu.Lock()
+	l.ov.mu.Lock()
 	for _, m := range w.muts[mark:] {
-		s.ov.m[string(overlayKey(nil, m.bucket, m.key))] = entry{val: m.val, del: m.del}
+		l.ov.m[string(overlayKey(nil, m.bucket, m.key))] = entry{val: m.val, del: m.del}
 	}
-	s.ov.mu.Unlock()
+	l.ov.mu.Unlock()
 	return err, true
 }
 
 // run runs one op's fn, turning a panic into an error for its caller.
-func run(w *wtx, o *op) (err error) {
+func run(w *Tx, o *op) (err error) {
 	if err := o.ctx.Err(); err != nil {
 		return err
 	}
@@ -286,33 +286,33 @@ func run(w *wtx, o *op) (err error) {
 }
 
 // syncer makes batches durable and answers their ops, in order.
-func (s *Store) syncer() {
-	hold := s.hold
-	for b := range s.syncq {
+func (l *Log) syncer() {
+	hold := l.hold
+	for b := range l.syncq {
 		var err error
 		if b.sync {
 			t := time.Now()
 			if hold {
-				err = fdatasyncHolding(s.wal)
+				err = fdatasyncHolding(l.file)
 			} else {
-				err = fdatasync(s.wal)
-				if s.hold {
-					s.stats.releasedSyncs.Add(1)
+				err = fdatasync(l.file)
+				if l.hold {
+					l.stats.releasedSyncs.Add(1)
 				}
 			}
 			d := time.Since(t)
-			hold = holdNext(s.hold, d)
-			s.stats.syncs.Add(1)
-			s.stats.syncNanos.Add(int64(d))
+			hold = holdNext(l.hold, d)
+			l.stats.syncs.Add(1)
+			l.stats.syncNanos.Add(int64(d))
 			if err != nil {
-				s.poison(fmt.Errorf("fdatasync the write-ahead log: %w", err))
+				l.poison(fmt.Errorf("fdatasync the write-ahead log: %w", err))
 			}
 		}
 		<-b.prev
 		if b.sync {
 			// A batch after a failed sync may rest on its writes: it
 			// fails too.
-			err = s.failure()
+			err = l.failure()
 		}
 		for i, o := range b.ops {
 			e := b.errs[i]
@@ -321,19 +321,19 @@ func (s *Store) syncer() {
 			}
 			o.done <- result(e)
 		}
-		s.stats.commits.Add(1)
-		s.stats.ops.Add(uint64(len(b.ops)))
-		s.stats.nanos.Add(int64(time.Since(b.start)))
+		l.stats.commits.Add(1)
+		l.stats.ops.Add(uint64(len(b.ops)))
+		l.stats.nanos.Add(int64(time.Since(b.start)))
 		close(b.done)
 		clear(b.ops)
 		b.ops, b.prev, b.done = b.ops[:0], nil, nil
 		batchPool.Put(b)
-		<-s.slots
+		<-l.slots
 	}
 }
 
 // holdNext reports whether the next flush holds its P
-// (Options.SyncHoldsProc): unless the last one took slowSync or more.
+// (Options.HoldProc): unless the last one took slowSync or more.
 func holdNext(enabled bool, last time.Duration) bool {
 	return enabled && last < slowSync
 }
@@ -349,15 +349,15 @@ func result(err error) error {
 // poison records the first failure of the log: from then on every write
 // fails (the overlay may hold writes that are not on disk), until a
 // restart replays the log.
-func (s *Store) poison(err error) {
-	if s.failed.CompareAndSwap(nil, &err) {
-		s.logger.Error("the store stopped accepting writes; restart oauthd to recover from the write-ahead log", "err", err)
+func (l *Log) poison(err error) {
+	if l.failed.CompareAndSwap(nil, &err) {
+		l.logger.Error("the store stopped accepting writes; restart oauthd to recover from the write-ahead log", "err", err)
 	}
 }
 
 // failure is the error that poisoned the store, or nil.
-func (s *Store) failure() error {
-	if p := s.failed.Load(); p != nil {
+func (l *Log) failure() error {
+	if p := l.failed.Load(); p != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, *p)
 	}
 	return nil
@@ -367,63 +367,63 @@ func (s *Store) failure() error {
 // which also records the log's generation as checkpointed, then empties
 // the overlay and starts the log over with the next generation. Only the
 // committer calls it, when no sync is in flight.
-func (s *Store) checkpoint() error {
-	if err := s.failure(); err != nil {
+func (l *Log) checkpoint() error {
+	if err := l.failure(); err != nil {
 		return err
 	}
-	if s.walOff == 0 {
+	if l.walOff == 0 {
 		return nil
 	}
 	start := time.Now()
-	keys := make([]string, 0, len(s.ov.m))
-	for k := range s.ov.m {
+	keys := make([]string, 0, len(l.ov.m))
+	for k := range l.ov.m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys) // bbolt writes sorted keys faster
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		var buckets [numHot]*bbolt.Bucket
-		for i, name := range hotNames {
+	err := l.db.Update(func(tx *bbolt.Tx) error {
+		buckets := make([]*bbolt.Bucket, len(l.buckets))
+		for i, name := range l.buckets {
 			buckets[i] = tx.Bucket(name)
+			if i < len(l.fill) && l.fill[i] > 0 {
+				buckets[i].FillPercent = l.fill[i]
+			}
 		}
-		buckets[hotFamilies].FillPercent = appendFill
-		buckets[hotFamByClient].FillPercent = appendFill
 		for _, k := range keys {
-			e := s.ov.m[k]
+			e := l.ov.m[k]
 			if err := apply(buckets[k[0]], []byte(k[1:]), e.val, e.del); err != nil {
 				return err
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keyWALGen, u64(s.gen))
+		return tx.Bucket(l.meta).Put(keyGen, u64(l.gen))
 	})
 	if err != nil {
-		s.poison(fmt.Errorf("checkpoint: %w", err))
-		return s.failure()
+		l.poison(fmt.Errorf("checkpoint: %w", err))
+		return l.failure()
 	}
-	s.ov.mu.Lock()
-	clear(s.ov.m)
-	s.ov.mu.Unlock()
-	s.gen++
-	s.seq, s.walOff = 0, 0
-	s.stats.checkpoints.Add(1)
-	s.stats.checkpointNanos.Add(int64(time.Since(start)))
+	l.ov.mu.Lock()
+	clear(l.ov.m)
+	l.ov.mu.Unlock()
+	l.gen++
+	l.seq, l.walOff = 0, 0
+	l.stats.checkpoints.Add(1)
+	l.stats.checkpointNanos.Add(int64(time.Since(start)))
 	return nil
 }
 
-// Checkpoint copies every write acknowledged so far from the write-ahead
-// log into the bbolt file (which then holds the whole database on its own)
-// and starts the log over. The store does it by itself as the log grows,
-// and on Close.
-func (s *Store) Checkpoint(ctx context.Context) error {
-	return s.exclusive(ctx, "checkpoint", false, func(*bbolt.Tx) error { return nil })
+// Checkpoint copies every write acknowledged so far from the log into the
+// bbolt file (which then holds the whole database on its own) and starts
+// the log over. The log does it by itself as it grows, and on Close.
+func (l *Log) Checkpoint(ctx context.Context) error {
+	return l.Exclusive(ctx, "checkpoint", false, func(*bbolt.Tx) error { return nil })
 }
 
 // runExclusive runs an exclusive op: a checkpoint, so that the bbolt file
 // holds every write, then the op's function on it.
-func (s *Store) runExclusive(o *op) (err error) {
+func (l *Log) runExclusive(o *op) (err error) {
 	if err := o.ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkpoint(); err != nil {
+	if err := l.checkpoint(); err != nil {
 		return err
 	}
 	defer func() {
@@ -432,9 +432,9 @@ func (s *Store) runExclusive(o *op) (err error) {
 		}
 	}()
 	if o.writable {
-		return s.db.Update(o.excl)
+		return l.db.Update(o.excl)
 	}
-	return s.db.View(o.excl)
+	return l.db.View(o.excl)
 }
 
 // The overlay holds the latest write of every hot key written since the
@@ -451,7 +451,7 @@ type entry struct {
 }
 
 // overlayKey appends to dst the overlay's key of key in bucket b.
-func overlayKey(dst []byte, b hotBucket, key []byte) []byte {
+func overlayKey(dst []byte, b int, key []byte) []byte {
 	return append(append(dst, byte(b)), key...)
 }
 
@@ -463,15 +463,15 @@ func apply(b *bbolt.Bucket, key, val []byte, del bool) error {
 	return b.Put(key, val)
 }
 
-// hotGet returns the current value of key in the hot bucket b (nil when
-// there is none), for a reader outside the committer. The value is the
-// caller's: a copy.
-func (s *Store) hotGet(b hotBucket, key []byte) ([]byte, error) {
+// Get returns the current value of key in bucket b (its index in
+// Options.Buckets), nil when there is none, for a reader outside the
+// committer. The value is the caller's: a copy.
+func (l *Log) Get(b int, key []byte) ([]byte, error) {
 	var buf [80]byte
 	k := overlayKey(buf[:0], b, key)
-	s.ov.mu.RLock()
-	e, ok := s.ov.m[string(k)]
-	s.ov.mu.RUnlock()
+	l.ov.mu.RLock()
+	e, ok := l.ov.m[string(k)]
+	l.ov.mu.RUnlock()
 	if ok {
 		if e.del {
 			return nil, nil
@@ -479,8 +479,8 @@ func (s *Store) hotGet(b hotBucket, key []byte) ([]byte, error) {
 		return e.val, nil // never changed in place
 	}
 	var out []byte
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket(hotNames[b]).Get(key); v != nil {
+	err := l.db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket(l.buckets[b]).Get(key); v != nil {
 			out = bytes.Clone(v)
 		}
 		return nil
@@ -488,18 +488,19 @@ func (s *Store) hotGet(b hotBucket, key []byte) ([]byte, error) {
 	return out, err
 }
 
-// A wtx is what a hot write sees: the overlay over a read transaction of
+// A Tx is what a hot write sees: the overlay over a read transaction of
 // the bbolt file, and the writes of the op so far.
-type wtx struct {
-	tx   *bbolt.Tx
-	ov   *overlay
-	muts []mutation // the batch's writes; the current op's from mark on
-	mark int
+type Tx struct {
+	tx      *bbolt.Tx
+	buckets [][]byte
+	ov      *overlay
+	muts    []mutation // the batch's writes; the current op's from mark on
+	mark    int
 }
 
 // get returns the value of key in b, or nil. It is valid until the op
 // returns.
-func (w *wtx) get(b hotBucket, key []byte) []byte {
+func (w *Tx) Get(b int, key []byte) []byte {
 	for i := len(w.muts) - 1; i >= w.mark; i-- {
 		if m := &w.muts[i]; m.bucket == b && bytes.Equal(m.key, key) {
 			return m.val
@@ -509,12 +510,12 @@ func (w *wtx) get(b hotBucket, key []byte) []byte {
 	if e, ok := w.ov.m[string(overlayKey(buf[:0], b, key))]; ok {
 		return e.val
 	}
-	return w.tx.Bucket(hotNames[b]).Get(key)
+	return w.tx.Bucket(w.buckets[b]).Get(key)
 }
 
 // put writes val under key in b. Neither may change afterwards. It fails,
 // writing nothing, where bbolt would refuse the key or value.
-func (w *wtx) put(b hotBucket, key, val []byte) error {
+func (w *Tx) Put(b int, key, val []byte) error {
 	switch {
 	case len(key) == 0:
 		return bolterrors.ErrKeyRequired
@@ -531,18 +532,18 @@ func (w *wtx) put(b hotBucket, key, val []byte) error {
 }
 
 // del deletes key from b.
-func (w *wtx) del(b hotBucket, key []byte) {
+func (w *Tx) Delete(b int, key []byte) {
 	w.muts = append(w.muts, mutation{bucket: b, key: key, del: true})
 }
 
-// commitStats counts the group committer's work, for metrics.
-type commitStats struct {
+// counters count the group committer's work, for metrics.
+type counters struct {
 	commits, ops, checkpoints, syncs, releasedSyncs atomic.Uint64
 	nanos, syncNanos, checkpointNanos               atomic.Int64
 }
 
-// CommitStats is what the group committer has done since Open.
-type CommitStats struct {
+// Stats is what the group committer has done since Open.
+type Stats struct {
 	Commits        uint64        // batches answered
 	Ops            uint64        // writes they carried
 	Time           time.Duration // from a batch's start to its answer, fsync included
@@ -551,21 +552,21 @@ type CommitStats struct {
 	Syncs          uint64        // fdatasyncs of the log
 	SyncTime       time.Duration // spent in them
 	// ReleasedSyncs counts the fdatasyncs that released their P because
-	// the one before was slow (Options.SyncHoldsProc); 0 when it is off.
+	// the one before was slow (Options.HoldProc); 0 when it is off.
 	ReleasedSyncs uint64
 }
 
-// CommitStats reports the group committer's counters: Ops/Commits is the
-// mean batch size, Time/Commits the mean commit latency.
-func (s *Store) CommitStats() CommitStats {
-	return CommitStats{
-		Commits:        s.stats.commits.Load(),
-		Ops:            s.stats.ops.Load(),
-		Time:           time.Duration(s.stats.nanos.Load()),
-		Checkpoints:    s.stats.checkpoints.Load(),
-		CheckpointTime: time.Duration(s.stats.checkpointNanos.Load()),
-		Syncs:          s.stats.syncs.Load(),
-		SyncTime:       time.Duration(s.stats.syncNanos.Load()),
-		ReleasedSyncs:  s.stats.releasedSyncs.Load(),
+// Stats reports the group committer's counters: Ops/Commits is the mean
+// batch size, Time/Commits the mean commit latency.
+func (l *Log) Stats() Stats {
+	return Stats{
+		Commits:        l.stats.commits.Load(),
+		Ops:            l.stats.ops.Load(),
+		Time:           time.Duration(l.stats.nanos.Load()),
+		Checkpoints:    l.stats.checkpoints.Load(),
+		CheckpointTime: time.Duration(l.stats.checkpointNanos.Load()),
+		Syncs:          l.stats.syncs.Load(),
+		SyncTime:       time.Duration(l.stats.syncNanos.Load()),
+		ReleasedSyncs:  l.stats.releasedSyncs.Load(),
 	}
 }

@@ -1,4 +1,4 @@
-package bolt
+package wal
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func fdatasync(f *os.File) error {
 // fdatasyncHolding is fdatasync made without telling the Go scheduler that
 // the thread blocks: the goroutine keeps its processor (P) through the
 // flush and runs on as soon as the kernel wakes the thread (see
-// Options.SyncHoldsProc for why, and for the cost).
+// bolt.Options.SyncHoldsProc for why, and for the cost).
 func fdatasyncHolding(f *os.File) error {
 	fd := f.Fd()
 	for {

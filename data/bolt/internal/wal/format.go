@@ -1,4 +1,4 @@
-package bolt
+package wal
 
 import (
 	"encoding/binary"
@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 )
 
-// The write-ahead log of the hot buckets (docs/DESIGN.md "Write-ahead log").
+// The log's file format (docs/DESIGN.md "Write-ahead log").
 //
 // A bbolt commit costs two fsyncs in a row (data pages, then the meta page)
 // and holds the writer lock through both, so commits cannot overlap. The
@@ -35,7 +35,8 @@ import (
 //	u64 little-endian  generation: one per log lifetime, never reused
 //	u64 little-endian  sequence number within the generation, from 1
 //	n bytes            the batch's writes, in order, each:
-//	                   kind (walPut or walDelete), hot bucket (hotBucket),
+//	                   kind (walPut or walDelete), bucket (its index in
+//	                   Options.Buckets),
 //	                   uvarint key length, key,
 //	                   and for walPut: uvarint value length, value
 //
@@ -56,31 +57,11 @@ const (
 	walDelete     = 2
 )
 
-// A hotBucket is a bucket whose writes go through the log. Their order is
-// part of the log format.
-type hotBucket byte
-
-const (
-	hotCodes hotBucket = iota
-	hotFamilies
-	hotFamByClient
-	hotSessions
-	hotRevoked // added last: logs written before it stay readable
-	hotNonces  // after hotRevoked, for the same reason
-	numHot
-)
-
-// hotNames are the bbolt buckets of the hot buckets, by hotBucket.
-var hotNames = [numHot][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces}
-
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // errWALRecord is a log record that does not parse although its checksum
 // matched: a bug, never a torn write.
 var errWALRecord = errors.New("malformed write-ahead log record")
-
-// walPath is the log file of the database at dbPath.
-func walPath(dbPath string) string { return dbPath + "-wal" }
 
 // openWAL opens the log file, creating it (empty) when it is missing.
 func openWAL(path string) (*os.File, error) {
@@ -129,7 +110,7 @@ func zeroFill(f *os.File, size, end int64) (int64, error) {
 
 // A mutation is one write of a batch.
 type mutation struct {
-	bucket hotBucket
+	bucket int
 	del    bool
 	key    []byte
 	val    []byte // nil for a delete; may be empty for a put
@@ -165,7 +146,7 @@ func appendRecord(b []byte, seed uint32, gen, seq uint64, muts []mutation) []byt
 
 // readWAL returns the writes of the valid records (checksums from seed) of
 // generation gen at the start of r (see the file comment), in order, and the offset after them.
-func readWAL(r io.ReaderAt, size int64, seed uint32, gen uint64) (muts []mutation, end int64, err error) {
+func readWAL(r io.ReaderAt, size int64, seed uint32, gen uint64, buckets int) (muts []mutation, end int64, err error) {
 	var hdr [walHeader]byte
 	for seq := uint64(1); ; seq++ {
 		if end+walHeader > size {
@@ -186,15 +167,16 @@ func readWAL(r io.ReaderAt, size int64, seed uint32, gen uint64) (muts []mutatio
 		if crc32.Update(seed, crcTable, rec[8:]) != binary.LittleEndian.Uint32(hdr[4:]) {
 			return muts, end, nil
 		}
-		if muts, err = decodeRecord(muts, rec[walHeader:]); err != nil {
+		if muts, err = decodeRecord(muts, rec[walHeader:], buckets); err != nil {
 			return nil, 0, fmt.Errorf("record %d at offset %d: %w", seq, end, err)
 		}
 		end += walHeader + n
 	}
 }
 
-// decodeRecord appends the writes of one record's payload to muts.
-func decodeRecord(muts []mutation, p []byte) ([]mutation, error) {
+// decodeRecord appends the writes of one record's payload to muts; a
+// bucket index must be below buckets.
+func decodeRecord(muts []mutation, p []byte, buckets int) ([]mutation, error) {
 	field := func() ([]byte, bool) {
 		n, k := binary.Uvarint(p)
 		if k <= 0 || n > uint64(len(p)-k) {
@@ -205,10 +187,10 @@ func decodeRecord(muts []mutation, p []byte) ([]mutation, error) {
 		return v, true
 	}
 	for len(p) > 0 {
-		if len(p) < 2 || (p[0] != walPut && p[0] != walDelete) || hotBucket(p[1]) >= numHot {
+		if len(p) < 2 || (p[0] != walPut && p[0] != walDelete) || int(p[1]) >= buckets {
 			return nil, errWALRecord
 		}
-		m := mutation{bucket: hotBucket(p[1]), del: p[0] == walDelete}
+		m := mutation{bucket: int(p[1]), del: p[0] == walDelete}
 		p = p[2:]
 		var ok bool
 		if m.key, ok = field(); !ok || len(m.key) == 0 {
