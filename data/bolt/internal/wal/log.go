@@ -314,6 +314,11 @@ func (l *Log) syncer() {
 			// fails too.
 			err = l.failure()
 		}
+		// The counters first: a writer that has its answer sees its
+		// write in Stats.
+		l.stats.commits.Add(1)
+		l.stats.ops.Add(uint64(len(b.ops)))
+		l.stats.nanos.Add(int64(time.Since(b.start)))
 		for i, o := range b.ops {
 			e := b.errs[i]
 			if err != nil && b.wrote[i] {
@@ -321,9 +326,6 @@ func (l *Log) syncer() {
 			}
 			o.done <- result(e)
 		}
-		l.stats.commits.Add(1)
-		l.stats.ops.Add(uint64(len(b.ops)))
-		l.stats.nanos.Add(int64(time.Since(b.start)))
 		close(b.done)
 		clear(b.ops)
 		b.ops, b.prev, b.done = b.ops[:0], nil, nil
