@@ -89,9 +89,11 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, d time.Duration,
 			local := map[string]int64{}
 			tok := tokens[i]
 			live := true
+			post := e.poster(reqCtx, prefix)
+			defer post.close()
 			for first := true; first || (time.Now().Before(deadline) && ctx.Err() == nil); first = false {
 				t0 := time.Now()
-				status, tr, err := e.Post(reqCtx, prefix+url.QueryEscape(tok))
+				status, tr, err := post.post(tok)
 				h.Add(time.Since(t0))
 				reqs.Add(1)
 				local[statusKey(status)]++
@@ -145,4 +147,47 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, d time.Duration,
 		LatencyMS: hist.Latency(),
 		ByStatus:  byStatus, Errors: fails.Load(), ChainsAlive: int(alive.Load()), Chains: n,
 	}, live, hist
+}
+
+// chainPoster sends one chain's refresh requests: form prefix + the
+// escaped token.
+type chainPoster struct {
+	e      Endpoint
+	ctx    context.Context
+	prefix string
+	lean   *leanClient // nil: net/http's client (e.HTTP)
+	form   []byte
+}
+
+// poster returns the poster of one chain: the lean client for an http://
+// URL, net/http's client otherwise (https) or when e.netHTTP says so.
+func (e Endpoint) poster(ctx context.Context, prefix string) *chainPoster {
+	p := &chainPoster{e: e, ctx: ctx, prefix: prefix}
+	if !e.netHTTP {
+		if lc, err := newLeanClient(e.TokenURL); err == nil {
+			p.lean = lc
+		}
+	}
+	return p
+}
+
+// post sends tok and returns as [Endpoint.Post] does.
+func (p *chainPoster) post(tok string) (int, TokenReply, error) {
+	if p.lean == nil {
+		return p.e.Post(p.ctx, p.prefix+url.QueryEscape(tok))
+	}
+	p.form = append(append(p.form[:0], p.prefix...), url.QueryEscape(tok)...)
+	status, b, err := p.lean.post(p.form)
+	if err != nil {
+		return 0, TokenReply{}, err
+	}
+	tr, err := parseReply(status, b)
+	return status, tr, err
+}
+
+// close drops the lean client's connection.
+func (p *chainPoster) close() {
+	if p.lean != nil {
+		p.lean.close()
+	}
 }
