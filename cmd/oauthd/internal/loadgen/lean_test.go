@@ -189,3 +189,26 @@ func BenchmarkRefreshClient(b *testing.B) {
 		})
 	}
 }
+
+// TestRefreshTokenOf: the refresh token is read without decoding the body
+// only where that is certain; otherwise the body is decoded as JSON.
+func TestRefreshTokenOf(t *testing.T) {
+	for _, tc := range []struct {
+		body, want string
+		ok         bool
+	}{
+		{`{"access_token":"a.b.c","token_type":"Bearer","refresh_token":"r-1_x","expires_in":900}`, "r-1_x", true},
+		{`{"refresh_token":"r2"}`, "r2", true},
+		{`{"access_token":"a"}`, "", false},
+		{`{"refresh_token" : "r3"}`, "", false},
+		{`{"refresh_token":"r\u002d4"}`, "", false},
+		{`{"refresh_token":""}`, "", false},
+		{`{"refresh_token":"r5","refresh_token":"r6"}`, "", false},
+		{`{"error_description":"\"refresh_token\":\"x\"","refresh_token":"r7"}`, "r7", true},
+	} {
+		got, ok := refreshTokenOf([]byte(tc.body))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("refreshTokenOf(%s) = %q, %v; want %q, %v", tc.body, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -181,8 +182,34 @@ func (p *chainPoster) post(tok string) (int, TokenReply, error) {
 	if err != nil {
 		return 0, TokenReply{}, err
 	}
+	if status == http.StatusOK {
+		if tok, ok := refreshTokenOf(b); ok {
+			return status, TokenReply{RefreshToken: tok}, nil
+		}
+	}
 	tr, err := parseReply(status, b)
 	return status, tr, err
+}
+
+// refreshTokenMember is how a token response names the refresh token.
+var refreshTokenMember = []byte(`"refresh_token":"`)
+
+// refreshTokenOf finds the refresh token in a 200's body without decoding
+// the rest (the access token is most of it): the member's string up to
+// its closing quote. A body where that is not certain (no such member,
+// white space around the colon, an escape in the string, or the member
+// twice) gives false, and the caller decodes it as JSON instead.
+func refreshTokenOf(b []byte) (string, bool) {
+	i := bytes.Index(b, refreshTokenMember)
+	if i < 0 {
+		return "", false
+	}
+	rest := b[i+len(refreshTokenMember):]
+	j := bytes.IndexByte(rest, '"')
+	if j <= 0 || bytes.IndexByte(rest[:j], '\\') >= 0 || bytes.Contains(rest[j:], refreshTokenMember) {
+		return "", false
+	}
+	return string(rest[:j]), true
 }
 
 // close drops the lean client's connection.
