@@ -103,9 +103,29 @@ func parseConfig(raw string, opts Options) (*pgxpool.Config, error) {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "oauthd"
 	}
 	// Every statement the store sends is one of a few fixed ones: prepare
-	// each once per connection.
-	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	// each once per connection, unless the URL says otherwise (behind
+	// PgBouncer's transaction pooling, default_query_exec_mode=exec or
+	// simple_protocol: a prepared statement does not outlive the
+	// transaction's server connection there).
+	if !urlSets(raw, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	}
 	return cfg, nil
+}
+
+// urlSets reports whether the connection string raw (a postgres:// URL or
+// libpq's key=value form) sets the parameter key.
+func urlSets(raw, key string) bool {
+	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
+		u, err := url.Parse(raw)
+		return err == nil && u.Query().Has(key)
+	}
+	for _, f := range strings.Fields(raw) {
+		if k, _, _ := strings.Cut(f, "="); k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // Open connects to the database at url (a postgres:// or postgresql://
@@ -239,7 +259,11 @@ func isUndefinedTable(err error) bool {
 
 // Records are stored as JSON.
 
-func encode(v any) []byte {
+// encode returns v's JSON as a json.RawMessage, which pgx sends as JSON in
+// every query mode: a plain []byte would go as bytea where pgx does not
+// describe the statement (default_query_exec_mode=exec or
+// simple_protocol), and the jsonb columns would refuse it.
+func encode(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// The data types hold only strings, numbers, bools, byte

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,7 +37,7 @@ import (
 // insertUser is the one statement that writes a user row.
 const insertUser = `INSERT INTO users (id, email_lower, username_lower, external_id, disabled, body) VALUES ($1, $2, $3, $4, $5, $6)`
 
-func userArgs(u data.User, body []byte) []any {
+func userArgs(u data.User, body json.RawMessage) []any {
 	return []any{u.ID, strings.ToLower(u.Email), strings.ToLower(u.Username), u.ExternalID, u.Disabled, body}
 }
 
@@ -83,7 +84,7 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(id), 0) + 1 FROM users").Scan(&next); err != nil {
 			return err
 		}
-		bodies := make([][]byte, len(us))
+		bodies := make([]json.RawMessage, len(us))
 		b := &pgx.Batch{}
 		for i, u := range us {
 			u.ID = next + int64(i)

@@ -5,7 +5,11 @@
 // duration, and reports what it measured: rates, latency percentiles from
 // a log-linear [Histogram], errors by status, refresh chains alive.
 //
-// It speaks only HTTP and calls only the functions it is given: it builds
+// Refresh chains to an http:// endpoint use a lean keep-alive HTTP/1.1
+// client (lean.go), so that the generator, which shares the server's
+// cores, takes little of them; https:// and the other drivers use
+// net/http's client. It speaks only HTTP and calls only the functions it
+// is given: it builds
 // no server, seeds nothing and imports no oauthd package. What it drives
 // (the in-process server, its seeded grants and codes, the proxies) is
 // wired by cmd/oauthd, and only there: the package is internal to the

@@ -42,6 +42,11 @@ type Endpoint struct {
 	TokenURL     string
 	ClientID     string
 	ClientSecret string
+
+	// netHTTP makes refresh chains use HTTP (net/http's client) even for
+	// an http:// URL, as they did before the lean client: for comparing
+	// the two.
+	netHTTP bool
 }
 
 // TokenReply is the part of a token response (RFC 6749 §5.1, §5.2) the
@@ -67,18 +72,25 @@ func (e Endpoint) Post(ctx context.Context, body string) (int, TokenReply, error
 		return 0, TokenReply{}, err
 	}
 	defer resp.Body.Close()
-	var tr TokenReply
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
 		return 0, TokenReply{}, err
 	}
-	if err := json.Unmarshal(b, &tr); err != nil && resp.StatusCode == http.StatusOK {
-		return resp.StatusCode, tr, fmt.Errorf("token response: %w", err)
+	tr, err := parseReply(resp.StatusCode, b)
+	return resp.StatusCode, tr, err
+}
+
+// parseReply reads a token response's body: a 200 without a refresh
+// token, or whose body does not parse, is an error.
+func parseReply(status int, b []byte) (TokenReply, error) {
+	var tr TokenReply
+	if err := json.Unmarshal(b, &tr); err != nil && status == http.StatusOK {
+		return tr, fmt.Errorf("token response: %w", err)
 	}
-	if resp.StatusCode == http.StatusOK && tr.RefreshToken == "" {
-		return resp.StatusCode, tr, errors.New("token response without refresh_token")
+	if status == http.StatusOK && tr.RefreshToken == "" {
+		return tr, errors.New("token response without refresh_token")
 	}
-	return resp.StatusCode, tr, nil
+	return tr, nil
 }
 
 // clientPrefix is the start of every form e sends: the client's

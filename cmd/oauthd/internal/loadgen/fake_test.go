@@ -27,6 +27,14 @@ type fakeAS struct {
 	codes    map[string]string         // unused code → its verifier
 	minted   int                       // codes minted so far
 	onOK     func(chain string, n int) // after the n-th 200 of a chain (refresh)
+	// drop, when it returns true for the n-th request of a chain, closes
+	// the connection without an answer (before rotating); dropped counts
+	// them.
+	drop    func(chain string, n int) bool
+	dropped int
+	// closeAfter lists chains answered with "Connection: close".
+	closeAfter map[string]bool
+	remotes    map[string]bool // the clients' addresses seen (one per connection)
 }
 
 func newFakeAS(t *testing.T, chains ...string) (*fakeAS, *httptest.Server) {
@@ -67,6 +75,10 @@ func (f *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.remotes == nil {
+		f.remotes = map[string]bool{}
+	}
+	f.remotes[r.RemoteAddr] = true
 	bad := func(code string) { f.reply(w, http.StatusBadRequest, map[string]string{"error": code}) }
 	if r.PostFormValue("client_id") != f.clientID || r.PostFormValue("client_secret") != f.secret {
 		f.reply(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
@@ -76,6 +88,17 @@ func (f *fakeAS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "refresh_token":
 		chain, gen, _ := strings.Cut(r.PostFormValue("refresh_token"), ".")
 		f.perChain[chain]++
+		if f.drop != nil && f.drop(chain, f.perChain[chain]) {
+			f.dropped++
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		if f.closeAfter[chain] {
+			w.Header().Set("Connection", "close")
+		}
 		cur, known := f.current[chain]
 		if !known || chain == "dead" || gen != strconv.Itoa(cur) {
 			bad("invalid_grant")

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -89,9 +90,11 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, d time.Duration,
 			local := map[string]int64{}
 			tok := tokens[i]
 			live := true
+			post := e.poster(reqCtx, prefix)
+			defer post.close()
 			for first := true; first || (time.Now().Before(deadline) && ctx.Err() == nil); first = false {
 				t0 := time.Now()
-				status, tr, err := e.Post(reqCtx, prefix+url.QueryEscape(tok))
+				status, tr, err := post.post(tok)
 				h.Add(time.Since(t0))
 				reqs.Add(1)
 				local[statusKey(status)]++
@@ -145,4 +148,73 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, d time.Duration,
 		LatencyMS: hist.Latency(),
 		ByStatus:  byStatus, Errors: fails.Load(), ChainsAlive: int(alive.Load()), Chains: n,
 	}, live, hist
+}
+
+// chainPoster sends one chain's refresh requests: form prefix + the
+// escaped token.
+type chainPoster struct {
+	e      Endpoint
+	ctx    context.Context
+	prefix string
+	lean   *leanClient // nil: net/http's client (e.HTTP)
+	form   []byte
+}
+
+// poster returns the poster of one chain: the lean client for an http://
+// URL, net/http's client otherwise (https) or when e.netHTTP says so.
+func (e Endpoint) poster(ctx context.Context, prefix string) *chainPoster {
+	p := &chainPoster{e: e, ctx: ctx, prefix: prefix}
+	if !e.netHTTP {
+		if lc, err := newLeanClient(e.TokenURL); err == nil {
+			p.lean = lc
+		}
+	}
+	return p
+}
+
+// post sends tok and returns as [Endpoint.Post] does.
+func (p *chainPoster) post(tok string) (int, TokenReply, error) {
+	if p.lean == nil {
+		return p.e.Post(p.ctx, p.prefix+url.QueryEscape(tok))
+	}
+	p.form = append(append(p.form[:0], p.prefix...), url.QueryEscape(tok)...)
+	status, b, err := p.lean.post(p.form)
+	if err != nil {
+		return 0, TokenReply{}, err
+	}
+	if status == http.StatusOK {
+		if tok, ok := refreshTokenOf(b); ok {
+			return status, TokenReply{RefreshToken: tok}, nil
+		}
+	}
+	tr, err := parseReply(status, b)
+	return status, tr, err
+}
+
+// refreshTokenMember is how a token response names the refresh token.
+var refreshTokenMember = []byte(`"refresh_token":"`)
+
+// refreshTokenOf finds the refresh token in a 200's body without decoding
+// the rest (the access token is most of it): the member's string up to
+// its closing quote. A body where that is not certain (no such member,
+// white space around the colon, an escape in the string, or the member
+// twice) gives false, and the caller decodes it as JSON instead.
+func refreshTokenOf(b []byte) (string, bool) {
+	i := bytes.Index(b, refreshTokenMember)
+	if i < 0 {
+		return "", false
+	}
+	rest := b[i+len(refreshTokenMember):]
+	j := bytes.IndexByte(rest, '"')
+	if j <= 0 || bytes.IndexByte(rest[:j], '\\') >= 0 || bytes.Contains(rest[j:], refreshTokenMember) {
+		return "", false
+	}
+	return string(rest[:j]), true
+}
+
+// close drops the lean client's connection.
+func (p *chainPoster) close() {
+	if p.lean != nil {
+		p.lean.close()
+	}
 }

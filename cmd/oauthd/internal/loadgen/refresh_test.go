@@ -15,6 +15,20 @@ import (
 // ends when flaky has rotated six times (the server cancels ctx), not at
 // a time: every count below is exact.
 func TestRefreshChains(t *testing.T) {
+	for _, netHTTP := range []bool{false, true} {
+		t.Run(clientName(netHTTP), func(t *testing.T) { testRefreshChains(t, netHTTP) })
+	}
+}
+
+// clientName names the client a refresh run uses.
+func clientName(netHTTP bool) string {
+	if netHTTP {
+		return "net/http"
+	}
+	return "lean"
+}
+
+func testRefreshChains(t *testing.T, netHTTP bool) {
 	f, srv := newFakeAS(t, "ok", "flaky", "dead")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -23,7 +37,9 @@ func TestRefreshChains(t *testing.T) {
 			cancel()
 		}
 	}
-	rep, live, hist := f.endpoint(srv).Refresh(ctx, []string{"ok.0", "flaky.0", "dead.0"}, time.Hour, Progress{})
+	e := f.endpoint(srv)
+	e.netHTTP = netHTTP
+	rep, live, hist := e.Refresh(ctx, []string{"ok.0", "flaky.0", "dead.0"}, time.Hour, Progress{})
 
 	if rep.Mode != "refresh" || rep.Chains != 3 || rep.ChainsAlive != 2 || rep.Concurrency != 3 {
 		t.Errorf("mode %q, chains %d alive %d, concurrency %d; want refresh, 2 alive of 3", rep.Mode, rep.Chains, rep.ChainsAlive, rep.Concurrency)
