@@ -1,38 +1,33 @@
 package main
 
 import (
-	"bytes"
-	"strings"
+	"slices"
 	"testing"
 
-	"github.com/spf13/cobra"
+	"oauthd/data/password"
 )
 
-// TestReadInputOverLimit: an import's stdin longer than maxInput is
-// refused, not cut at maxInput. Cut silently, the rows past the bound were
-// dropped without a word whenever the cut fell between two lines (JSON
-// lines or CSV): `users import -` then said "imported N users" for part of
-// the file, although an import is all or nothing. At the bound exactly,
-// the input is read whole.
-func TestReadInputOverLimit(t *testing.T) {
-	row := "ann@example.com,ann,Ann Lee,UTC,x\n"
-	at := bytes.Repeat([]byte(row), maxInput/len(row))
-	at = append(at, strings.Repeat("y", maxInput-len(at)-1)+"\n"...) // exactly maxInput, ending at a line
-
-	cmd := &cobra.Command{}
-	cmd.SetIn(bytes.NewReader(at))
-	b, err := readInput(cmd, "-")
-	if err != nil || len(b) != maxInput {
-		t.Fatalf("stdin of exactly %d bytes: %d bytes, err %v; want all of it", maxInput, len(b), err)
+// TestImportFromStdin: both import commands read "-" as stdin, and name a
+// file they cannot read.
+func TestImportFromStdin(t *testing.T) {
+	c := newCLI(t)
+	var ids []string
+	oneJSON(t, c.ok(`[{"client_id":"old-1","name":"Old","owner":"old@example.com","redirect_uris":["https://old.example/cb"],"client_secret":"legacy-secret"}]`,
+		"clients", "import", "-", "--json"), &ids)
+	if !slices.Equal(ids, []string{"old-1"}) {
+		t.Errorf("clients import - = %v; want [old-1]", ids)
 	}
-
-	over := append(at, row...)
-	cmd.SetIn(bytes.NewReader(over))
-	b, err = readInput(cmd, "-")
-	if err == nil {
-		t.Fatalf("stdin of %d bytes (over the %d-byte bound): read %d bytes and no error; want the input refused", len(over), maxInput, len(b))
+	hash, err := password.Hash("correct horse battery staple")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(err.Error(), "64 MiB") {
-		t.Errorf("error %q; want it to name the 64 MiB bound", err)
+	var users []struct {
+		Email string `json:"email"`
 	}
+	oneJSON(t, c.ok(`{"email":"ann@import.example","name":"Ann","password_hash":"`+hash+`"}`+"\n", "users", "import", "-", "--json"), &users)
+	if len(users) != 1 || users[0].Email != "ann@import.example" {
+		t.Errorf("users import - = %+v; want ann", users)
+	}
+	c.fails("read /nonexistent/users.csv", "", "users", "import", "/nonexistent/users.csv")
+	c.fails("read /nonexistent/clients.json", "", "clients", "import", "/nonexistent/clients.json")
 }
