@@ -15,12 +15,16 @@ type AuditEvent struct {
 	Body  json.RawMessage `json:"body"`
 }
 
-// AppendAudit stores an audit record; body is a JSON object.
+// AppendAudit stores an audit record; body is a JSON object. It goes to
+// pgx as a json.RawMessage, like every record (encode): a plain []byte
+// would be sent as bytea in the query modes that do not describe the
+// statement (default_query_exec_mode=exec or simple_protocol), and the
+// jsonb column would refuse it.
 func (s *Store) AppendAudit(ctx context.Context, at time.Time, event string, body []byte) error {
 	if err := s.begin(ctx, "append audit event"); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, "INSERT INTO audit_events (at, event, body) VALUES ($1, $2, $3)", at.UTC(), event, body); err != nil {
+	if _, err := s.pool.Exec(ctx, "INSERT INTO audit_events (at, event, body) VALUES ($1, $2, $3)", at.UTC(), event, json.RawMessage(body)); err != nil {
 		return fmt.Errorf("append audit event: %w", err)
 	}
 	return nil

@@ -33,12 +33,26 @@ func IsURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// Redact returns url with its password hidden, for messages.
+// Redact returns url with its passwords hidden (the user info's, and the
+// password and sslpassword parameters), for messages and logs.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "the PostgreSQL URL"
 	}
+	// A password may also be a parameter (libpq and pgx read
+	// ?password= and, for an encrypted client key, ?sslpassword=).
+	parts := strings.Split(u.RawQuery, "&")
+	for i, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		if k, err := url.QueryUnescape(k); err != nil || strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
+			parts[i] = k + "=xxxxx"
+			if err != nil {
+				parts[i] = "xxxxx"
+			}
+		}
+	}
+	u.RawQuery = strings.Join(parts, "&")
 	return u.Redacted()
 }
 
