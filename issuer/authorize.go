@@ -461,8 +461,10 @@ func authzNames(names []string) string {
 }
 
 // authzDescription makes desc a valid error_description (RFC 6749
-// §4.1.2.1: %x20-21 / %x23-5B / %x5D-7E): other bytes become '?' and
-// quotes become apostrophes.
+// §4.1.2.1 and §5.2: %x20-21 / %x23-5B / %x5D-7E): other bytes become
+// '?' and quotes become apostrophes. Every error description oauthd
+// sends goes through it: the redirect's here, the JSON bodies' in
+// writeOAuthError.
 func authzDescription(desc string) string {
 	b := []byte(desc)
 	for i, c := range b {

@@ -2,12 +2,16 @@ package issuer
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"oauthd/keys/verify"
+
+	"github.com/labstack/echo/v4"
 )
 
 // TestErrorWire pins the bytes clients see for the errors whose type
@@ -38,7 +42,7 @@ func TestErrorWire(t *testing.T) {
 		{"request object", []string{"scope", "PROFILE_READ", "request", "eyJ.x.y"},
 			`{"error":"request_not_supported","error_description":"request objects are not supported; push the parameters themselves"}`},
 		{"unregistered redirect_uri (a page error)", []string{"scope", "PROFILE_READ", "redirect_uri", "https://evil.example/cb"},
-			`{"error":"invalid_request","error_description":"The redirect_uri is not one of the redirect URIs registered for \"App pub\". It must match a registered URI exactly."}`},
+			`{"error":"invalid_request","error_description":"The redirect_uri is not one of the redirect URIs registered for 'App pub'. It must match a registered URI exactly."}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := env.do(tkReq{path: "/v2/auth/oauth2/par", body: form(tc.kv)})
@@ -86,5 +90,36 @@ func TestMeErrorWire(t *testing.T) {
 				t.Errorf("GET /v2/me = %d %q %s; want %d application/json %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body, tc.status, tc.want)
 			}
 		})
+	}
+}
+
+// TestJSONErrorDescriptionCharset: whatever a description holds (a client's
+// name in quotes, a backslash, a line break, non-ASCII), the JSON error body
+// carries only RFC 6749 §5.2's characters (%x20-21 / %x23-5B / %x5D-7E).
+func TestJSONErrorDescriptionCharset(t *testing.T) {
+	e := echo.New()
+	rec := httptest.NewRecorder()
+	c := e.NewContext(httptest.NewRequest(http.MethodPost, "/v2/auth/oauth2/token", nil), rec)
+	desc := "client \"Ünïcode\\App\"\r\nX-Injected: 1\ttab"
+	if err := writeOAuthError(c, WithDescription(ErrInvalidRequest, "%s", desc)); err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("body %s: %v", rec.Body, err)
+	}
+	if body.Error != "invalid_request" || body.Description == "" {
+		t.Fatalf("body %s", rec.Body)
+	}
+	for _, r := range body.Description {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			t.Fatalf("error_description %q holds %q, outside RFC 6749 §5.2's set", body.Description, r)
+		}
+	}
+	if !strings.HasPrefix(body.Description, "client '") || !strings.HasSuffix(body.Description, "1?tab") {
+		t.Errorf("error_description %q: quotes should become apostrophes, the rest kept", body.Description)
 	}
 }
