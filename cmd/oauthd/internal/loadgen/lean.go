@@ -135,21 +135,21 @@ func (c *leanClient) read() (status int, body []byte, keep bool, err error) {
 		}
 		value = bytes.TrimSpace(value)
 		switch {
-		case asciiEqualFold(name, "Content-Length"):
+		case bytes.EqualFold(name, []byte("Content-Length")):
 			n, err := strconv.Atoi(string(value))
 			if err != nil || n < 0 {
 				return 0, nil, false, errLeanResponse
 			}
 			length = n
-		case asciiEqualFold(name, "Transfer-Encoding"):
-			chunked = asciiEqualFold(value, "chunked")
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
 			if !chunked {
 				return 0, nil, false, errLeanResponse
 			}
-		case asciiEqualFold(name, "Connection"):
-			if asciiEqualFold(value, "close") {
+		case bytes.EqualFold(name, []byte("Connection")):
+			if bytes.EqualFold(value, []byte("close")) {
 				keep = false
-			} else if asciiEqualFold(value, "keep-alive") {
+			} else if bytes.EqualFold(value, []byte("keep-alive")) {
 				keep = true
 			}
 		}
@@ -206,24 +206,4 @@ func readAllBounded(r io.Reader, buf []byte) ([]byte, error) {
 		return nil, errLeanResponse
 	}
 	return b.Bytes(), nil
-}
-
-// asciiEqualFold reports whether b equals s, ignoring ASCII case.
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
