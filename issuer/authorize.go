@@ -214,7 +214,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		}
 	}
 	fail := func(e *Error, desc string) error {
-		return s.redirectError(redirectURI, state, WithDescription(e, "%s", authzDescription(desc)))
+		return s.redirectError(redirectURI, state, WithDescription(e, "%s", desc))
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(q)) {
@@ -310,9 +310,12 @@ func (s *Server) authzRedirect(redirectURI string, params url.Values, state stri
 // redirectError returns the *RedirectError that reports e to the client:
 // redirectURI with e's code and description as error and
 // error_description, and state and iss (RFC 6749 §4.1.2.1, RFC 9207).
-// e.Description must already be a valid error_description
-// ([authzDescription]).
+// The description is made valid here ([rfcDescription]), and the
+// returned error carries it as sent.
 func (s *Server) redirectError(redirectURI, state string, e *Error) *RedirectError {
+	if d := rfcDescription(e.Description); d != e.Description {
+		e = WithDescription(e, "%s", d)
+	}
 	v := url.Values{}
 	v.Set("error", e.Code)
 	v.Set("error_description", e.Description)
@@ -460,12 +463,13 @@ func authzNames(names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// authzDescription makes desc a valid error_description (RFC 6749
+// rfcDescription makes desc a valid error_description (RFC 6749
 // §4.1.2.1 and §5.2: %x20-21 / %x23-5B / %x5D-7E): other bytes become
 // '?' and quotes become apostrophes. Every error description oauthd
-// sends goes through it: the redirect's here, the JSON bodies' in
-// writeOAuthError.
-func authzDescription(desc string) string {
+// sends goes through it where it is written: the redirect's in
+// redirectError (whose typed error then carries what was sent), the JSON
+// bodies' in writeOAuthError.
+func rfcDescription(desc string) string {
 	b := []byte(desc)
 	for i, c := range b {
 		switch {

@@ -108,7 +108,7 @@ func writeOAuthError(c echo.Context, e *Error) error {
 	b = appendJSONString(b, e.Code)
 	if e.Description != "" {
 		b = append(b, `,"error_description":`...)
-		b = appendJSONString(b, authzDescription(e.Description))
+		b = appendJSONString(b, rfcDescription(e.Description))
 	}
 	if e.URI != "" {
 		b = append(b, `,"error_uri":`...)
