@@ -12,3 +12,16 @@ const (
 	// long (Hydra caps its own at 5 minutes).
 	MaxRefreshReuseGrace = 5 * time.Minute
 )
+
+// Defaults of [Config] (and of serve's flags, docs/CONFIG.md).
+const (
+	// DefaultCodeTTL is Config.CodeTTL's default.
+	DefaultCodeTTL = time.Minute
+	// DefaultRefreshIdle is Config.RefreshIdle's default (30 days).
+	DefaultRefreshIdle = 720 * time.Hour
+	// DefaultRefreshMax is Config.RefreshMax's default (365 days).
+	DefaultRefreshMax = 8760 * time.Hour
+	// DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace
+	// (README, "Refresh-token reuse grace"); the Config's own is 0.
+	DefaultRefreshReuseGrace = 30 * time.Second
+)

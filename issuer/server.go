@@ -62,9 +62,9 @@ type Config struct {
 	Audience string // aud of access tokens; default Issuer
 
 	AccessTTL   time.Duration // default 30 min (the seed's 1800 s)
-	CodeTTL     time.Duration // default 60 s; at most 10 min
-	RefreshIdle time.Duration // default 30 days, renewed by each rotation
-	RefreshMax  time.Duration // default 365 days from the authorization
+	CodeTTL     time.Duration // default DefaultCodeTTL (60 s); at most MaxCodeTTL (10 min)
+	RefreshIdle time.Duration // default DefaultRefreshIdle (30 days), renewed by each rotation
+	RefreshMax  time.Duration // default DefaultRefreshMax (365 days) from the authorization
 
 	// RefreshTokenKey ([data.RefreshKeySize] bytes) tags refresh tokens
 	// ([data.NewRefreshToken]); serve passes keys.Manager.RefreshTokenKey,
@@ -86,10 +86,6 @@ type Config struct {
 	// way (RFC 9449 §11.1). Default verify.DefaultDPoPWindow (60 s).
 	DPoPWindow time.Duration
 }
-
-// DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace
-// (README, "Refresh-token reuse grace").
-const DefaultRefreshReuseGrace = 30 * time.Second
 
 // Server is the authorization server. Create it with [New].
 type Server struct {
@@ -136,16 +132,16 @@ func New(cfg Config) (*Server, error) {
 		cfg.AccessTTL = 30 * time.Minute
 	}
 	if cfg.CodeTTL <= 0 {
-		cfg.CodeTTL = time.Minute
+		cfg.CodeTTL = DefaultCodeTTL
 	}
 	if cfg.CodeTTL > MaxCodeTTL {
 		return nil, errors.New("issuer: Config.CodeTTL must be at most 10 minutes (RFC 6749 §4.1.2)")
 	}
 	if cfg.RefreshIdle <= 0 {
-		cfg.RefreshIdle = 30 * 24 * time.Hour
+		cfg.RefreshIdle = DefaultRefreshIdle
 	}
 	if cfg.RefreshMax <= 0 {
-		cfg.RefreshMax = 365 * 24 * time.Hour
+		cfg.RefreshMax = DefaultRefreshMax
 	}
 	switch len(cfg.RefreshTokenKey) {
 	case 0:

@@ -32,10 +32,10 @@ func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (
 	return serveBench(ctx, logger, dbPath, nil, benchMaxConcurrency)
 }
 
-// serveBench wires a server on dbPath with serve's defaults (serveDefaults), on a loopback
+// serveBench wires a server on dbPath with serve's defaults (defaultServeOptions), on a loopback
 // port, with a client of up to conns connections.
 func serveBench(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte, conns int) (*benchServer, error) {
-	so := serveDefaults()
+	so := defaultServeOptions()
 	so.addr = "127.0.0.1:0"
 	w, err := so.wire(ctx, logger, dbPath, mk)
 	if err != nil {

@@ -1,39 +1,14 @@
 package main
 
-import (
-	"os"
-	"strings"
-	"time"
-)
+import "os"
 
-// The one way flags take their defaults from the environment: a variable
-// that is unset or empty gives the flag's own default.
-
-// envOr is the environment variable name, or def when it is unset or empty.
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// envList splits the comma-separated environment variable name.
-func envList(name string) []string {
-	var out []string
-	for _, v := range strings.Split(os.Getenv(name), ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// envDuration is the duration in the environment variable name, or def
-// when it is unset or does not parse (the flag's own parsing then reports
-// nothing; run checks the value).
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
+// envValue is the one way oauthd reads its environment: the value of the
+// variable name and whether it is set to something. A variable that is
+// unset or empty counts as not set, so that `OAUTHD_X=` in a unit file
+// gives the flag's own default. What a value means (and a value that does
+// not parse, which is refused, never replaced by a default) is decided by
+// the flag it sets (config.go) or by the caller.
+func envValue(name string) (string, bool) {
+	v := os.Getenv(name)
+	return v, v != ""
 }

@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -34,30 +32,26 @@ type gatewayOptions struct {
 	dpopWindow time.Duration
 	feed       feedOptions // gateway_feed.go
 	cache      int
-	envErr     error // an environment variable that does not parse
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
 }
 
-// AddFlags registers the gateway's flags on fs; each defaults to its
-// OAUTHD_GATEWAY_* environment variable.
+// AddFlags registers the gateway's flags, each with its default (a
+// constant of the package that owns the setting). A new flag is one line
+// here (its variable OAUTHD_GATEWAY_<NAME> and file key gateway.<name>
+// follow from its name, docs/CONFIG.md), plus its rule in config if it has one.
 func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
-	env := func(name, def string) string { return envOr("OAUTHD_GATEWAY_"+name, def) }
-	fs.StringVar(&o.listen, "listen", env("LISTEN", "127.0.0.1:8081"), "address to listen on (env OAUTHD_GATEWAY_LISTEN)")
-	fs.StringVar(&o.upstream, "upstream", env("UPSTREAM", ""), "base URL of the API server to protect, e.g. http://127.0.0.1:3000 (env OAUTHD_GATEWAY_UPSTREAM)")
-	fs.StringVar(&o.issuer, "issuer", env("ISSUER", ""), "the issuer's base URL, the iss of its tokens (env OAUTHD_GATEWAY_ISSUER)")
-	fs.StringVar(&o.routes, "routes", env("ROUTES", ""), "JSON file of routes to add to (or replace in) the built-in route table (env OAUTHD_GATEWAY_ROUTES)")
-	fs.StringVar(&o.jwksURL, "jwks-url", env("JWKS_URL", ""), "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json; env OAUTHD_GATEWAY_JWKS_URL)")
-	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
-	fs.StringVar(&o.publicURL, "public-url", env("PUBLIC_URL", ""), "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted; env OAUTHD_GATEWAY_PUBLIC_URL)")
-	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long")
-	o.feed.AddFlags(fs, env)
-	cache, err := strconv.Atoi(env("TOKEN_CACHE", strconv.Itoa(verify.DefaultCacheEntries)))
-	if err != nil {
-		o.envErr = fmt.Errorf("OAUTHD_GATEWAY_TOKEN_CACHE=%q: give a number of tokens, or 0 to turn the cache off", os.Getenv("OAUTHD_GATEWAY_TOKEN_CACHE"))
-	}
-	fs.IntVar(&o.cache, "token-cache", cache, "how many verified tokens to remember (about 0.7 KiB each); 0 verifies every request in full (env OAUTHD_GATEWAY_TOKEN_CACHE)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8081", "address to listen on")
+	fs.StringVar(&o.upstream, "upstream", "", "base URL of the API server to protect, e.g. http://127.0.0.1:3000 (required)")
+	fs.StringVar(&o.issuer, "issuer", "", "the issuer's base URL, the iss of its tokens (required)")
+	fs.StringVar(&o.routes, "routes", "", "JSON file of routes to add to (or replace in) the built-in route table")
+	fs.StringVar(&o.jwksURL, "jwks-url", "", "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json)")
+	fs.StringVar(&o.audience, "audience", "", "the aud tokens must carry (default the issuer)")
+	fs.StringVar(&o.publicURL, "public-url", "", "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted)")
+	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long; between 5s and 10m")
+	o.feed.AddFlags(fs)
+	fs.IntVar(&o.cache, "token-cache", verify.DefaultCacheEntries, "how many verified tokens to remember (about 0.7 KiB each); 0 verifies every request in full")
 }
 
 func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
@@ -85,6 +79,7 @@ on every request.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	makeConfigurable(cmd, "gateway", "OAUTHD_GATEWAY_")
 	return cmd
 }
 
@@ -102,10 +97,9 @@ type gatewayConfig struct {
 	dpopWindow time.Duration
 }
 
+// config is every rule of the gateway's settings, checked before anything
+// is fetched or listened on.
 func (o *gatewayOptions) config() (*gatewayConfig, error) {
-	if o.envErr != nil {
-		return nil, o.envErr
-	}
 	if o.upstream == "" {
 		return nil, errors.New("--upstream is required: the base URL of the API server to protect (or set OAUTHD_GATEWAY_UPSTREAM)")
 	}
@@ -122,6 +116,12 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	}
 	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
 		publicURL: o.publicURL, dpopWindow: o.dpopWindow}
+	if err := checkDPoPWindow(o.dpopWindow); err != nil {
+		return nil, err
+	}
+	if err := o.feed.check(); err != nil {
+		return nil, err
+	}
 	if o.publicURL != "" {
 		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return nil, fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
@@ -155,6 +155,9 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 }
 
 func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
+	if _, err := configure(cmd); err != nil {
+		return err
+	}
 	cfg, err := o.config()
 	if err != nil {
 		return err

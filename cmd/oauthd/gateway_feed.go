@@ -20,33 +20,45 @@ type feedOptions struct {
 	maxStale time.Duration
 }
 
-// AddFlags registers the flags; env reads OAUTHD_GATEWAY_<name>.
-func (o *feedOptions) AddFlags(fs *pflag.FlagSet, env func(name, def string) string) {
-	fs.BoolVar(&o.enabled, "revocation-feed", env("REVOCATION_FEED", "true") != "false",
-		"follow the issuer's revoked-grants feed and refuse tokens of revoked grants (env OAUTHD_GATEWAY_REVOCATION_FEED)")
-	fs.StringVar(&o.url, "revocation-feed-url", env("REVOCATION_FEED_URL", ""),
-		"the feed's URL (default ISSUER/.well-known/revoked-grants; env OAUTHD_GATEWAY_REVOCATION_FEED_URL)")
-	fs.DurationVar(&o.interval, "revocation-feed-interval", envDuration("OAUTHD_GATEWAY_REVOCATION_FEED_INTERVAL", verify.DefaultFeedInterval),
-		"how often to fetch the feed (env OAUTHD_GATEWAY_REVOCATION_FEED_INTERVAL)")
-	fs.DurationVar(&o.maxStale, "revocation-feed-max-stale", envDuration("OAUTHD_GATEWAY_REVOCATION_FEED_MAX_STALE", 0),
-		"refuse every token once the feed has not been fetched for this long (0: keep using the last list; env OAUTHD_GATEWAY_REVOCATION_FEED_MAX_STALE)")
+// AddFlags registers the flags.
+func (o *feedOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.enabled, "revocation-feed", true,
+		"follow the issuer's revoked-grants feed and refuse tokens of revoked grants")
+	fs.StringVar(&o.url, "revocation-feed-url", "",
+		"the feed's URL (default ISSUER/.well-known/revoked-grants)")
+	fs.DurationVar(&o.interval, "revocation-feed-interval", verify.DefaultFeedInterval,
+		"how often to fetch the feed (at least 100ms)")
+	fs.DurationVar(&o.maxStale, "revocation-feed-max-stale", 0,
+		"refuse every token once the feed has not been fetched for this long (0: keep using the last list)")
 }
 
-// follower returns the feed follower, or nil when the feed is off.
+// check is the feed flags' rules (gatewayOptions.config runs it).
+func (o *feedOptions) check() error {
+	if !o.enabled {
+		return nil
+	}
+	if o.url != "" {
+		if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--revocation-feed-url %q must be an absolute http or https URL", o.url)
+		}
+	}
+	if o.interval < verify.MinFeedInterval {
+		return fmt.Errorf("--revocation-feed-interval %s is too short (at least %s; turn the feed off with --revocation-feed=false)", o.interval, verify.MinFeedInterval)
+	}
+	if o.maxStale < 0 {
+		return fmt.Errorf("--revocation-feed-max-stale %s must not be negative", o.maxStale)
+	}
+	return nil
+}
+
+// follower returns the feed follower, or nil when the feed is off; o is
+// checked.
 func (o *feedOptions) follower(issuer string, keySet verify.KeySource, logger *slog.Logger) (*verify.RevocationFeed, error) {
 	if !o.enabled {
 		return nil, nil
 	}
 	if o.url == "" {
 		o.url = strings.TrimRight(issuer, "/") + verify.FeedPath
-	} else if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--revocation-feed-url %q must be an absolute http or https URL", o.url)
-	}
-	if o.interval < 100*time.Millisecond {
-		return nil, fmt.Errorf("--revocation-feed-interval %s is too short (at least 100ms; turn the feed off with --revocation-feed=false)", o.interval)
-	}
-	if o.maxStale < 0 {
-		return nil, fmt.Errorf("--revocation-feed-max-stale must not be negative")
 	}
 	return verify.NewRevocationFeed(verify.FeedConfig{URL: o.url, Issuer: issuer, Keys: keySet,
 		Interval: o.interval, MaxStale: o.maxStale, Logger: logger})

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,23 +27,16 @@ type rootOptions struct {
 	masterKeyFile string
 	logLevel      string
 	logFormat     string
+	config        string // --config, read by configure
 }
 
-// AddFlags registers the persistent flags; defaults come from the
-// environment (OAUTHD_DB).
+// AddFlags registers the persistent flags. Their variables (OAUTHD_DB, …)
+// and file keys follow from their names (config.go).
 func (o *rootOptions) AddFlags(fs *pflag.FlagSet) {
-	db := os.Getenv("OAUTHD_DB")
-	if db == "" {
-		db = "./oauthd.db"
-	}
-	fs.StringVar(&o.db, "db", db, "the bbolt database file, or a postgres:// URL (env OAUTHD_DB; libpq variables such as PGPASSWORD apply)")
+	fs.StringVar(&o.db, "db", "./oauthd.db", "the bbolt database file, or a postgres:// URL (libpq variables such as PGPASSWORD apply)")
 	fs.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key that encrypts signing keys (64 hex digits or base64); env OAUTHD_MASTER_KEY holds the key itself")
 	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info for serve, warn otherwise)")
-	logFormat := os.Getenv("OAUTHD_LOG_FORMAT")
-	if logFormat == "" {
-		logFormat = "text"
-	}
-	fs.StringVar(&o.logFormat, "log-format", logFormat, "text (logfmt) or json (env OAUTHD_LOG_FORMAT)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text (logfmt) or json")
 }
 
 // NewRootCommand returns the oauthd command with every subcommand.
@@ -60,6 +50,14 @@ func NewRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	o.AddFlags(root.PersistentFlags())
+	addGlobalFlags(root.PersistentFlags(), &o.config)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Annotations[annSection] != "" {
+			return nil // serve and gateway read their settings themselves (configure)
+		}
+		_, err := configure(cmd) // the global settings
+		return err
+	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		if strings.Contains(err.Error(), "unknown shorthand flag") {
 			// oauthd mints no ID that starts with '-', but a key made by an
@@ -68,7 +66,7 @@ func NewRootCommand() *cobra.Command {
 		}
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
-	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o))
+	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o))
 	addGateway(root)
 	requireSubcommands(root)
 	return root
@@ -121,10 +119,15 @@ func (o *rootOptions) logger(cmd *cobra.Command, def slog.Level) (*slog.Logger, 
 	return nil, fmt.Errorf("--log-format %q: use text or json", o.logFormat)
 }
 
+// masterKeyEnv holds the master key itself (--master-key-file names a
+// file holding it).
+const masterKeyEnv = "OAUTHD_MASTER_KEY"
+
 // masterKey reads the master key from --master-key-file or OAUTHD_MASTER_KEY;
 // nil when neither is set.
 func (o *rootOptions) masterKey() ([]byte, error) {
-	raw, from := os.Getenv("OAUTHD_MASTER_KEY"), "OAUTHD_MASTER_KEY"
+	raw, _ := envValue(masterKeyEnv)
+	from := masterKeyEnv
 	if o.masterKeyFile != "" {
 		b, err := os.ReadFile(o.masterKeyFile)
 		if err != nil {
@@ -266,82 +269,4 @@ func (o *rootOptions) withService(cmd *cobra.Command, fn func(ctx context.Contex
 		err = fmt.Errorf("close database: %w", cerr)
 	}
 	return err
-}
-
-// Output helpers.
-
-// printJSON writes v as exactly one JSON value.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// printList writes items as a JSON array ([] when there are none) or as a
-// table with header and one row(item) per item.
-func printList[T any](w io.Writer, items []T, asJSON bool, header []string, row func(T) []string) error {
-	if asJSON {
-		if items == nil {
-			items = []T{}
-		}
-		return printJSON(w, items)
-	}
-	rows := make([][]string, 0, len(items))
-	for _, it := range items {
-		rows = append(rows, row(it))
-	}
-	return table(w, header, rows)
-}
-
-// table writes aligned columns.
-func table(w io.Writer, header []string, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
-}
-
-// fields writes "key: value" lines, aligned.
-func fields(w io.Writer, kv ...string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], kv[i+1])
-	}
-	return tw.Flush()
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func fmtTimePtr(t *time.Time) string {
-	if t == nil {
-		return "never"
-	}
-	return fmtTime(*t)
-}
-
-// exactArgs is cobra.ExactArgs with a message that names the arguments.
-func exactArgs(names ...string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != len(names) {
-			return fmt.Errorf("%s takes %s (got %d arguments); see `%s --help`", cmd.CommandPath(), strings.Join(names, " "), len(args), cmd.CommandPath())
-		}
-		return nil
-	}
-}
-
-// minArgs requires at least the named arguments.
-func minArgs(names ...string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) < len(names) {
-			return fmt.Errorf("%s takes %s... (got %d arguments); see `%s --help`", cmd.CommandPath(), strings.Join(names, " "), len(args), cmd.CommandPath())
-		}
-		return nil
-	}
 }

@@ -50,6 +50,14 @@ const DPoPChallengeAlgs = "ES256 EdDSA Ed25519"
 // DefaultDPoPWindow is how far a proof's iat may be from now, either way.
 const DefaultDPoPWindow = 60 * time.Second
 
+// Bounds of a configured DPoP window (serve's and gateway's --dpop-window):
+// narrower refuses honest clients whose clock is a little off, wider keeps
+// a stolen proof usable for too long (RFC 9449 §11.1).
+const (
+	MinDPoPWindow = 5 * time.Second
+	MaxDPoPWindow = 10 * time.Minute
+)
+
 // MaxProofSize bounds the proofs parsed.
 const MaxProofSize = 4 << 10
 

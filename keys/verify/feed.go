@@ -39,7 +39,10 @@ type RevokedGrants interface {
 // Defaults of [FeedConfig].
 const (
 	DefaultFeedInterval = 2 * time.Second
-	maxFeedBytes        = 4 << 20
+	// MinFeedInterval is the shortest fetch interval a gateway may be
+	// configured with.
+	MinFeedInterval = 100 * time.Millisecond
+	maxFeedBytes    = 4 << 20
 )
 
 // FeedConfig configures a [RevocationFeed].
