@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// clearConfigEnv unsets every variable a setting could read, for the
+// test's duration.
+func clearConfigEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "OAUTHD_") {
+			t.Setenv(name, "")
+		}
+	}
+}
+
+// writeConfig writes a configuration file and returns its path.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "oauthd.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// configured parses args for the command name of a new command tree,
+// configures it and returns its settings by key.
+func configured(t *testing.T, name string, args ...string) (map[string]*setting, error) {
+	t.Helper()
+	c, _, err := NewRootCommand().Find([]string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	sets, err := configure(c)
+	m := map[string]*setting{}
+	for _, s := range sets {
+		m[s.key] = s
+	}
+	return m, err
+}
+
+// TestConfigPrecedence: a flag beats its variable, which beats the file,
+// which beats the default, for a global, a serve and a gateway setting.
+func TestConfigPrecedence(t *testing.T) {
+	file := writeConfig(t, "db: file.db\nserve:\n  code-ttl: 2m\n  trusted-proxy: [10.0.0.0/8]\ngateway:\n  token-cache: 7\n")
+	type layers struct{ flag, env, file bool }
+	for _, tc := range []struct {
+		name    string
+		cmd     string
+		key     string
+		flag    string // the flag's argument
+		env     string // the variable
+		on      layers
+		want    string
+		wantSrc string
+	}{
+		{"global default", "serve", "db", "--db=flag.db", "OAUTHD_DB=env.db", layers{}, "./oauthd.db", fromDefault},
+		{"global file", "serve", "db", "--db=flag.db", "OAUTHD_DB=env.db", layers{file: true}, "file.db", fromFile},
+		{"global env over file", "serve", "db", "--db=flag.db", "OAUTHD_DB=env.db", layers{env: true, file: true}, "env.db", fromEnv},
+		{"global flag over env", "serve", "db", "--db=flag.db", "OAUTHD_DB=env.db", layers{true, true, true}, "flag.db", fromFlag},
+		{"serve default", "serve", "serve.code-ttl", "--code-ttl=3m", "OAUTHD_CODE_TTL=4m", layers{}, "1m0s", fromDefault},
+		{"serve file", "serve", "serve.code-ttl", "--code-ttl=3m", "OAUTHD_CODE_TTL=4m", layers{file: true}, "2m0s", fromFile},
+		{"serve env over file", "serve", "serve.code-ttl", "--code-ttl=3m", "OAUTHD_CODE_TTL=4m", layers{env: true, file: true}, "4m0s", fromEnv},
+		{"serve flag over env", "serve", "serve.code-ttl", "--code-ttl=3m", "OAUTHD_CODE_TTL=4m", layers{true, true, true}, "3m0s", fromFlag},
+		{"serve list file", "serve", "serve.trusted-proxy", "--trusted-proxy=10.1.0.0/16", "OAUTHD_TRUSTED_PROXIES=10.2.0.0/16, 10.3.0.0/16", layers{file: true}, "[10.0.0.0/8]", fromFile},
+		{"serve list env", "serve", "serve.trusted-proxy", "--trusted-proxy=10.1.0.0/16", "OAUTHD_TRUSTED_PROXIES=10.2.0.0/16, 10.3.0.0/16", layers{env: true, file: true}, "[10.2.0.0/16,10.3.0.0/16]", fromEnv},
+		{"serve list flag", "serve", "serve.trusted-proxy", "--trusted-proxy=10.1.0.0/16", "OAUTHD_TRUSTED_PROXIES=10.2.0.0/16", layers{true, true, true}, "[10.1.0.0/16]", fromFlag},
+		{"gateway default", "gateway", "gateway.token-cache", "--token-cache=5", "OAUTHD_GATEWAY_TOKEN_CACHE=6", layers{}, "32768", fromDefault},
+		{"gateway file", "gateway", "gateway.token-cache", "--token-cache=5", "OAUTHD_GATEWAY_TOKEN_CACHE=6", layers{file: true}, "7", fromFile},
+		{"gateway env over file", "gateway", "gateway.token-cache", "--token-cache=5", "OAUTHD_GATEWAY_TOKEN_CACHE=6", layers{env: true, file: true}, "6", fromEnv},
+		{"gateway flag over env", "gateway", "gateway.token-cache", "--token-cache=5", "OAUTHD_GATEWAY_TOKEN_CACHE=6", layers{true, true, true}, "5", fromFlag},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearConfigEnv(t)
+			var args []string
+			if tc.on.flag {
+				args = append(args, tc.flag)
+			}
+			if tc.on.env {
+				name, val, _ := strings.Cut(tc.env, "=")
+				t.Setenv(name, val)
+			}
+			if tc.on.file {
+				t.Setenv(configEnv, file)
+			}
+			sets, err := configured(t, tc.cmd, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := sets[tc.key]
+			if s == nil {
+				t.Fatalf("no setting %s", tc.key)
+			}
+			if got := s.flag.Value.String(); got != tc.want || s.source != tc.wantSrc {
+				t.Errorf("%s = %s from %s; want %s from %s", tc.key, got, s.source, tc.want, tc.wantSrc)
+			}
+		})
+	}
+}
+
+// TestConfigFileReachesServe: the settings of a file reach the running
+// server, and --config names the file as OAUTHD_CONFIG does.
+func TestConfigFileReachesServe(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "from-file.db")
+	file := writeConfig(t, "db: "+db+"\nserve:\n  addr: 127.0.0.1:0\n  base-url: https://auth.example.test\n  code-ttl: 2m\n")
+	cmd := exec.Command(oauthdBin, "serve", "--config", file)
+	base, _ := startProcess(t, cmd, "serve", listenRE, nil)
+	waitReady(t, base)
+	var meta struct {
+		Issuer string `json:"issuer"`
+	}
+	if resp := getJSON(t, base+"/.well-known/oauth-authorization-server", &meta); resp.StatusCode != http.StatusOK || meta.Issuer != "https://auth.example.test" {
+		t.Errorf("metadata issuer %q (status %d); want the file's serve.base-url", meta.Issuer, resp.StatusCode)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Errorf("the file's db %s: %v", db, err)
+	}
+}
+
+// TestConfigRefused: every unknown key, bad value or bad variable is
+// refused at start with its path, before serve creates anything.
+func TestConfigRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string // the configuration file, if any
+		env  string // NAME=value, if any
+		want []string
+	}{
+		{"unknown global key", "adr: 127.0.0.1:1\n", "", []string{`adr: unknown key (did you mean "serve.addr"?)`}},
+		{"unknown serve key", "serve:\n  code-tll: 1m\n", "", []string{`serve.code-tll: unknown key (did you mean "serve.code-ttl"?)`}},
+		{"another command's key", "serve:\n  listen: 127.0.0.1:1\n", "", []string{`serve.listen: unknown key (did you mean "gateway.listen"?)`}},
+		{"unknown section", "server:\n  addr: 127.0.0.1:1\n", "", []string{`server.addr: unknown key (did you mean "serve.addr"?)`}},
+		{"far from any key", "colour: blue\n", "", []string{`colour: unknown key`}},
+		{"bad duration", "serve:\n  code-ttl: 5x\n", "", []string{`serve.code-ttl: "5x" is not a duration`}},
+		{"duration without unit", "serve:\n  refresh-idle: 30\n", "", []string{`serve.refresh-idle: "30" is not a duration`}},
+		{"bad bool", "serve:\n  demo: maybe\n", "", []string{`serve.demo: "maybe" is not true or false`}},
+		{"bad number in the other section", "gateway:\n  token-cache: lots\n", "", []string{`gateway.token-cache: "lots" is not a whole number`}},
+		{"list for a value", "serve:\n  addr: [a, b]\n", "", []string{"serve.addr: want a string, not a list"}},
+		{"mapping for a value", "serve:\n  code-ttl:\n    minutes: 1\n", "", []string{"serve.code-ttl.minutes: unknown key"}},
+		{"no value", "serve:\n  addr:\n", "", []string{"serve.addr: has no value"}},
+		{"section not a mapping", "serve: 5\n", "", []string{"serve: want a mapping"}},
+		{"several at once", "adr: 1\nserve:\n  demo: maybe\n", "", []string{"adr: unknown key", "serve.demo:"}},
+		{"yaml syntax", "serve:\n  addr: [\n", "", []string{"config file", "yaml"}},
+		{"duplicate key", "serve:\n  addr: a:1\n  addr: b:2\n", "", []string{"config file", "already defined"}},
+		{"range from the file", "serve:\n  code-ttl: 11m\n", "", []string{"--code-ttl 11m0s: use a duration between 1s and 10m0s"}},
+		{"combination from the file", "serve:\n  login-url: https://app.example/login\n", "", []string{"needs all of --login-url, --login-issuer and --login-jwks"}},
+		{"bad env duration", "", "OAUTHD_CODE_TTL=5x", []string{`OAUTHD_CODE_TTL: "5x" is not a duration`}},
+		{"bad env grace", "", "OAUTHD_REFRESH_REUSE_GRACE=abc", []string{`OAUTHD_REFRESH_REUSE_GRACE: "abc" is not a duration`}},
+		{"bad env number", "", "OAUTHD_PASSWORD_SLOTS=four", []string{`OAUTHD_PASSWORD_SLOTS: "four" is not a whole number`}},
+		{"bad env bool", "", "OAUTHD_DEMO=yes please", []string{`OAUTHD_DEMO: "yes please" is not true or false`}},
+		{"env out of range", "", "OAUTHD_REFRESH_REUSE_GRACE=6m", []string{"--refresh-reuse-grace 6m0s"}},
+		{"bad env log level", "", "OAUTHD_LOG_LEVEL=loud", []string{`--log-level "loud"`}},
+		{"missing file", "", "OAUTHD_CONFIG=/nonexistent/oauthd.yaml", []string{"config file /nonexistent/oauthd.yaml", "no such file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearConfigEnv(t)
+			t.Setenv("OAUTHD_DB", filepath.Join(t.TempDir(), "new.db"))
+			db, _ := envValue("OAUTHD_DB")
+			if tc.file != "" {
+				t.Setenv(configEnv, writeConfig(t, tc.file))
+			}
+			if tc.env != "" {
+				name, val, _ := strings.Cut(tc.env, "=")
+				t.Setenv(name, val)
+			}
+			var stderr bytes.Buffer
+			err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if err == nil {
+				t.Fatal("serve started; want it refused")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q; want it to contain %q", err, w)
+				}
+			}
+			if _, serr := os.Stat(db); serr == nil {
+				t.Errorf("serve created %s before refusing its settings", db)
+			}
+		})
+	}
+}
+
+// TestConfigEveryFlagSettable: every setting of every configurable
+// command is accepted in the file, with its default as the value, and then
+// comes from the file (a new flag is covered without a change here).
+func TestConfigEveryFlagSettable(t *testing.T) {
+	clearConfigEnv(t)
+	known, _ := fileKeys()
+	var b strings.Builder
+	sections := map[string][]string{}
+	for key, f := range known {
+		v := f.DefValue
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			j, _ := json.Marshal(append([]string{}, sv.GetSlice()...))
+			v = string(j)
+		} else {
+			j, _ := json.Marshal(v)
+			v = string(j)
+		}
+		if section, name, ok := strings.Cut(key, "."); ok {
+			sections[section] = append(sections[section], "  "+name+": "+v+"\n")
+		} else {
+			b.WriteString(key + ": " + v + "\n")
+		}
+	}
+	for section, lines := range sections {
+		b.WriteString(section + ":\n" + strings.Join(lines, ""))
+	}
+	t.Setenv(configEnv, writeConfig(t, b.String()))
+	for _, name := range configuredCommands {
+		sets, err := configured(t, name)
+		if err != nil {
+			t.Fatalf("%s: %v\nfile:\n%s", name, err, b.String())
+		}
+		for key, s := range sets {
+			if s.source != fromFile || s.flag.Value.String() != s.flag.DefValue {
+				t.Errorf("%s: %s = %q from %s; want its default %q from the file", name, key, s.flag.Value, s.source, s.flag.DefValue)
+			}
+		}
+	}
+}
+
+// TestConfigPrint: config print masks secrets and says where each value
+// came from, in text and JSON.
+func TestConfigPrint(t *testing.T) {
+	clearConfigEnv(t)
+	file := writeConfig(t, "db: postgres://ops:dbpass-1@db.example/oauthd?sslmode=disable&password=dbpass-2\n"+
+		"serve:\n  code-ttl: 2m\ngateway:\n  upstream: http://svc:uppass-3@127.0.0.1:3000\n  issuer: https://auth.example\n")
+	t.Setenv("OAUTHD_MASTER_KEY", strings.Repeat("ab", 32))
+	t.Setenv("OAUTHD_REFRESH_MAX", "100h")
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"config", "print", "--config", file, "--json", "--log-level", "debug"}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("config print: %v %s", err, errb.String())
+	}
+	for _, secret := range []string{"dbpass-1", "dbpass-2", "uppass-3", strings.Repeat("ab", 32)} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("config print shows the secret %q:\n%s", secret, out.String())
+		}
+	}
+	var got struct {
+		File     string           `json:"config_file"`
+		Settings []printedSetting `json:"settings"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("not one JSON value: %v\n%s", err, out.String())
+	}
+	byKey := map[string]printedSetting{}
+	for _, s := range got.Settings {
+		byKey[s.Key] = s
+	}
+	for _, tc := range []struct {
+		key, source string
+		value       any
+	}{
+		{"db", fromFile, "postgres://ops:xxxxx@db.example/oauthd?sslmode=disable&password=xxxxx"},
+		{"master-key", fromEnv, masked},
+		{"log-level", fromFlag, "debug"},
+		{"serve.code-ttl", fromFile, "2m0s"},
+		{"serve.refresh-max", fromEnv, "100h0m0s"},
+		{"serve.demo", fromDefault, false},
+		{"serve.password-slots", fromDefault, float64(0)},
+		{"serve.trusted-proxy", fromDefault, []any{}},
+		{"gateway.upstream", fromFile, "http://svc:xxxxx@127.0.0.1:3000"},
+		{"gateway.listen", fromDefault, "127.0.0.1:8081"},
+	} {
+		s, ok := byKey[tc.key]
+		gotV, _ := json.Marshal(s.Value)
+		wantV, _ := json.Marshal(tc.value)
+		if !ok || s.Source != tc.source || !bytes.Equal(gotV, wantV) {
+			t.Errorf("%s = %s from %q; want %s from %q", tc.key, gotV, s.Source, wantV, tc.source)
+		}
+	}
+	if got.File != file {
+		t.Errorf("config_file %q; want %q", got.File, file)
+	}
+	if len(byKey) != len(got.Settings) {
+		t.Errorf("a key printed twice: %d settings, %d keys", len(got.Settings), len(byKey))
+	}
+
+	out.Reset()
+	if err := run(context.Background(), []string{"config", "print", "--config", file}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"config file: " + file, "serve.refresh-max", "env OAUTHD_REFRESH_MAX", "file " + file, "********"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "dbpass") || strings.Contains(out.String(), "uppass") {
+		t.Errorf("text output shows a password:\n%s", out.String())
+	}
+}
+
+// TestShownValueMasksSecrets: a flag marked secret never shows its value.
+func TestShownValueMasksSecrets(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.String("token", "", "")
+	_ = fs.SetAnnotation("token", annSecret, []string{"true"})
+	f := fs.Lookup("token")
+	if got := shownValue(f); got != "" {
+		t.Errorf("unset secret shown as %v; want empty", got)
+	}
+	_ = f.Value.Set("s3cr3t")
+	if got := shownValue(f); got != masked {
+		t.Errorf("secret shown as %v; want %s", got, masked)
+	}
+}
+
+// TestServePortTakenLeavesNoDatabase: serve binds its port before it
+// creates the database, so a port in use leaves no file behind.
+func TestServePortTakenLeavesNoDatabase(t *testing.T) {
+	clearConfigEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "fresh.db")
+	var stderr bytes.Buffer
+	err = run(context.Background(), []string{"serve", "--db", db, "--addr", ln.Addr().String()}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "listen on "+ln.Addr().String()) || !strings.Contains(err.Error(), "pass another --addr") {
+		t.Fatalf("serve on a taken port: %v; want the listen error and what to do", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("serve left %v behind; want nothing", entries)
+	}
+}
