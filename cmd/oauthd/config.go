@@ -64,7 +64,7 @@ func makeConfigurable(cmd *cobra.Command, section, prefix string) {
 	}
 	cmd.Annotations[annSection], cmd.Annotations[annEnvPrefix] = section, prefix
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		f.Usage += fmt.Sprintf(" (env %s; file %s.%s)", envName(f, prefix), section, f.Name)
+		f.Usage += settingSuffix(envName(f, prefix), section+"."+f.Name)
 	})
 }
 
@@ -72,10 +72,15 @@ func makeConfigurable(cmd *cobra.Command, section, prefix string) {
 // variable and file key to its help.
 func addGlobalFlags(fs *pflag.FlagSet, path *string) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		f.Usage += fmt.Sprintf(" (env %s; file %s)", envName(f, "OAUTHD_"), f.Name)
+		f.Usage += settingSuffix(envName(f, "OAUTHD_"), f.Name)
 	})
 	fs.StringVar(path, "config", "", "YAML configuration file: the global settings and those of serve and gateway, keyed by flag name (env "+configEnv+"; docs/CONFIG.md)")
 	_ = fs.SetAnnotation("config", annEnv, []string{configEnv})
+}
+
+// settingSuffix is what a setting's help says of its variable and key.
+func settingSuffix(env, key string) string {
+	return fmt.Sprintf(" (env %s; file %s)", env, key)
 }
 
 // envName is f's environment variable under prefix.
