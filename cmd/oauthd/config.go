@@ -190,7 +190,7 @@ func readConfigFile(path string) (*koanf.Koanf, error) {
 		for _, e := range errs {
 			msg += "\n  " + e.Error()
 		}
-		return nil, fmt.Errorf("%w\nevery key is listed in docs/CONFIG.md", errors.New(msg))
+		return nil, errors.New(msg + "\nevery key is listed in docs/CONFIG.md and by `oauthd config print`")
 	}
 	return k, nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -341,5 +342,39 @@ func TestServePortTakenLeavesNoDatabase(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("serve left %v behind; want nothing", entries)
+	}
+}
+
+// TestGatewayConfigRefused: the gateway's settings are refused from every
+// source, in its one check function, before it fetches or listens.
+func TestGatewayConfigRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, env string
+		args            []string
+		want            string
+	}{
+		{"bad bool variable", "", "OAUTHD_GATEWAY_REVOCATION_FEED=off-ish", nil, `OAUTHD_GATEWAY_REVOCATION_FEED: "off-ish" is not true or false`},
+		{"feed interval from the file", "gateway:\n  revocation-feed-interval: 10ms\n", "", nil, "--revocation-feed-interval 10ms is too short"},
+		{"dpop window flag", "", "", []string{"--dpop-window", "1s"}, "--dpop-window 1s: use a duration between 5s and 10m0s"},
+		{"bad feed url variable", "", "OAUTHD_GATEWAY_REVOCATION_FEED_URL=feed", nil, `--revocation-feed-url "feed"`},
+		{"serve key in the gateway section", "gateway:\n  base-url: https://x\n", "", nil, `gateway.base-url: unknown key (did you mean "serve.base-url"?)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearConfigEnv(t)
+			if tc.file != "" {
+				t.Setenv(configEnv, writeConfig(t, tc.file))
+			}
+			if tc.env != "" {
+				name, val, _ := strings.Cut(tc.env, "=")
+				t.Setenv(name, val)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			args := append([]string{"gateway", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1", "--issuer", "http://127.0.0.1:1"}, tc.args...)
+			err := run(ctx, args, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("gateway: %v; want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }
