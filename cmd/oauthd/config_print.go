@@ -44,6 +44,9 @@ serve and gateway refuse it.`,
 			if err != nil {
 				return err
 			}
+			for _, msg := range unknownEnv() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+printable(msg))
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]any{"config_file": file, "settings": sets})
 			}

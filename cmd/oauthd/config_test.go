@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -357,6 +358,7 @@ func TestGatewayConfigRefused(t *testing.T) {
 		{"feed interval from the file", "gateway:\n  revocation-feed-interval: 10ms\n", "", nil, "--revocation-feed-interval 10ms is too short"},
 		{"dpop window flag", "", "", []string{"--dpop-window", "1s"}, "--dpop-window 1s: use a duration between 5s and 10m0s"},
 		{"bad feed url variable", "", "OAUTHD_GATEWAY_REVOCATION_FEED_URL=feed", nil, `--revocation-feed-url "feed"`},
+		{"global log format", "log-format: xml\n", "", nil, `--log-format "xml": use text or json`},
 		{"serve key in the gateway section", "gateway:\n  base-url: https://x\n", "", nil, `gateway.base-url: unknown key (did you mean "serve.base-url"?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -376,5 +378,18 @@ func TestGatewayConfigRefused(t *testing.T) {
 				t.Errorf("gateway: %v; want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnknownEnvWarned: a misspelt variable is named with the one meant.
+func TestUnknownEnvWarned(t *testing.T) {
+	clearConfigEnv(t)
+	t.Setenv("OAUTHD_CODE_TLL", "1m")
+	t.Setenv("OAUTHD_CODE_TTL", "1m")
+	t.Setenv("OAUTHD_GATEWAY_TOKEN_CACHE", "5")
+	got := unknownEnv()
+	want := []string{"OAUTHD_CODE_TLL is set but no setting reads it (did you mean OAUTHD_CODE_TTL?)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("unknownEnv() = %q; want %q", got, want)
 	}
 }

@@ -3,12 +3,70 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
+
+// flagValue is the value of cmd's flag name, or "" when it has none.
+func flagValue(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// unknownEnv lists, each with a sentence, the OAUTHD_ variables set that no
+// setting reads: a misspelt variable is otherwise silently ignored. They
+// are warned of, not refused: one environment may serve several versions.
+func unknownEnv() []string {
+	known := map[string]bool{configEnv: true, masterKeyEnv: true}
+	var names []string
+	root := NewRootCommand()
+	add := func(f *pflag.Flag, prefix string) {
+		if f.Name != "help" {
+			known[envName(f, prefix)] = true
+			names = append(names, envName(f, prefix))
+		}
+	}
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { add(f, "OAUTHD_") })
+	for _, c := range root.Commands() {
+		if prefix := c.Annotations[annEnvPrefix]; prefix != "" {
+			c.LocalFlags().VisitAll(func(f *pflag.Flag) { add(f, prefix) })
+		}
+	}
+	slices.Sort(names)
+	var out []string
+	for _, name := range envNamesWithPrefix("OAUTHD_") {
+		if known[name] {
+			continue
+		}
+		msg := name + " is set but no setting reads it"
+		best, bestD := "", 4
+		for _, k := range names {
+			if d := levenshtein.ComputeDistance(name, k); d < bestD {
+				best, bestD = k, d
+			}
+		}
+		if best != "" {
+			msg += " (did you mean " + best + "?)"
+		}
+		out = append(out, msg)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// warnUnknownEnv logs unknownEnv's sentences.
+func warnUnknownEnv(logger *slog.Logger) {
+	for _, msg := range unknownEnv() {
+		logger.Warn("unknown environment variable: " + msg)
+	}
+}
 
 // suggestKey is the known key closest to key: the same name in another
 // section, or one a few typing mistakes away; "" when none is close.

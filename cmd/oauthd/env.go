@@ -1,6 +1,9 @@
 package main
 
-import "os"
+import (
+	"os"
+	"strings"
+)
 
 // envValue is the one way oauthd reads its environment: the value of the
 // variable name and whether it is set to something. A variable that is
@@ -11,4 +14,16 @@ import "os"
 func envValue(name string) (string, bool) {
 	v := os.Getenv(name)
 	return v, v != ""
+}
+
+// envNamesWithPrefix lists the variables set to something whose names
+// start with prefix.
+func envNamesWithPrefix(prefix string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if name, v, _ := strings.Cut(kv, "="); strings.HasPrefix(name, prefix) && v != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }

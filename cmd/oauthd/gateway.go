@@ -158,11 +158,16 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if _, err := configure(cmd); err != nil {
 		return err
 	}
+	logger, err := newLogger(cmd.ErrOrStderr(), flagValue(cmd, "log-level"), flagValue(cmd, "log-format"), slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+	logger = logger.With("component", "gateway")
 	cfg, err := o.config()
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("component", "gateway")
+	warnUnknownEnv(logger)
 	var feed *verify.RevocationFeed
 	gw, err := cfg.build(logger, func(keySet verify.KeySource) (verify.RevokedGrants, error) {
 		f, err := o.feed.follower(cfg.issuer, keySet, logger)

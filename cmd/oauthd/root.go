@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -103,20 +104,26 @@ func requireSubcommands(root *cobra.Command) {
 
 // logger returns the slog logger for the command's stderr.
 func (o *rootOptions) logger(cmd *cobra.Command, def slog.Level) (*slog.Logger, error) {
+	return newLogger(cmd.ErrOrStderr(), o.logLevel, o.logFormat, def)
+}
+
+// newLogger is the logger of --log-level (def when empty) and --log-format
+// writing to w.
+func newLogger(w io.Writer, levelName, format string, def slog.Level) (*slog.Logger, error) {
 	level := def
-	if o.logLevel != "" {
-		if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", o.logLevel)
+	if levelName != "" {
+		if err := level.UnmarshalText([]byte(levelName)); err != nil {
+			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", levelName)
 		}
 	}
 	opts := &slog.HandlerOptions{Level: level}
-	switch o.logFormat {
+	switch format {
 	case "text", "":
-		return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", o.logFormat)
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
 // masterKeyEnv holds the master key itself (--master-key-file names a

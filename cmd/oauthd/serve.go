@@ -48,6 +48,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if err := o.check(); err != nil {
 		return err
 	}
+	warnUnknownEnv(logger)
 	mk, err := root.masterKey()
 	if err != nil {
 		return err
