@@ -94,4 +94,9 @@ func TestShownValueMasksSecrets(t *testing.T) {
 	if got := shownValue(f); got != masked {
 		t.Errorf("secret shown as %v; want %s", got, masked)
 	}
+	fs.Int("pin", 0, "")
+	_ = fs.SetAnnotation("pin", annSecret, []string{"true"})
+	if err := setValue(fs.Lookup("pin"), "12x34"); err == nil || strings.Contains(err.Error(), "12x34") {
+		t.Errorf("a bad secret value: %v; want an error that does not echo it", err)
+	}
 }

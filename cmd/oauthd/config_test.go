@@ -199,6 +199,23 @@ func TestConfigRefused(t *testing.T) {
 	}
 }
 
+// TestConfigFileReachesEveryCommand: the file's global keys reach the
+// commands that have no section (the CLI finds the server's database).
+func TestConfigFileReachesEveryCommand(t *testing.T) {
+	clearConfigEnv(t)
+	db := filepath.Join(t.TempDir(), "elsewhere.db")
+	t.Setenv(configEnv, writeConfig(t, "db: "+db+"\nserve:\n  addr: 127.0.0.1:0\n"))
+	err := run(context.Background(), []string{"users", "list"}, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "there is no oauthd database at "+db) {
+		t.Errorf("users list: %v; want it to look for the file's db %s", err, db)
+	}
+	t.Setenv(configEnv, writeConfig(t, "serve:\n  adr: 127.0.0.1:0\n"))
+	err = run(context.Background(), []string{"users", "list"}, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "serve.adr: unknown key") {
+		t.Errorf("users list with a bad file: %v; want the file refused", err)
+	}
+}
+
 // TestConfigEveryFlagSettable: every setting of every configurable
 // command is accepted in the file, with its default as the value, and then
 // comes from the file (a new flag is covered without a change here).

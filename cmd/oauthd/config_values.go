@@ -127,6 +127,9 @@ func setValue(f *pflag.Flag, v any) error {
 			break
 		}
 		err = f.Value.Set(s)
+		if err != nil && len(f.Annotations[annSecret]) > 0 {
+			return fmt.Errorf("the value is not %s", typeHint(f)) // a secret is never echoed
+		}
 		if err != nil {
 			return fmt.Errorf("%q is not %s", s, typeHint(f))
 		}
