@@ -1,9 +1,9 @@
 // Package bolt is the durable [data.Store] of oauthd, on one bbolt file.
 //
-// Records are JSON-encoded (times in UTC; refresh-token families and codes
-// in a compact binary form) in one bucket per kind, with index buckets for
-// the unique, case-insensitive user email and username and for the
-// refresh-token families of each client. Every write is durable (fsynced)
+// Records pass through [data.Normalize] and are stored JSON-encoded
+// (refresh-token families and codes in a compact binary form), one bucket
+// per kind, with index buckets for the unique, case-insensitive user
+// email and username and for the refresh-token families of each client. Every write is durable (fsynced)
 // before its method returns; none uses bbolt's NoSync.
 //
 // Users, clients, grants and keys are plain bbolt transactions. The
