@@ -323,12 +323,15 @@ func (s *Store) ListRevoked(ctx context.Context, since time.Time) ([]data.Revoca
 		return nil, err
 	}
 	byID := map[string][]byte{}
-	s.log.Pending(hotRevoked, func(k, v []byte, del bool) {
+	err := s.log.Pending(hotRevoked, func(k, v []byte, del bool) {
 		if !del {
 			byID[string(k)] = v
 		}
 	})
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	if err != nil {
+		return nil, fmt.Errorf("list revoked: %w", err)
+	}
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketRevoked).ForEach(func(k, v []byte) error {
 			if _, ok := byID[string(k)]; !ok {
 				byID[string(k)] = bytes.Clone(v)
