@@ -9,7 +9,7 @@ const workerIdle = time.Second
 // workerPool runs jobs on goroutines that are kept for a while after their
 // job, so that a burst of jobs reuses them. It exists for access-token
 // signing: a fresh goroutine grows its stack through the ECDSA code on
-// every token (the stack copies were 5% of the server's CPU); a kept worker
+// every token (the stack copies cost ~5% of the server's CPU); a kept worker
 // has grown it once. A job never waits for a free worker: when none is
 // idle a new one starts, so the pool is as large as the concurrency and
 // shrinks by itself when idle.

@@ -9,7 +9,7 @@ package issuer
 // collection every few hundred grants: ~55 collections/s under load. At
 // 400 the heap may grow to five times the live heap (RSS was 39 MiB after
 // a million grants, 26 MiB at 100) and the token endpoint needs ~25% less
-// CPU per grant (docs/PERFORMANCE.md, round 2).
+// CPU per grant (docs/PERFORMANCE.md, "What made it faster").
 const GCPercent = 400
 
 // MemoryBase is the heap the server needs besides its password checks:

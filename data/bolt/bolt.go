@@ -26,8 +26,9 @@ var (
 	ErrClosed = wal.ErrClosed
 	// ErrSchema: the file was written by an incompatible version of oauthd.
 	ErrSchema = errors.New("unsupported database schema version")
-	// ErrFailed: a write to the write-ahead log failed; the store refuses
-	// writes until it is reopened.
+	// ErrFailed: a write to the write-ahead log, its flush or a
+	// checkpoint failed; the store refuses every hot write and read until
+	// it is reopened, and calls Options.OnFatal.
 	ErrFailed = wal.ErrFailed
 	// ErrNoDatabase: Options.MustExist was set and there is no oauthd
 	// database at the path (no file, an empty file, or a bbolt file that
@@ -115,7 +116,27 @@ type Options struct {
 	// writing nothing, when path holds no oauthd database yet. Only the
 	// commands that set a database up (serve) leave it false.
 	MustExist bool
+	// OnFatal is called, once, when a write to the write-ahead log, its
+	// flush (fdatasync) or a checkpoint fails, before any writer whose
+	// write it may have lost gets an answer. After a failed fdatasync the
+	// kernel may already have dropped the unwritten pages, so neither a
+	// retry nor this process's memory can be trusted: the process must
+	// stop, and a restart recovers from what is on disk (PostgreSQL has
+	// done the same since 2018, the "fsyncgate"). Meanwhile the store
+	// refuses every hot write and read with [ErrFailed].
+	//
+	// Default: log the error on Logger and exit the process with
+	// [ExitFatal]. Tests set it to observe the failure instead.
+	OnFatal func(error)
+
+	// sync replaces the write-ahead log's flush (tests; export_test.go).
+	sync func(*os.File) error
 }
+
+// ExitFatal is the exit status of the process that the default
+// [Options.OnFatal] stops: EX_IOERR of sysexits.h. A supervisor should
+// restart it; the new process recovers the database from the disk.
+const ExitFatal = 74
 
 // Store is a [data.Store] on a bbolt file and its write-ahead log. Open
 // it with [Open]; Close it.
@@ -136,6 +157,17 @@ type CommitStats = wal.Stats
 func Open(path string, opts Options) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Second
+	}
+	if opts.OnFatal == nil {
+		logger := opts.Logger
+		if logger == nil { // the process stops: say why somewhere
+			logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		}
+		opts.OnFatal = func(err error) {
+			logger.Error("stopping: the database could not be written to disk; restart oauthd to recover it from the disk",
+				"path", path, "err", err, "exit_status", ExitFatal)
+			os.Exit(ExitFatal)
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -197,7 +229,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	log, err := wal.Open(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill,
-		Logger: opts.Logger, HoldProc: opts.SyncHoldsProc})
+		Logger: opts.Logger, HoldProc: opts.SyncHoldsProc, OnFatal: opts.OnFatal, Sync: opts.sync})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)

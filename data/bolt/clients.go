@@ -17,7 +17,7 @@ func (s *Store) CreateClient(ctx context.Context, c data.Client) error {
 	if err := data.ValidateClient(c); err != nil {
 		return fmt.Errorf("create client %q: %w", c.ID, err)
 	}
-	utcClient(&c)
+	c = data.Normalize(c)
 	return s.update(ctx, "create client", func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketClients)
 		if b.Get([]byte(c.ID)) != nil {
@@ -80,7 +80,7 @@ func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Cl
 		if err := data.ValidateClientChange(old, next); err != nil {
 			return fmt.Errorf("update client %q: %w", id, err)
 		}
-		utcClient(&next)
+		next = data.Normalize(next)
 		return put(b, []byte(id), next)
 	})
 	if err != nil {

@@ -11,9 +11,11 @@ import (
 
 // Authorization-code records are stored in a compact binary form, like
 // families (family.go): a code exchange decodes and re-encodes one inside
-// the group commit, where JSON was a third of the exchange's serial work.
+// the group commit, where JSON would be a third of the exchange's serial
+// work.
 // The first byte is the format version (codeV1); a record that starts with
-// '{' is the JSON form written by earlier versions, which still reads.
+// '{' is the JSON form written by releases before the binary form, which
+// still reads.
 // Every other first byte is refused.
 //
 // codeV1 layout, in field order of data.AuthCode:

@@ -10,11 +10,12 @@ import (
 )
 
 // Family records are stored in a compact binary form: every refresh
-// rotation decodes and re-encodes one inside the group commit, and JSON
-// was the bulk of that serial work. The first byte is the format version
-// (familyV2, written; familyV1, still read, with the fields V2 added
-// zero); a record that starts with '{' is the JSON form written by
-// earlier versions, which still reads. Every other first byte is refused.
+// rotation decodes and re-encodes one inside the group commit, whose
+// serial work bounds the rotations per second, and JSON would be the bulk
+// of it. The first byte is the format version (familyV2, written;
+// familyV1, still read, with the fields V2 added zero); a record that
+// starts with '{' is the JSON form written by releases before the binary
+// form, which still reads. Every other first byte is refused.
 //
 // familyV1 layout, in field order of data.Family (uvarint/varint are
 // encoding/binary's); familyV2 appends Tagged, PrevHash and LegacyHash;

@@ -24,7 +24,7 @@ func grantKey(userID int64, clientID string) []byte {
 // PutGrant implements [data.Store.PutGrant]: it creates or replaces the grant
 // of g.UserID to g.ClientID.
 func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
-	utcGrant(&g)
+	g = data.Normalize(g)
 	return s.update(ctx, "put grant", func(tx *bbolt.Tx) error {
 		if userDisabled(tx, g.UserID) {
 			return fmt.Errorf("put grant: user %d: %w", g.UserID, data.ErrUserDisabled)
@@ -97,7 +97,7 @@ func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) (
 		if err := data.ValidateKeySet(ks); err != nil {
 			return fmt.Errorf("update keys: %w", err)
 		}
-		next = utcKeys(ks)
+		next = data.Normalize(ks)
 		return put(b, keySetKey, next)
 	})
 	if err != nil {

@@ -25,7 +25,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	if len(c.Hash) == 0 {
 		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
 	}
-	utcCode(&c)
+	c = data.Normalize(c)
 	key := bytes.Clone(c.Hash)
 	raw := appendAuthCode(make([]byte, 0, 256), &c)
 	return s.log.Write(ctx, "create auth code", func(w *wal.Tx) error {
@@ -61,10 +61,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		}
 		// A deep copy exchange may change (one decode, not two: this runs
 		// in the group committer, serially for the whole batch).
-		arg := code
-		arg.Hash = bytes.Clone(code.Hash)
-		arg.Scopes = slices.Clone(code.Scopes)
-		f, err := exchange(arg)
+		f, err := exchange(data.Normalize(code))
 		if err != nil {
 			return err
 		}
@@ -74,7 +71,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		if w.Get(hotFamilies, []byte(f.ID)) != nil {
 			return fmt.Errorf("exchange auth code: family %q: %w", f.ID, data.ErrExists)
 		}
-		utcFamily(&f)
+		f = data.Normalize(f)
 		code.Used, code.FamilyID = true, f.ID
 		if err := w.Put(hotCodes, key, appendAuthCode(make([]byte, 0, len(raw)+32), &code)); err != nil {
 			return err
@@ -187,7 +184,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		if next.ID != id || next.ClientID != clientID {
 			return fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 		}
-		utcFamily(&next)
+		next = data.Normalize(next)
 		if err := w.Put(hotFamilies, key, appendFamily(make([]byte, 0, 320), &next)); err != nil {
 			return err
 		}
@@ -252,7 +249,7 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if len(sess.Hash) == 0 {
 		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
 	}
-	utcSession(&sess)
+	sess = data.Normalize(sess)
 	key := bytes.Clone(sess.Hash)
 	raw, err := json.Marshal(sess)
 	if err != nil {
@@ -326,12 +323,15 @@ func (s *Store) ListRevoked(ctx context.Context, since time.Time) ([]data.Revoca
 		return nil, err
 	}
 	byID := map[string][]byte{}
-	s.log.Pending(hotRevoked, func(k, v []byte, del bool) {
+	err := s.log.Pending(hotRevoked, func(k, v []byte, del bool) {
 		if !del {
 			byID[string(k)] = v
 		}
 	})
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	if err != nil {
+		return nil, fmt.Errorf("list revoked: %w", err)
+	}
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketRevoked).ForEach(func(k, v []byte) error {
 			if _, ok := byID[string(k)]; !ok {
 				byID[string(k)] = bytes.Clone(v)

@@ -30,7 +30,7 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 	err := s.update(ctx, "create users", func(tx *bbolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
 		for i, u := range us {
-			utcUser(&u)
+			u = data.Normalize(u)
 			if err := checkUnique(tx, u, nil); err != nil {
 				return fmt.Errorf("create user %d: %w", i+1, err)
 			}
@@ -145,7 +145,7 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 			if disabling && !exclusive {
 				return errDisabling
 			}
-			utcUser(&next)
+			next = data.Normalize(next)
 			if err := checkUnique(tx, next, key); err != nil {
 				return fmt.Errorf("update user %d: %w", id, err)
 			}

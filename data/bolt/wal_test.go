@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,5 +172,94 @@ func TestWALOfAnotherDatabase(t *testing.T) {
 	b = reopen(t, path) // replays generation 2
 	if _, err := b.GetFamily(t.Context(), "a"); !errors.Is(err, data.ErrNotFound) {
 		t.Fatalf("family of another database's log: %v; want ErrNotFound", err)
+	}
+}
+
+var errInjected = errors.New("injected EIO")
+
+// failingSync is a flush that fails once failing is set.
+func failingSync(failing *atomic.Bool) func(*os.File) error {
+	return func(f *os.File) error {
+		if failing.Load() {
+			return errInjected
+		}
+		return f.Sync()
+	}
+}
+
+// TestFlushFailureIsFatal: when the log's flush fails, the writer gets
+// ErrFailed (no success), OnFatal is called once with the flush's error,
+// and the store answers no read from the write that failed (nor any
+// other hot read).
+func TestFlushFailureIsFatal(t *testing.T) {
+	var failing atomic.Bool
+	var fatal []error
+	var mu sync.Mutex
+	path := filepath.Join(t.TempDir(), "oauthd.db")
+	s, err := Open(path, Options{sync: failingSync(&failing), OnFatal: func(err error) {
+		mu.Lock()
+		fatal = append(fatal, err)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	kept := data.Session{Hash: data.Hash("kept"), UserID: 1, CreatedAt: walT0, ExpiresAt: walT0.Add(time.Hour)}
+	if err := s.CreateSession(t.Context(), kept); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	lost := data.Session{Hash: data.Hash("lost"), UserID: 1, CreatedAt: walT0, ExpiresAt: walT0.Add(time.Hour)}
+	if err := s.CreateSession(t.Context(), lost); !errors.Is(err, ErrFailed) || !errors.Is(err, errInjected) {
+		t.Fatalf("CreateSession whose flush failed: %v; want ErrFailed wrapping the flush's error", err)
+	}
+	mu.Lock()
+	got := fatal
+	mu.Unlock()
+	if len(got) != 1 || !errors.Is(got[0], errInjected) {
+		t.Fatalf("OnFatal calls: %v; want one, with the flush's error", got)
+	}
+	if _, err := s.GetSession(t.Context(), lost.Hash); !errors.Is(err, ErrFailed) {
+		t.Fatalf("GetSession of the write whose flush failed: %v; want ErrFailed", err)
+	}
+	if _, err := s.GetSession(t.Context(), kept.Hash); !errors.Is(err, ErrFailed) {
+		t.Fatalf("GetSession after a failed flush: %v; want ErrFailed", err)
+	}
+	if _, err := s.ListRevoked(t.Context(), time.Time{}); !errors.Is(err, ErrFailed) {
+		t.Fatalf("ListRevoked after a failed flush: %v; want ErrFailed", err)
+	}
+	if err := s.CreateSession(t.Context(), data.Session{Hash: data.Hash("later"), UserID: 1}); !errors.Is(err, ErrFailed) {
+		t.Fatalf("CreateSession after a failed flush: %v; want ErrFailed", err)
+	}
+}
+
+// TestFlushFailureExits: with the default OnFatal, a failed flush ends the
+// process with ExitFatal, saying why on stderr, before the writer returns.
+// The test runs itself as the process that fails.
+func TestFlushFailureExits(t *testing.T) {
+	if dir := os.Getenv("OAUTHD_TEST_FLUSH_FAILS"); dir != "" {
+		var failing atomic.Bool
+		s, err := Open(filepath.Join(dir, "oauthd.db"), Options{sync: failingSync(&failing)})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "open:", err)
+			os.Exit(2)
+		}
+		failing.Store(true)
+		err = s.CreateSession(t.Context(), data.Session{Hash: data.Hash("lost"), UserID: 1})
+		fmt.Fprintln(os.Stderr, "CreateSession returned:", err) // must not happen
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFlushFailureExits$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "OAUTHD_TEST_FLUSH_FAILS="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitFatal {
+		t.Fatalf("the process whose flush failed ended with %v; want exit status %d\nstderr: %s", err, ExitFatal, stderr.String())
+	}
+	if out := stderr.String(); !strings.Contains(out, "stopping") || !strings.Contains(out, errInjected.Error()) || strings.Contains(out, "CreateSession returned") {
+		t.Fatalf("stderr of the process whose flush failed:\n%s\nwant the reason, and no answer to the writer", out)
 	}
 }

@@ -50,6 +50,8 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"NoncesConcurrent", testNoncesConcurrent},
 		{"GarbageCollect", testGC},
 		{"TimesRoundTripInUTC", testUTC},
+		{"RecordsRoundTripNormalized", testNormalized},
+		{"EmptySlicesRoundTripNormalized", testEmptySlices},
 		{"CopiesAreIndependent", testCopies},
 		{"CancelledContext", testCancelled},
 		{"Closed", testClosed},

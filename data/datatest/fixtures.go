@@ -129,3 +129,66 @@ func raceOutcomes(t *testing.T, op string, errs []error, allowed ...error) (ok i
 	}
 	return ok
 }
+
+// records is one of each record a store keeps, with every field set in at
+// least one of them (see uncovered): what the suite writes to check that
+// every field, however deep, comes back as written.
+type records struct {
+	Users   []data.User // user 1 active, user 2 disabled
+	Clients []data.Client
+	Code    data.AuthCode // used: ExchangeAuthCode returns it as stored
+	Family  data.Family   // made by exchanging FreshCode
+	// FreshCode is exchanged for Family.
+	FreshCode data.AuthCode
+	Grant     data.Grant
+	Session   data.Session
+	Keys      []data.SigningKey
+}
+
+func fullRecords() records {
+	secret := func(id string) data.ClientSecret {
+		return data.ClientSecret{ID: id, Hash: data.Hash(id), CreatedAt: t0, LastUsedAt: t0.Add(time.Hour)}
+	}
+	approved := newClient("full")
+	approved.Status = data.StatusApproved
+	approved.Secrets = []data.ClientSecret{secret("cs_a"), secret("cs_b")}
+	approved.Usage = []data.UsageDay{{Day: "2025-03-14", WithScope: 3, WithoutScope: 4}}
+	approved.DPoPBoundAccessTokens, approved.RequirePAR = true, true
+	approved.Pending = &data.ClientChange{
+		AddScopes: []string{"APPS_READ"}, AddRedirectURIs: []string{"https://app.example.com/other"},
+		DropDPoPBound: true, DropRequirePAR: true, ProposedBy: "user 1 (settings page)", ProposedAt: t0,
+	}
+	approved.RejectedChange = &data.ClientChange{
+		AddScopes: []string{"APPS_WRITE"}, AddRedirectURIs: []string{"https://app.example.com/third"},
+		Type: data.Public, DropDPoPBound: true, DropRequirePAR: true, Secret: ptr(secret("cs_c")),
+		ProposedBy: "user 1 (settings page)", ProposedAt: t0, RejectReason: "not needed",
+	}
+	rejected := newClient("legacy")
+	rejected.Legacy, rejected.Status, rejected.RejectReason = true, data.StatusRejected, "unknown developer"
+	public := newClient("public")
+	public.Type, public.Status, public.Secrets = data.Public, data.StatusApproved, nil
+	public.Pending = &data.ClientChange{Type: data.Confidential, Secret: ptr(secret("cs_d")), ProposedBy: "user 1 (settings page)", ProposedAt: t0}
+
+	code := newCode("oauthd_ac_full", "full")
+	code.Unrestricted, code.Used, code.FamilyID = true, true, "fam-gone"
+	fam := newFamily("fam-full", "full", "rt-full")
+	fam.Unrestricted, fam.Generation, fam.Tagged, fam.JKT = true, 7, true, "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+	fam.CodeHash, fam.PrevHash, fam.LegacyHash = data.AuthCodeKey("oauthd_ac_fresh"), data.Hash("rt-prev"), data.Hash("rt-legacy")
+	retired := newKey("k-retired", data.KeyRetired)
+	retired.Sealed, retired.ActivatedAt, retired.RetiredAt = true, t0, t0
+	return records{
+		Users: []data.User{
+			{ID: 1, Email: "a@example.com", Username: "a", Name: "A", TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", CreatedAt: t0, ExternalID: "ext-a"},
+			{ID: 2, Email: "b@example.com", Username: "b", Name: "B", CreatedAt: t0, Disabled: true, DisabledAt: t0},
+		},
+		Clients:   []data.Client{approved, rejected, public},
+		Code:      code,
+		Family:    fam,
+		FreshCode: newCode("oauthd_ac_fresh", "full"),
+		Grant:     data.Grant{UserID: 1, ClientID: "full", Scopes: []string{"BOOKING_READ"}, CreatedAt: t0, UpdatedAt: t0},
+		Session:   data.Session{Hash: data.Hash("ss-full"), UserID: 1, CSRF: "csrf-full", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		Keys:      []data.SigningKey{retired, newKey("k-active", data.KeyActive)},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,5 +1,6 @@
 // Package memory is an in-memory [data.Store] for tests and development.
 // Every call runs under one mutex, so each call is one transaction; records
-// are deep-copied in and out, and times are stored in UTC. Nothing survives
+// go in and come out through [data.Normalize] (deep copies, times in UTC),
+// so that they read back as from a persistent backend. Nothing survives
 // [Store.Close]. Package memory knows nothing beyond package data.
 package memory

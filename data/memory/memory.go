@@ -119,11 +119,11 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 	}
 	out := make([]data.User, len(us))
 	for i, u := range us {
-		u = cloneUser(u)
+		u = data.Normalize(u)
 		u.ID = s.nextUserID
 		s.nextUserID++
 		s.index(u)
-		out[i] = cloneUser(u)
+		out[i] = data.Normalize(u)
 	}
 	return out, nil
 }
@@ -152,7 +152,7 @@ func (s *Store) GetUserByExternalID(ctx context.Context, id string) (data.User, 
 	if !ok || id == "" {
 		return data.User{}, fmt.Errorf("get user by external ID %q: %w", id, data.ErrNotFound)
 	}
-	return cloneUser(s.users[uid]), nil
+	return data.Normalize(s.users[uid]), nil
 }
 
 // UpdateUser implements [data.Store.UpdateUser].
@@ -165,7 +165,7 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 	if !ok {
 		return data.User{}, fmt.Errorf("update user %d: %w", id, data.ErrNotFound)
 	}
-	next, err := update(cloneUser(old))
+	next, err := update(data.Normalize(old))
 	if err != nil {
 		return data.User{}, err
 	}
@@ -184,12 +184,12 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 	delete(s.byEmail, strings.ToLower(old.Email))
 	delete(s.byUsername, strings.ToLower(old.Username))
 	delete(s.byExternal, old.ExternalID)
-	next = cloneUser(next)
+	next = data.Normalize(next)
 	s.index(next)
 	if next.Disabled && !old.Disabled {
 		s.revokeUser(id)
 	}
-	return cloneUser(next), nil
+	return data.Normalize(next), nil
 }
 
 // revokeUser deletes every session, code, family and grant of the user.
@@ -229,7 +229,7 @@ func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
 	if !ok {
 		return data.User{}, fmt.Errorf("get user %d: %w", id, data.ErrNotFound)
 	}
-	return cloneUser(u), nil
+	return data.Normalize(u), nil
 }
 
 // GetUserByLogin implements [data.Store.GetUserByLogin]: it looks the login
@@ -247,7 +247,7 @@ func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, er
 	if !ok || l == "" {
 		return data.User{}, fmt.Errorf("get user by login: %w", data.ErrNotFound)
 	}
-	return cloneUser(s.users[id]), nil
+	return data.Normalize(s.users[id]), nil
 }
 
 // ListUsers implements [data.Store.ListUsers], ordered by ID.
@@ -258,7 +258,7 @@ func (s *Store) ListUsers(ctx context.Context) ([]data.User, error) {
 	defer s.mu.Unlock()
 	out := make([]data.User, 0, len(s.users))
 	for _, id := range slices.Sorted(maps.Keys(s.users)) {
-		out = append(out, cloneUser(s.users[id]))
+		out = append(out, data.Normalize(s.users[id]))
 	}
 	return out, nil
 }
@@ -277,7 +277,7 @@ func (s *Store) CreateClient(ctx context.Context, c data.Client) error {
 	if _, ok := s.clients[c.ID]; ok {
 		return fmt.Errorf("create client %q: %w", c.ID, data.ErrExists)
 	}
-	s.clients[c.ID] = cloneClient(c)
+	s.clients[c.ID] = data.Normalize(c)
 	return nil
 }
 
@@ -291,7 +291,7 @@ func (s *Store) GetClient(ctx context.Context, id string) (data.Client, error) {
 	if !ok {
 		return data.Client{}, fmt.Errorf("get client %q: %w", id, data.ErrNotFound)
 	}
-	return cloneClient(c), nil
+	return data.Normalize(c), nil
 }
 
 // ListClients implements [data.Store.ListClients], ordered by ID.
@@ -303,7 +303,7 @@ func (s *Store) ListClients(ctx context.Context, status data.ClientStatus) ([]da
 	out := []data.Client{}
 	for _, id := range slices.Sorted(maps.Keys(s.clients)) {
 		if c := s.clients[id]; status == "" || c.Status == status {
-			out = append(out, cloneClient(c))
+			out = append(out, data.Normalize(c))
 		}
 	}
 	return out, nil
@@ -319,7 +319,7 @@ func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Cl
 	if !ok {
 		return data.Client{}, fmt.Errorf("update client %q: %w", id, data.ErrNotFound)
 	}
-	next, err := update(cloneClient(old))
+	next, err := update(data.Normalize(old))
 	if err != nil {
 		return data.Client{}, err
 	}
@@ -329,8 +329,8 @@ func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Cl
 	if err := data.ValidateClientChange(old, next); err != nil {
 		return data.Client{}, fmt.Errorf("update client %q: %w", id, err)
 	}
-	s.clients[id] = cloneClient(next)
-	return cloneClient(next), nil
+	s.clients[id] = data.Normalize(next)
+	return data.Normalize(next), nil
 }
 
 // Authorization codes.
@@ -350,7 +350,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	if s.disabled(c.UserID) {
 		return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
 	}
-	s.codes[string(c.Hash)] = cloneCode(c)
+	s.codes[string(c.Hash)] = data.Normalize(c)
 	return nil
 }
 
@@ -366,9 +366,9 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		return data.AuthCode{}, data.Family{}, fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
 	}
 	if code.Used {
-		return cloneCode(code), data.Family{}, fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
+		return data.Normalize(code), data.Family{}, fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
 	}
-	fam, err := exchange(cloneCode(code))
+	fam, err := exchange(data.Normalize(code))
 	if err != nil {
 		return data.AuthCode{}, data.Family{}, err
 	}
@@ -381,8 +381,8 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 	code.Used = true
 	code.FamilyID = fam.ID
 	s.codes[string(hash)] = code
-	s.families[fam.ID] = cloneFamily(fam)
-	return cloneCode(code), cloneFamily(fam), nil
+	s.families[fam.ID] = data.Normalize(fam)
+	return data.Normalize(code), data.Normalize(fam), nil
 }
 
 // Refresh-token families.
@@ -397,7 +397,7 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 	if !ok {
 		return data.Family{}, fmt.Errorf("get family %q: %w", id, data.ErrNotFound)
 	}
-	return cloneFamily(f), nil
+	return data.Normalize(f), nil
 }
 
 // RotateRefreshToken implements [data.Store.RotateRefreshToken]. An error
@@ -411,19 +411,19 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 	if !ok {
 		return data.Family{}, fmt.Errorf("rotate refresh token: family %q: %w", id, data.ErrNotFound)
 	}
-	next, err := update(cloneFamily(old))
+	next, err := update(data.Normalize(old))
 	switch {
 	case errors.Is(err, data.ErrTokenReused):
 		s.revoke(old)
-		return cloneFamily(old), err
+		return data.Normalize(old), err
 	case err != nil:
 		return data.Family{}, err
 	}
 	if next.ID != id || next.ClientID != old.ClientID {
 		return data.Family{}, fmt.Errorf("rotate refresh token: %w", &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 	}
-	s.families[id] = cloneFamily(next)
-	return cloneFamily(next), nil
+	s.families[id] = data.Normalize(next)
+	return data.Normalize(next), nil
 }
 
 // DeleteFamily implements [data.Store.DeleteFamily].
@@ -473,7 +473,7 @@ func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Famil
 	out := []data.Family{}
 	for _, id := range slices.Sorted(maps.Keys(s.families)) {
 		if f := s.families[id]; clientID == "" || f.ClientID == clientID {
-			out = append(out, cloneFamily(f))
+			out = append(out, data.Normalize(f))
 		}
 	}
 	return out, nil
@@ -491,7 +491,7 @@ func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
 	if s.disabled(g.UserID) {
 		return fmt.Errorf("put grant: user %d: %w", g.UserID, data.ErrUserDisabled)
 	}
-	s.grants[grantKey{g.UserID, g.ClientID}] = cloneGrant(g)
+	s.grants[grantKey{g.UserID, g.ClientID}] = data.Normalize(g)
 	return nil
 }
 
@@ -505,7 +505,7 @@ func (s *Store) GetGrant(ctx context.Context, userID int64, clientID string) (da
 	if !ok {
 		return data.Grant{}, fmt.Errorf("get grant of user %d to %q: %w", userID, clientID, data.ErrNotFound)
 	}
-	return cloneGrant(g), nil
+	return data.Normalize(g), nil
 }
 
 // ListGrants implements [data.Store.ListGrants], ordered by client ID.
@@ -517,7 +517,7 @@ func (s *Store) ListGrants(ctx context.Context, userID int64) ([]data.Grant, err
 	out := []data.Grant{}
 	for k, g := range s.grants {
 		if k.userID == userID {
-			out = append(out, cloneGrant(g))
+			out = append(out, data.Normalize(g))
 		}
 	}
 	slices.SortFunc(out, func(a, b data.Grant) int { return cmp.Compare(a.ClientID, b.ClientID) })
@@ -571,7 +571,7 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if s.disabled(sess.UserID) {
 		return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
 	}
-	s.sessions[string(sess.Hash)] = cloneSession(sess)
+	s.sessions[string(sess.Hash)] = data.Normalize(sess)
 	return nil
 }
 
@@ -585,7 +585,7 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, erro
 	if !ok {
 		return data.Session{}, fmt.Errorf("get session: %w", data.ErrNotFound)
 	}
-	return cloneSession(sess), nil
+	return data.Normalize(sess), nil
 }
 
 // DeleteSession implements [data.Store.DeleteSession].
@@ -609,7 +609,7 @@ func (s *Store) ListKeys(ctx context.Context) ([]data.SigningKey, error) {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	return cloneKeys(s.keys), nil
+	return data.Normalize(s.keys), nil
 }
 
 // UpdateKeys implements [data.Store.UpdateKeys]. The new set must pass
@@ -619,15 +619,15 @@ func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) (
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	next, err := update(cloneKeys(s.keys))
+	next, err := update(data.Normalize(s.keys))
 	if err != nil {
 		return nil, err
 	}
 	if err := data.ValidateKeySet(next); err != nil {
 		return nil, fmt.Errorf("update keys: %w", err)
 	}
-	s.keys = cloneKeys(next)
-	return cloneKeys(next), nil
+	s.keys = data.Normalize(next)
+	return data.Normalize(next), nil
 }
 
 // GarbageCollect implements [data.Store.GarbageCollect].

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"slices"
 	"sync"
 
 	"oauthd/data"
@@ -25,7 +24,7 @@ type famCache struct {
 
 type famEntry struct {
 	version int64
-	fam     data.Family // private: stored and handed out as copies (cloneFamily)
+	fam     data.Family // private: stored and handed out as copies (data.Normalize)
 }
 
 func (c *famCache) get(id string) (famEntry, bool) {
@@ -37,7 +36,7 @@ func (c *famCache) get(id string) (famEntry, bool) {
 
 // put remembers a copy of fam as the family's record at version.
 func (c *famCache) put(id string, version int64, fam data.Family) {
-	fam = cloneFamily(fam)
+	fam = data.Normalize(fam)
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = make(map[string]famEntry)
@@ -60,26 +59,4 @@ func (c *famCache) drop(id string) {
 	c.mu.Lock()
 	delete(c.m, id)
 	c.mu.Unlock()
-}
-
-// cloneFamily returns a deep copy of f as decode(encode(f)) would return
-// it: every time in UTC without a monotonic reading, an empty optional
-// hash nil.
-func cloneFamily(f data.Family) data.Family {
-	f.Scopes = slices.Clone(f.Scopes)
-	f.TokenHash = slices.Clone(f.TokenHash)
-	f.CodeHash = cloneOptional(f.CodeHash)
-	f.PrevHash = cloneOptional(f.PrevHash)
-	f.LegacyHash = cloneOptional(f.LegacyHash)
-	f.CreatedAt, f.RotatedAt = f.CreatedAt.UTC(), f.RotatedAt.UTC()
-	f.ExpiresAt, f.AbsoluteExp = f.ExpiresAt.UTC(), f.AbsoluteExp.UTC()
-	return f
-}
-
-// cloneOptional copies a field tagged omitempty: empty is nil.
-func cloneOptional(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return slices.Clone(b)
 }

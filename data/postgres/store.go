@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/url"
-	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -273,12 +272,18 @@ func isUndefinedTable(err error) bool {
 
 // Records are stored as JSON.
 
-// encode returns v's JSON as a json.RawMessage, which pgx sends as JSON in
-// every query mode: a plain []byte would go as bytea where pgx does not
-// describe the statement (default_query_exec_mode=exec or
-// simple_protocol), and the jsonb columns would refuse it.
-func encode(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+// encode returns the JSON of [data.Normalize](v) as a json.RawMessage,
+// which pgx sends as JSON in every query mode: a plain []byte would go as
+// bytea where pgx does not describe the statement
+// (default_query_exec_mode=exec or simple_protocol), and the jsonb columns
+// would refuse it.
+//
+// Every field of a record, every time included, is in the jsonb body; the
+// other columns (ids, status, used, expires_ns, gc_ns, issued_ns) are
+// copies for keys, indexes and the collector. Only auth_codes.used is read
+// back into a record (over the body's used).
+func encode[T data.Record](v T) json.RawMessage {
+	b, err := json.Marshal(data.Normalize(v))
 	if err != nil {
 		// The data types hold only strings, numbers, bools, byte
 		// slices and times in years 0–9999 (enforced by unixNano's
@@ -288,47 +293,14 @@ func encode(v any) json.RawMessage {
 	return b
 }
 
-// decode reads a record and puts every time in it in UTC.
-func decode[T any](b []byte) (T, error) {
+// decode reads a record, through [data.Normalize]: rows written before
+// encode normalized records may hold times in other zones.
+func decode[T data.Record](b []byte) (T, error) {
 	var v T
 	if err := json.Unmarshal(b, &v); err != nil {
 		return v, fmt.Errorf("decode %T: %w", v, err)
 	}
-	toUTC(reflect.ValueOf(&v).Elem())
-	return v, nil
-}
-
-var timeType = reflect.TypeFor[time.Time]()
-
-// toUTC sets every time.Time reachable from v (fields, slice elements) to
-// UTC, so that the times read back are Equal to, and in the same location
-// as, the UTC times written, whatever zone a caller used.
-func toUTC(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Struct:
-		if v.Type() == timeType {
-			if t := v.Interface().(time.Time); t.Location() != time.UTC {
-				v.Set(reflect.ValueOf(t.UTC()))
-			}
-			return
-		}
-		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
-				toUTC(f)
-			}
-		}
-	case reflect.Slice:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return
-		}
-		for i := range v.Len() {
-			toUTC(v.Index(i))
-		}
-	case reflect.Pointer:
-		if !v.IsNil() {
-			toUTC(v.Elem())
-		}
-	}
+	return data.Normalize(v), nil
 }
 
 // unixNano is t in Unix nanoseconds, clamped to int64 (a zero time is the
@@ -354,7 +326,7 @@ func familyExpiry(f data.Family) int64 {
 }
 
 // queryOne reads one record's body; ErrNotFound when there is none.
-func queryOne[T any](ctx context.Context, q querier, sql string, args ...any) (T, error) {
+func queryOne[T data.Record](ctx context.Context, q querier, sql string, args ...any) (T, error) {
 	var b []byte
 	if err := q.QueryRow(ctx, sql, args...).Scan(&b); err != nil {
 		var zero T
@@ -367,7 +339,7 @@ func queryOne[T any](ctx context.Context, q querier, sql string, args ...any) (T
 }
 
 // queryAll reads the bodies of every row.
-func queryAll[T any](ctx context.Context, q querier, sql string, args ...any) ([]T, error) {
+func queryAll[T data.Record](ctx context.Context, q querier, sql string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -685,7 +657,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		var old data.Family
 		e, guessed := s.fams.get(id)
 		if guessed && attempt == 1 {
-			version, old = e.version, cloneFamily(e.fam) // a guess; the write checks it
+			version, old = e.version, data.Normalize(e.fam) // a guess; the write checks it
 		} else {
 			guessed = false
 			err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
@@ -711,7 +683,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		case errors.Is(uerr, data.ErrTokenReused):
 			// The stored record, not update's argument (which update may
 			// have changed): it names the tombstone and is returned.
-			stored := cloneFamily(e.fam)
+			stored := data.Normalize(e.fam)
 			if !guessed {
 				if stored, err = decode[data.Family](b); err != nil {
 					return data.Family{}, fmt.Errorf("%s: %w", op, err)
@@ -752,10 +724,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			}
 			if tag.RowsAffected() == 1 {
 				s.fams.put(id, version+1, next)
-				// next shares no memory with the store (which keeps
-				// only nb), so it is returned as it is, in UTC.
-				toUTC(reflect.ValueOf(&next).Elem())
-				return next, nil
+				return data.Normalize(next), nil
 			}
 			s.fams.drop(id)
 		}

@@ -34,8 +34,8 @@ const cacheShards = 32
 
 // entryOverhead is what an entry costs besides its strings: the entry
 // (with its Claims), the map's key and slot, the ring's pointer, and the
-// slack of size classes and of the map's growth (measured: an oauthd
-// access token's entry takes ~650 bytes of heap, and is accounted ~670).
+// slack of size classes and of the map's growth (an oauthd access
+// token's entry takes ~650 bytes of heap, and is accounted ~670).
 const entryOverhead = int(unsafe.Sizeof(cacheEntry{})) + sha256.Size + 16 + 8 + 96
 
 // tokenCache holds the results of successful verifications, keyed by the

@@ -292,9 +292,12 @@ func (l *Log) syncer() {
 		var err error
 		if b.sync {
 			t := time.Now()
-			if hold {
+			switch {
+			case l.sync != nil:
+				err = l.sync(l.file)
+			case hold:
 				err = fdatasyncHolding(l.file)
-			} else {
+			default:
 				err = fdatasync(l.file)
 				if l.hold {
 					l.stats.releasedSyncs.Add(1)
@@ -349,11 +352,15 @@ func result(err error) error {
 }
 
 // poison records the first failure of the log: from then on every write
-// fails (the overlay may hold writes that are not on disk), until a
-// restart replays the log.
+// and read fails (the overlay may hold writes that are not on disk), until
+// a restart replays the log; and it calls Options.OnFatal. The committer
+// or a syncer calls it before it answers the writers of the batch.
 func (l *Log) poison(err error) {
 	if l.failed.CompareAndSwap(nil, &err) {
-		l.logger.Error("the store stopped accepting writes; restart oauthd to recover from the write-ahead log", "err", err)
+		l.logger.Error("the store failed and accepts no more writes or reads; restart oauthd to recover from the write-ahead log", "err", err)
+		if l.onFatal != nil {
+			l.onFatal(err)
+		}
 	}
 }
 
@@ -467,8 +474,12 @@ func apply(b *bbolt.Bucket, key, val []byte, del bool) error {
 
 // Get returns the current value of key in bucket b (its index in
 // Options.Buckets), nil when there is none, for a reader outside the
-// committer. The value is the caller's: a copy.
+// committer. The value is the caller's: a copy. It fails with [ErrFailed]
+// once the log has failed.
 func (l *Log) Get(b int, key []byte) ([]byte, error) {
+	if err := l.failure(); err != nil {
+		return nil, err
+	}
 	var buf [80]byte
 	k := overlayKey(buf[:0], b, key)
 	l.ov.mu.RLock()

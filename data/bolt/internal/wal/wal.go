@@ -18,8 +18,9 @@ import (
 var (
 	// ErrClosed: the log was closed.
 	ErrClosed = errors.New("bolt store is closed")
-	// ErrFailed: a write to the log or a checkpoint failed; the log
-	// refuses writes until the database is reopened.
+	// ErrFailed: a write to the log, its flush or a checkpoint failed;
+	// the log refuses every write and read until the database is
+	// reopened (see Options.OnFatal).
 	ErrFailed = errors.New("bolt store failed")
 )
 
@@ -46,6 +47,18 @@ type Options struct {
 	// HoldProc makes the log's fdatasync keep its Go processor while the
 	// thread waits for the disk (Linux only); see bolt.Options.SyncHoldsProc.
 	HoldProc bool
+	// OnFatal is called, once, with the error when a write to the log,
+	// its flush (fdatasync) or a checkpoint fails, before any writer
+	// whose write the failure may have lost gets its answer. From then on
+	// the log refuses every write and read ([ErrFailed]): its overlay may
+	// hold writes that are not on disk, and after a failed fdatasync the
+	// kernel may have dropped them from its cache too, so only a new
+	// process, replaying what is on disk, knows the database. Default:
+	// nothing more (the caller, bolt.Open, makes it stop the process).
+	OnFatal func(error)
+	// Sync replaces the log's flush, for tests that make it fail.
+	// Default: fdatasync.
+	Sync func(*os.File) error
 }
 
 // A Log is the write-ahead log of a bbolt file's hot buckets, its
@@ -64,12 +77,14 @@ type Log struct {
 	done   chan struct{} // closed when the committer has exited
 	stats  counters
 
-	file   *os.File
-	ov     overlay
-	slots  chan struct{} // a token per batch whose sync is in flight
-	syncq  chan *batch
-	hold   bool // Options.HoldProc
-	failed atomic.Pointer[error]
+	file    *os.File
+	ov      overlay
+	slots   chan struct{} // a token per batch whose sync is in flight
+	syncq   chan *batch
+	hold    bool // Options.HoldProc
+	onFatal func(error)
+	sync    func(*os.File) error // Options.Sync
+	failed  atomic.Pointer[error]
 	// Owned by the committer:
 	seed     uint32 // checksum of the log's salt (format.go)
 	gen, seq uint64 // the log's live generation; the last record's sequence
@@ -101,6 +116,8 @@ func Open(db *bbolt.DB, path string, opts Options) (*Log, error) {
 		syncq:   make(chan *batch, maxSyncs),
 		ov:      overlay{m: make(map[string]entry)},
 		hold:    opts.HoldProc,
+		onFatal: opts.OnFatal,
+		sync:    opts.Sync,
 	}
 	l.w.ov, l.w.buckets = &l.ov, l.buckets
 	if err := l.recover(path); err != nil {
@@ -193,8 +210,11 @@ func (l *Log) Close() error {
 
 // Pending calls fn for every write of bucket b acknowledged since the last
 // checkpoint (del for a delete), in no order. The values are fn's to keep
-// and never change.
-func (l *Log) Pending(b int, fn func(key []byte, val []byte, del bool)) {
+// and never change. It fails with [ErrFailed] once the log has failed.
+func (l *Log) Pending(b int, fn func(key []byte, val []byte, del bool)) error {
+	if err := l.failure(); err != nil {
+		return err
+	}
 	l.ov.mu.RLock()
 	defer l.ov.mu.RUnlock()
 	for k, e := range l.ov.m {
@@ -202,6 +222,7 @@ func (l *Log) Pending(b int, fn func(key []byte, val []byte, del bool)) {
 			fn([]byte(k[1:]), e.val, e.del)
 		}
 	}
+	return nil
 }
 
 // Bolt is the read transaction under the hot write: for reading the other

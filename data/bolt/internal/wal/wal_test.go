@@ -7,7 +7,9 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -28,6 +30,12 @@ const bucketA, bucketB = 0, 1
 // path+"-wal"; both close at the end of the test.
 func openLog(t *testing.T, path string) *Log {
 	t.Helper()
+	return openLogWith(t, path, nil)
+}
+
+// openLogWith is openLog with set changing the options first.
+func openLogWith(t *testing.T, path string, set func(*Options)) *Log {
+	t.Helper()
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +51,11 @@ func openLog(t *testing.T, path string) *Log {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(db, path+"-wal", Options{Meta: meta, Buckets: buckets, FillPercent: []float64{0, 0.9}})
+	opts := Options{Meta: meta, Buckets: buckets, FillPercent: []float64{0, 0.9}}
+	if set != nil {
+		set(&opts)
+	}
+	l, err := Open(db, path+"-wal", opts)
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -246,8 +258,9 @@ func TestKeep(t *testing.T) {
 }
 
 // TestFailureStopsWrites: once the log cannot be written, every write
-// fails with ErrFailed (none is acknowledged that is not on disk), reads
-// still work, and a reopen recovers what was acknowledged.
+// fails with ErrFailed (none is acknowledged that is not on disk), so do
+// reads (the overlay may hold the writes that failed), and a reopen
+// recovers what was acknowledged.
 func TestFailureStopsWrites(t *testing.T) {
 	l := newLog(t)
 	put(t, l, bucketA, "k", "v")
@@ -263,10 +276,72 @@ func TestFailureStopsWrites(t *testing.T) {
 	if err := l.Checkpoint(t.Context()); !errors.Is(err, ErrFailed) {
 		t.Fatalf("checkpoint with a broken log: %v; want ErrFailed", err)
 	}
-	if _, err := l.Get(bucketA, []byte("k")); err != nil {
-		t.Fatalf("read with a broken log: %v", err)
+	if _, err := l.Get(bucketA, []byte("k")); !errors.Is(err, ErrFailed) {
+		t.Fatalf("read with a broken log: %v; want ErrFailed", err)
 	}
 	want(t, openLog(t, path), bucketA, "k", "v")
+}
+
+// TestFlushFailureIsFatal: a failed fdatasync calls OnFatal once, before
+// the writer whose write it may have lost gets an answer; that writer gets
+// ErrFailed, never success; and from then on every read and write fails,
+// so that nothing this process answers rests on the write that failed. A
+// new process knows what is on disk: every acknowledged write.
+func TestFlushFailureIsFatal(t *testing.T) {
+	errDisk := errors.New("injected EIO")
+	var failing atomic.Bool
+	fatal := make(chan error, 2)
+	release := make(chan struct{})
+	l := openLogWith(t, filepath.Join(t.TempDir(), "db"), func(o *Options) {
+		o.Sync = func(f *os.File) error {
+			if failing.Load() {
+				return errDisk
+			}
+			return fdatasync(f)
+		}
+		o.OnFatal = func(err error) {
+			fatal <- err
+			<-release
+		}
+	})
+	put(t, l, bucketA, "k", "acknowledged")
+	failing.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		done <- l.Write(t.Context(), "put", func(w *Tx) error { return w.Put(bucketA, []byte("k"), []byte("failed")) })
+	}()
+	if err := <-fatal; !errors.Is(err, errDisk) {
+		t.Fatalf("OnFatal(%v); want the flush's error", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the writer got its answer (%v) while OnFatal ran", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; !errors.Is(err, ErrFailed) || !errors.Is(err, errDisk) {
+		t.Fatalf("write whose flush failed: %v; want ErrFailed wrapping the flush's error", err)
+	}
+	if v, err := l.Get(bucketA, []byte("k")); !errors.Is(err, ErrFailed) {
+		t.Fatalf("read after a failed flush = %q, %v; want ErrFailed", v, err)
+	}
+	if err := l.Pending(bucketA, func([]byte, []byte, bool) {}); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Pending after a failed flush: %v; want ErrFailed", err)
+	}
+	if err := l.Write(t.Context(), "put", func(w *Tx) error { return w.Put(bucketB, []byte("x"), nil) }); !errors.Is(err, ErrFailed) {
+		t.Fatalf("write after a failed flush: %v; want ErrFailed", err)
+	}
+	select {
+	case err := <-fatal:
+		t.Fatalf("OnFatal called again (%v); want once", err)
+	default:
+	}
+	// The failed write may or may not have reached the disk: its writer
+	// was told neither way. The acknowledged one is there.
+	c := openLog(t, crashCopy(t, l))
+	if got, err := c.Get(bucketA, []byte("k")); err != nil || (string(got) != "acknowledged" && string(got) != "failed") {
+		t.Fatalf("after a restart, k = %q, %v; want the acknowledged value or the failed one", got, err)
+	}
 }
 
 // TestCheckpointBySize: the log starts over once it passes walCheckpoint,
