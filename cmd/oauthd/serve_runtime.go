@@ -117,8 +117,6 @@ func registerStoreMetrics(reg prometheus.Registerer, db *bolt.Store) {
 			func(s bolt.CommitStats) float64 { return float64(s.Syncs) }),
 		counter("oauthd_store_wal_sync_seconds_total", "Time spent in them.",
 			func(s bolt.CommitStats) float64 { return s.SyncTime.Seconds() }),
-		counter("oauthd_store_wal_syncs_released_total", "fdatasyncs that released their Go processor because the one before took 2ms or more (a slow disk, or a saturated CPU late to wake the syncer).",
-			func(s bolt.CommitStats) float64 { return float64(s.ReleasedSyncs) }),
 		counter("oauthd_store_checkpoints_total", "Copies of the write-ahead log into the database file.",
 			func(s bolt.CommitStats) float64 { return float64(s.Checkpoints) }),
 		counter("oauthd_store_checkpoint_seconds_total", "Time spent in them; the group committer answers no write meanwhile.",

@@ -81,8 +81,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		}
 		db = w.pg
 	} else {
-		bolt.ReserveSyncProc() // SyncHoldsProc
-		w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger, SyncHoldsProc: true})
+		w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger})
 		if errors.Is(err, bolt.ErrLocked) {
 			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
 		}

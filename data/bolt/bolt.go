@@ -94,24 +94,6 @@ type Options struct {
 	// Logger receives operational events (never a record's secret fields).
 	// Default: discard.
 	Logger *slog.Logger
-	// SyncHoldsProc makes the fdatasync of the write-ahead log keep its Go
-	// processor (P) while the thread waits for the disk (Linux only).
-	//
-	// An ordinary blocking system call lets the scheduler's monitor take
-	// the P away after 20µs and hand it to another thread; when the flush
-	// returns, the goroutine has no P and queues for one behind busy
-	// goroutines, and the monitor, which found work to do, keeps polling
-	// every 20µs. With a flush always in flight under load, that costs
-	// several thread switches per flush and delays every answer. Holding
-	// the P avoids all three, at two costs: the P runs no other goroutine
-	// during the flush, so the caller should raise GOMAXPROCS by one
-	// ([ReserveSyncProc]); and a
-	// stop-the-world phase of the garbage collector waits for the flush to
-	// end. So that a slow disk cannot stall the whole process, a flush that
-	// follows one of 2ms or more releases its P as usual
-	// (CommitStats.ReleasedSyncs counts them). See docs/DESIGN.md "Holding
-	// the P through the flush" for the measurements.
-	SyncHoldsProc bool
 	// MustExist makes Open fail with [ErrNoDatabase], creating and
 	// writing nothing, when path holds no oauthd database yet. Only the
 	// commands that set a database up (serve) leave it false.
@@ -229,7 +211,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	log, err := wal.Open(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill,
-		Logger: opts.Logger, HoldProc: opts.SyncHoldsProc, OnFatal: opts.OnFatal, Sync: opts.sync})
+		Logger: opts.Logger, OnFatal: opts.OnFatal, Sync: opts.sync})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)

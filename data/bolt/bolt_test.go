@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -48,63 +47,6 @@ func openTemp(t testing.TB) *bolt.Store {
 
 func TestStore(t *testing.T) {
 	datatest.RunStoreTests(t, func(t *testing.T) data.Store { return openTemp(t) })
-}
-
-// TestStoreSyncHoldsProc runs the conformance suite with the log's flushes
-// holding their P, as oauthd serve opens the store.
-func TestStoreSyncHoldsProc(t *testing.T) {
-	datatest.RunStoreTests(t, func(t *testing.T) data.Store {
-		s := openWith(t, filepath.Join(t.TempDir(), "oauthd.db"), bolt.Options{SyncHoldsProc: true})
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
-}
-
-// TestSyncHoldsProcOneP writes from many goroutines on a single P while the
-// garbage collector keeps stopping the world: a flush that holds the only
-// P must delay the others, never stall them, and every acknowledged write
-// must be there after a reopen.
-func TestSyncHoldsProcOneP(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	path := filepath.Join(t.TempDir(), "oauthd.db")
-	s := openWith(t, path, bolt.Options{SyncHoldsProc: true})
-	stop := make(chan struct{})
-	var gcs sync.WaitGroup
-	gcs.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				runtime.GC()
-			}
-		}
-	})
-	const n = 200
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { errs[i] = s.CreateAuthCode(ctx, code(fmt.Sprint("c", i))) })
-	}
-	wg.Wait()
-	close(stop)
-	gcs.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("write %d: %v", i, err)
-		}
-	}
-	if st := s.CommitStats(); st.Syncs == 0 || st.Ops != n {
-		t.Fatalf("commit stats %+v: want %d writes through at least one flush", st, n)
-	}
-	must(t, s.Close())
-	s = open(t, path)
-	defer s.Close()
-	for i := range n {
-		if _, _, err := s.ExchangeAuthCode(ctx, data.Hash(fmt.Sprint("c", i)), family(fmt.Sprint("f", i), "t")); err != nil {
-			t.Fatalf("code %d after reopen: %v", i, err)
-		}
-	}
 }
 
 func client(id string) data.Client {

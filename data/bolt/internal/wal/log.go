@@ -23,10 +23,6 @@ const (
 	// overlayMax is the number of distinct keys written since the last
 	// checkpoint that triggers the next one, whatever the log's size.
 	overlayMax = 4096
-	// slowSync is the flush time past which the next flush releases its
-	// P (Options.HoldProc): a disk this slow may be stalling, and a
-	// held flush would stall the garbage collector with it.
-	slowSync = 2 * time.Millisecond
 )
 
 // An op is one write submitted to the group committer: a hot write (fn)
@@ -287,24 +283,16 @@ func run(w *Tx, o *op) (err error) {
 
 // syncer makes batches durable and answers their ops, in order.
 func (l *Log) syncer() {
-	hold := l.hold
 	for b := range l.syncq {
 		var err error
 		if b.sync {
 			t := time.Now()
-			switch {
-			case l.sync != nil:
+			if l.sync != nil {
 				err = l.sync(l.file)
-			case hold:
-				err = fdatasyncHolding(l.file)
-			default:
+			} else {
 				err = fdatasync(l.file)
-				if l.hold {
-					l.stats.releasedSyncs.Add(1)
-				}
 			}
 			d := time.Since(t)
-			hold = holdNext(l.hold, d)
 			l.stats.syncs.Add(1)
 			l.stats.syncNanos.Add(int64(d))
 			if err != nil {
@@ -335,12 +323,6 @@ func (l *Log) syncer() {
 		batchPool.Put(b)
 		<-l.slots
 	}
-}
-
-// holdNext reports whether the next flush holds its P
-// (Options.HoldProc): unless the last one took slowSync or more.
-func holdNext(enabled bool, last time.Duration) bool {
-	return enabled && last < slowSync
 }
 
 // result is the error the caller sees: the kept wrapper removed.
@@ -551,8 +533,8 @@ func (w *Tx) Delete(b int, key []byte) {
 
 // counters count the group committer's work, for metrics.
 type counters struct {
-	commits, ops, checkpoints, syncs, releasedSyncs atomic.Uint64
-	nanos, syncNanos, checkpointNanos               atomic.Int64
+	commits, ops, checkpoints, syncs  atomic.Uint64
+	nanos, syncNanos, checkpointNanos atomic.Int64
 }
 
 // Stats is what the group committer has done since Open.
@@ -564,9 +546,6 @@ type Stats struct {
 	CheckpointTime time.Duration // spent in them (no write is answered meanwhile)
 	Syncs          uint64        // fdatasyncs of the log
 	SyncTime       time.Duration // spent in them
-	// ReleasedSyncs counts the fdatasyncs that released their P because
-	// the one before was slow (Options.HoldProc); 0 when it is off.
-	ReleasedSyncs uint64
 }
 
 // Stats reports the group committer's counters: Ops/Commits is the mean
@@ -580,6 +559,5 @@ func (l *Log) Stats() Stats {
 		CheckpointTime: time.Duration(l.stats.checkpointNanos.Load()),
 		Syncs:          l.stats.syncs.Load(),
 		SyncTime:       time.Duration(l.stats.syncNanos.Load()),
-		ReleasedSyncs:  l.stats.releasedSyncs.Load(),
 	}
 }

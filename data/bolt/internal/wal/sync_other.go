@@ -6,6 +6,3 @@ import "os"
 
 // fdatasync flushes f (fsync where there is no fdatasync).
 func fdatasync(f *os.File) error { return f.Sync() }
-
-// fdatasyncHolding is fdatasync: only Linux has the held variant.
-func fdatasyncHolding(f *os.File) error { return fdatasync(f) }

@@ -44,9 +44,6 @@ type Options struct {
 	FillPercent []float64
 	// Logger receives the log's operational events. Default: discard.
 	Logger *slog.Logger
-	// HoldProc makes the log's fdatasync keep its Go processor while the
-	// thread waits for the disk (Linux only); see bolt.Options.SyncHoldsProc.
-	HoldProc bool
 	// OnFatal is called, once, with the error when a write to the log,
 	// its flush (fdatasync) or a checkpoint fails, before any writer
 	// whose write the failure may have lost gets its answer. From then on
@@ -81,7 +78,6 @@ type Log struct {
 	ov      overlay
 	slots   chan struct{} // a token per batch whose sync is in flight
 	syncq   chan *batch
-	hold    bool // Options.HoldProc
 	onFatal func(error)
 	sync    func(*os.File) error // Options.Sync
 	failed  atomic.Pointer[error]
@@ -115,7 +111,6 @@ func Open(db *bbolt.DB, path string, opts Options) (*Log, error) {
 		slots:   make(chan struct{}, maxSyncs),
 		syncq:   make(chan *batch, maxSyncs),
 		ov:      overlay{m: make(map[string]entry)},
-		hold:    opts.HoldProc,
 		onFatal: opts.OnFatal,
 		sync:    opts.Sync,
 	}
