@@ -1,8 +1,10 @@
 package bolt_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,4 +72,39 @@ func TestUserIndexBuiltOnOpen(t *testing.T) {
 	if fams, _ := s.ListUserFamilies(ctx, 7); len(fams) != 1 || fams[0].ClientID != "b" {
 		t.Fatalf("ListUserFamilies after RevokeApp = %+v; want client b's only", fams)
 	}
+}
+
+// BenchmarkExchangeAuthCode measures the code exchange on bolt (64
+// goroutines): the write that also puts the family's entry in the index
+// by user (one more key in the same log record, no more syncs).
+func BenchmarkExchangeAuthCode(b *testing.B) {
+	s := openTemp(b)
+	var mu sync.Mutex
+	next := 0
+	b.SetParallelism(32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			mu.Lock()
+			i := next
+			next++
+			mu.Unlock()
+			now := t0.Add(time.Duration(i) * time.Microsecond)
+			code := data.AuthCode{Hash: data.AuthCodeKey(fmt.Sprintf("oauthd_ac_bench%09d", i)), ClientID: "c", UserID: int64(i%1000 + 1),
+				RedirectURI: "https://app.example.com/cb", Scopes: []string{"PROFILE_READ"}, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+			if err := s.CreateAuthCode(ctx, code); err != nil {
+				b.Error(err)
+				return
+			}
+			id := data.NewFamilyID(now)
+			if _, _, err := s.ExchangeAuthCode(ctx, code.Hash, func(c data.AuthCode) (data.Family, error) {
+				return data.Family{ID: id, ClientID: c.ClientID, UserID: c.UserID, Scopes: c.Scopes, TokenHash: data.Hash(id),
+					CreatedAt: now, RotatedAt: now, ExpiresAt: now.Add(time.Hour), AbsoluteExp: now.Add(time.Hour)}, nil
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
