@@ -64,6 +64,15 @@ func parsePage(base *template.Template, fsys fs.FS, files ...string) (*template.
 	return t.ParseFS(fsys, files...)
 }
 
+// ScopeGroup is the scopes of one level (your account, your teams, your
+// organization) under the heading the consent page gives it.
+type ScopeGroup = scopeGroup
+
+// ScopeGroups groups scope names as the consent page shows them: by level,
+// in the catalogue's order, each with its plain description. The
+// Connected apps page shows a grant's permissions in the same words.
+func ScopeGroups(names []string) []ScopeGroup { return groupScopes(names) }
+
 // CSSURL is the stylesheet's URL (with its content hash) that layout.html
 // links: a view's CSSURL.
 func (h *Handler) CSSURL() string { return h.cssURL }

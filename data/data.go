@@ -288,6 +288,18 @@ type Grant struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// AppRevocation is what [Store.RevokeApp] removed.
+type AppRevocation struct {
+	// Families are the IDs of the families revoked (each left its
+	// [Revocation]), in ID order.
+	Families []string
+	// Grant: the consent grant was there and is gone.
+	Grant bool
+	// Codes counts the authorization codes deleted (unused ones and the
+	// tombstones of used ones).
+	Codes int
+}
+
 // Session is a logged-in browser session, keyed by the SHA-256 of the
 // session cookie's value.
 type Session struct {
@@ -413,6 +425,19 @@ type Store interface {
 	ListRevoked(ctx context.Context, since time.Time) ([]Revocation, error)
 	// ListFamilies lists the families of a client ("" for all).
 	ListFamilies(ctx context.Context, clientID string) ([]Family, error)
+	// ListUserFamilies lists the families of one user, ordered by client
+	// ID and then family ID, from an index by user (the Connected apps
+	// page reads it: its cost is the user's families, not the store's).
+	ListUserFamilies(ctx context.Context, userID int64) ([]Family, error)
+	// RevokeApp ends everything the user allowed clientID, in one
+	// transaction: the user's authorization codes for the client (unused
+	// or not: a code issued before the removal can never be exchanged
+	// after it), every refresh-token family of the pair (each with its
+	// [Revocation], as DeleteFamily), and the consent grant. A code
+	// exchange or a rotation of the pair's families that commits before
+	// it is undone by it; one that comes after finds nothing. Nothing to
+	// remove is not an error (the zero AppRevocation).
+	RevokeApp(ctx context.Context, userID int64, clientID string) (AppRevocation, error)
 
 	// Consent grants.
 

@@ -285,6 +285,11 @@ func TestHandoverFlow(t *testing.T) {
 	if status, at, body := browse(t, first, http.MethodGet, h.base+"/settings/clients", nil); status != http.StatusOK || at.Path != "/settings/clients" || !strings.Contains(body, platName) {
 		t.Fatalf("settings pages after the handover: %d at %s; want 200\n%s", status, at, body)
 	}
+	// So does Connected apps, with the app the platform's user just allowed.
+	if status, at, body := browse(t, first, http.MethodGet, h.base+"/settings/apps", nil); status != http.StatusOK || at.Path != "/settings/apps" ||
+		!strings.Contains(body, "Remove access") || !strings.Contains(body, platName) {
+		t.Fatalf("Connected apps after the handover: %d at %s; want 200 with the app\n%s", status, at, body)
+	}
 	var users []struct {
 		ID         int64  `json:"id"`
 		ExternalID string `json:"external_id"`

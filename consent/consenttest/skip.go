@@ -23,6 +23,7 @@ var browserTests = []struct{ dir, test string }{
 	{"./cmd/oauthd", "TestReviewWidening"},
 	{"./consent", "TestBrowserFlow"},
 	{"./consent/settings", "TestSettingsBrowser"},
+	{"./consent/settings", "TestAppsBrowser"},
 }
 
 // HowToRunBrowserTests is what the skip line tells the reader to do.

@@ -2,11 +2,14 @@
 // /settings/clients: the signed-in user's own OAuth clients, the
 // registration form, secrets (generated and shown once, revoked), redirect
 // URIs, scopes, the DPoP and PAR protections, the migration of legacy
-// clients and the panel of a change waiting for review.
+// clients and the panel of a change waiting for review. It also serves
+// every user's Connected apps page, /settings/apps: the apps they allowed,
+// each with a form that removes its access ([AppAdmin]).
 //
 // One HTTP handler per file: list.go, new.go (the form), create.go,
 // show.go, redirect_uris.go, scopes.go (with the legacy migration),
-// protections.go, secret_generate.go and secret_revoke.go. What they share:
+// protections.go, secret_generate.go, secret_revoke.go, apps.go (the
+// Connected apps page) and apps_revoke.go. What they share:
 // settings.go (Config, New, Register, the rendering), access.go (the
 // steps a route takes before its handler: the form, the session, the CSRF
 // token, the client's ownership; the handler gets their result),

@@ -46,6 +46,7 @@ const (
 	pageClientNew    = "new"
 	pageClientDetail = "client"
 	pageClientMade   = "created"
+	pageApps         = "apps"
 )
 
 //go:embed templates/*.html
@@ -60,13 +61,17 @@ type Config struct {
 	// Clients is the operator API the pages change clients through (an
 	// *admin.Local). Required.
 	Clients ClientAdmin
-	Logger  *slog.Logger // the pages' audit lines; default: discard
+	// Apps is what the Connected apps page (/settings/apps) calls;
+	// default: Clients, when it is also an AppAdmin (an *admin.Local is).
+	Apps   AppAdmin
+	Logger *slog.Logger // the pages' audit lines; default: discard
 }
 
 // Handler serves the client settings pages. Create it with [New].
 type Handler struct {
 	site    *consent.Handler
 	clients ClientAdmin
+	apps    AppAdmin // nil: no Connected apps page
 	log     *slog.Logger
 	pages   map[string]*consent.Page
 }
@@ -77,11 +82,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Site == nil || cfg.Clients == nil {
 		return nil, errors.New("settings: Config needs Site and Clients")
 	}
-	h := &Handler{site: cfg.Site, clients: cfg.Clients, log: cfg.Logger, pages: map[string]*consent.Page{}}
+	h := &Handler{site: cfg.Site, clients: cfg.Clients, apps: cfg.Apps, log: cfg.Logger, pages: map[string]*consent.Page{}}
+	if h.apps == nil {
+		h.apps, _ = cfg.Clients.(AppAdmin)
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	for _, name := range []string{pageClients, pageClientNew, pageClientDetail, pageClientMade} {
+	for _, name := range []string{pageClients, pageClientNew, pageClientDetail, pageClientMade, pageApps} {
 		p, err := consent.NewPage(name, templateFS, "templates/"+name+".html", "templates/common.html")
 		if err != nil {
 			return nil, fmt.Errorf("settings: %w", err)
@@ -101,10 +109,12 @@ type view struct {
 	User    data.User
 	CSRF    string
 	S       *settingsView // the settings pages' data
+	A       *appsView     // the Connected apps page's data
 }
 
-// Register mounts the client settings pages under /settings/clients, each
-// handler in its own file, behind the steps its route takes (access.go).
+// Register mounts the client settings pages under /settings/clients and
+// the Connected apps page under /settings/apps, each handler in its own
+// file, behind the steps its route takes (access.go).
 func (h *Handler) Register(e *echo.Echo) {
 	e.GET(clientsPath, h.guard(steps{back: clientsPath}, h.listClients))                              // list.go
 	e.GET(newClientPath, h.guard(steps{back: newClientPath}, h.newClientForm))                        // new.go
@@ -118,6 +128,10 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.POST(clientsPath+"/:id/protections", onClient("client_protections", h.saveProtections))      // protections.go
 	e.POST(clientsPath+"/:id/secrets", onClient("client_secret_generate", h.generateSecret))       // secret_generate.go
 	e.POST(clientsPath+"/:id/secrets/revoke", onClient("client_secret_revoke", h.revokeSecret))    // secret_revoke.go
+	if h.apps != nil {
+		e.GET(appsPath, h.guard(steps{back: appsPath}, h.listApps))                                     // apps.go
+		e.POST(appsPath+"/:id/revoke", h.guard(steps{back: appsPath, post: "app_revoke"}, h.revokeApp)) // apps_revoke.go
+	}
 }
 
 // settingsRender renders a settings page (wide layout).

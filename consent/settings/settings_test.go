@@ -704,8 +704,8 @@ func TestSettingsEveryRouteGuarded(t *testing.T) {
 			}
 		}
 	}
-	if routes != 9 {
-		t.Errorf("%d settings routes; want 9 (update this test with the new route)", routes)
+	if routes != 11 {
+		t.Errorf("%d settings routes; want 11 (update this test with the new route)", routes)
 	}
 	after := se.client(a.ClientID)
 	if len(after.Secrets) != 1 || after.Secrets[0].ID != before.Secrets[0].ID || after.Name != before.Name ||

@@ -49,20 +49,24 @@ var (
 	bucketCodes       = []byte("auth_codes")     // SHA-256 → AuthCode
 	bucketFamilies    = []byte("families")       // ID → Family
 	bucketFamByClient = []byte("families_by_client")
-	bucketGrants      = []byte("grants")         // 8-byte user ID + client ID → Grant
-	bucketSessions    = []byte("sessions")       // SHA-256 → Session
-	bucketKeys        = []byte("keys")           // keySetKey → []SigningKey
-	bucketUserExt     = []byte("users_external") // external ID → ID
-	bucketUserOff     = []byte("users_disabled") // 8-byte ID → "" while the user is disabled
-	bucketNonces      = []byte("nonces")         // key → 8-byte expiry (Unix ns)
-	bucketRevoked     = []byte("revoked")        // grant ID → Revocation (JSON)
+	bucketGrants      = []byte("grants")           // 8-byte user ID + client ID → Grant
+	bucketSessions    = []byte("sessions")         // SHA-256 → Session
+	bucketKeys        = []byte("keys")             // keySetKey → []SigningKey
+	bucketUserExt     = []byte("users_external")   // external ID → ID
+	bucketUserOff     = []byte("users_disabled")   // 8-byte ID → "" while the user is disabled
+	bucketNonces      = []byte("nonces")           // key → 8-byte expiry (Unix ns)
+	bucketRevoked     = []byte("revoked")          // grant ID → Revocation (JSON)
+	bucketFamByUser   = []byte("families_by_user") // 8-byte user ID + client ID + 0 + family ID → ""
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
-		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked}
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser}
 
 	keySchema = []byte("schema_version")
-	keySetKey = []byte("set")
+	// keyUserIndex marks a file whose families_by_user index is complete
+	// (see buildUserIndex).
+	keyUserIndex = []byte("families_by_user_built")
+	keySetKey    = []byte("set")
 )
 
 // The hot buckets: the writes of the hot path (codes, refresh-token
@@ -76,9 +80,10 @@ const (
 	hotSessions
 	hotRevoked
 	hotNonces
+	hotFamByUser
 )
 
-var hotBuckets = [][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces}
+var hotBuckets = [][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces, bucketFamByUser}
 
 // hotFill is the fill percent of each hot bucket in the bbolt file (0:
 // bbolt's default); see appendFill.
@@ -215,6 +220,13 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// The log is replayed into the file and nothing else writes yet: the
+	// index by user can be built on the file alone.
+	if err := db.Update(buildUserIndex); err != nil {
+		log.Close()
+		db.Close()
+		return nil, fmt.Errorf("open database %s: index families by user: %w", path, err)
 	}
 	opts.Logger.Debug("database opened", "path", path)
 	return &Store{db: db, log: log, logger: opts.Logger}, nil

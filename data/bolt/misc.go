@@ -118,10 +118,13 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 		}, nil); err != nil {
 			return err
 		}
-		idx := tx.Bucket(bucketFamByClient)
+		idx, byUser := tx.Bucket(bucketFamByClient), tx.Bucket(bucketFamByUser)
 		if r.Families, err = sweep(tx.Bucket(bucketFamilies), func(f *data.Family) bool {
 			return f.ExpiresAt.Before(now) || (!f.AbsoluteExp.IsZero() && f.AbsoluteExp.Before(now))
 		}, func(f *data.Family) error {
+			if err := byUser.Delete(familyUserKey(f.UserID, f.ClientID, f.ID)); err != nil {
+				return err
+			}
 			return idx.Delete(familyIndexKey(f.ClientID, f.ID))
 		}); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -101,6 +102,39 @@ func familyIndexKey(clientID, familyID string) []byte {
 	return append(k, familyID...)
 }
 
+// familyUserKey is the key of a family in the by-user index: the user's
+// 8-byte ID, the client ID, a 0 byte and the family ID, so that a user's
+// families come grouped by client.
+func familyUserKey(userID int64, clientID, familyID string) []byte {
+	k := make([]byte, 0, 8+len(clientID)+1+len(familyID))
+	k = binary.BigEndian.AppendUint64(k, uint64(userID))
+	k = append(k, clientID...)
+	k = append(k, 0)
+	return append(k, familyID...)
+}
+
+// buildUserIndex fills the by-user index from the families bucket, once:
+// files written before the index existed have none. Open runs it after
+// the log's replay, before any write.
+func buildUserIndex(tx *bbolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(keyUserIndex) != nil {
+		return nil
+	}
+	idx := tx.Bucket(bucketFamByUser)
+	err := tx.Bucket(bucketFamilies).ForEach(func(k, v []byte) error {
+		var f data.Family
+		if err := jsonUnmarshal(v, &f); err != nil {
+			return fmt.Errorf("family %q: %w", k, err)
+		}
+		return idx.Put(familyUserKey(f.UserID, f.ClientID, f.ID), []byte{})
+	})
+	if err != nil {
+		return err
+	}
+	return meta.Put(keyUserIndex, []byte("1"))
+}
+
 // appendFill is the fill percent of the family buckets, whose new keys
 // sort last (family IDs begin with their creation time): a full last page
 // splits into a full page and a new one instead of two half-full ones, so
@@ -114,7 +148,10 @@ func putFamily(w *wal.Tx, f data.Family) error {
 	if err := w.Put(hotFamilies, []byte(f.ID), appendFamily(make([]byte, 0, 256), &f)); err != nil {
 		return err
 	}
-	return w.Put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil)
+	if err := w.Put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil); err != nil {
+		return err
+	}
+	return w.Put(hotFamByUser, familyUserKey(f.UserID, f.ClientID, f.ID), nil)
 }
 
 // deleteFamily removes f and its index entry, and stores its tombstone.
@@ -128,6 +165,7 @@ func deleteFamily(w *wal.Tx, f data.Family) error {
 	}
 	w.Delete(hotFamilies, []byte(f.ID))
 	w.Delete(hotFamByClient, familyIndexKey(f.ClientID, f.ID))
+	w.Delete(hotFamByUser, familyUserKey(f.UserID, f.ClientID, f.ID))
 	return nil
 }
 
@@ -240,6 +278,123 @@ func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Famil
 		return nil
 	})
 	return out, err
+}
+
+// ListUserFamilies implements [data.Store.ListUserFamilies] without a
+// checkpoint (a page view must not pause the hot writes): the index
+// entries of the user written since the last checkpoint (the overlay,
+// read first) and those in the bbolt file, each family then read as
+// GetFamily reads it; an entry whose family is gone is skipped. A
+// checkpoint between the two reads only moves entries from the first
+// place to the second.
+func (s *Store) ListUserFamilies(ctx context.Context, userID int64) ([]data.Family, error) {
+	if err := s.begin(ctx, "list user families"); err != nil {
+		return nil, err
+	}
+	prefix := binary.BigEndian.AppendUint64(nil, uint64(userID))
+	keys := map[string]bool{}
+	s.log.Pending(hotFamByUser, func(k, _ []byte, del bool) {
+		if !del && bytes.HasPrefix(k, prefix) {
+			keys[string(k)] = true
+		}
+	})
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketFamByUser).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			keys[string(k)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list user families: %w", err)
+	}
+	out := []data.Family{}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		i := strings.LastIndexByte(k, 0)
+		if i < len(prefix) {
+			continue
+		}
+		raw, err := s.log.Get(hotFamilies, []byte(k[i+1:]))
+		if err != nil {
+			return nil, fmt.Errorf("list user families: %w", err)
+		}
+		if raw == nil {
+			continue
+		}
+		var f data.Family
+		if err := jsonUnmarshal(raw, &f); err != nil {
+			return nil, fmt.Errorf("list user families: %w", err)
+		}
+		if f.UserID == userID {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// RevokeApp implements [data.Store.RevokeApp] as an exclusive op (after a
+// checkpoint, alone with the hot writes), so that no code exchange or
+// rotation interleaves with it: the pair's codes (a scan of the codes
+// bucket, which holds only codes younger than their expiry), its families
+// (from the index by user, each with its tombstone) and the grant, in
+// one bbolt transaction.
+func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (data.AppRevocation, error) {
+	var r data.AppRevocation
+	err := s.log.Exclusive(ctx, "revoke app", true, func(tx *bbolt.Tx) error {
+		r = data.AppRevocation{}
+		var err error
+		if r.Codes, err = sweep(tx.Bucket(bucketCodes), func(c *data.AuthCode) bool {
+			return c.UserID == userID && c.ClientID == clientID
+		}, nil); err != nil {
+			return err
+		}
+		fams, byUser := tx.Bucket(bucketFamilies), tx.Bucket(bucketFamByUser)
+		prefix := familyUserKey(userID, clientID, "")
+		var dead [][]byte
+		c := byUser.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			dead = append(dead, bytes.Clone(k))
+		}
+		byClient, rev := tx.Bucket(bucketFamByClient), tx.Bucket(bucketRevoked)
+		for _, k := range dead {
+			id := k[len(prefix):]
+			var f data.Family
+			ok, err := get(fams, id, &f)
+			if err != nil {
+				return err
+			}
+			if err := byUser.Delete(k); err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			raw, err := json.Marshal(data.RevocationOf(f))
+			if err != nil {
+				return err
+			}
+			if err := rev.Put(id, raw); err != nil {
+				return err
+			}
+			if err := byClient.Delete(familyIndexKey(f.ClientID, f.ID)); err != nil {
+				return err
+			}
+			if err := fams.Delete(id); err != nil {
+				return err
+			}
+			r.Families = append(r.Families, f.ID)
+		}
+		grants, gk := tx.Bucket(bucketGrants), grantKey(userID, clientID)
+		if grants.Get(gk) != nil {
+			r.Grant = true
+			return grants.Delete(gk)
+		}
+		return nil
+	})
+	if err != nil {
+		return data.AppRevocation{}, fmt.Errorf("revoke app %q of user %d: %w", clientID, userID, err)
+	}
+	return r, nil
 }
 
 // Sessions.

@@ -196,6 +196,9 @@ func revokeUser(tx *bbolt.Tx, id int64) error {
 			if err := rev.Put([]byte(f.ID), raw); err != nil {
 				return err
 			}
+			if err := tx.Bucket(bucketFamByUser).Delete(familyUserKey(f.UserID, f.ClientID, f.ID)); err != nil {
+				return err
+			}
 			return idx.Delete(familyIndexKey(f.ClientID, f.ID))
 		}); err != nil {
 		return err

@@ -226,10 +226,12 @@ func testCancelled(t *testing.T, s data.Store) {
 			_, err := s.RotateRefreshToken(cctx, "f", presenting("t", rotateTo("u", t0)))
 			return err
 		},
-		"DeleteFamily":  func() error { return s.DeleteFamily(cctx, "f") },
-		"ListRevoked":   func() error { _, err := s.ListRevoked(cctx, t0); return err },
-		"CreateSession": func() error { return s.CreateSession(cctx, data.Session{Hash: data.Hash("s")}) },
-		"PutGrant":      func() error { return s.PutGrant(cctx, data.Grant{UserID: 1, ClientID: "a"}) },
+		"DeleteFamily":     func() error { return s.DeleteFamily(cctx, "f") },
+		"ListRevoked":      func() error { _, err := s.ListRevoked(cctx, t0); return err },
+		"ListUserFamilies": func() error { _, err := s.ListUserFamilies(cctx, 1); return err },
+		"RevokeApp":        func() error { _, err := s.RevokeApp(cctx, 1, "a"); return err },
+		"CreateSession":    func() error { return s.CreateSession(cctx, data.Session{Hash: data.Hash("s")}) },
+		"PutGrant":         func() error { return s.PutGrant(cctx, data.Grant{UserID: 1, ClientID: "a"}) },
 		"UpdateKeys": func() error {
 			_, err := s.UpdateKeys(cctx, func(k []data.SigningKey) ([]data.SigningKey, error) { return k, nil })
 			return err

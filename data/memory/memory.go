@@ -479,6 +479,53 @@ func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Famil
 	return out, nil
 }
 
+// ListUserFamilies implements [data.Store.ListUserFamilies], ordered by
+// client ID, then ID.
+func (s *Store) ListUserFamilies(ctx context.Context, userID int64) ([]data.Family, error) {
+	if err := s.lock(ctx, "list user families"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []data.Family{}
+	for _, f := range s.families {
+		if f.UserID == userID {
+			out = append(out, data.Normalize(f))
+		}
+	}
+	slices.SortFunc(out, func(a, b data.Family) int {
+		return cmp.Or(cmp.Compare(a.ClientID, b.ClientID), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// RevokeApp implements [data.Store.RevokeApp] under the store's lock.
+func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (data.AppRevocation, error) {
+	if err := s.lock(ctx, "revoke app"); err != nil {
+		return data.AppRevocation{}, err
+	}
+	defer s.mu.Unlock()
+	var r data.AppRevocation
+	for k, c := range s.codes {
+		if c.UserID == userID && c.ClientID == clientID {
+			delete(s.codes, k)
+			r.Codes++
+		}
+	}
+	for _, f := range s.families {
+		if f.UserID == userID && f.ClientID == clientID {
+			s.revoke(f)
+			r.Families = append(r.Families, f.ID)
+		}
+	}
+	slices.Sort(r.Families)
+	k := grantKey{userID, clientID}
+	if _, ok := s.grants[k]; ok {
+		delete(s.grants, k)
+		r.Grant = true
+	}
+	return r, nil
+}
+
 // Consent grants.
 
 // PutGrant implements [data.Store.PutGrant]: it creates or replaces the grant

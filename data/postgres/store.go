@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -825,6 +826,79 @@ func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Famil
 		return nil, fmt.Errorf("list families: %w", err)
 	}
 	return fs, nil
+}
+
+// ListUserFamilies implements [data.Store.ListUserFamilies] on the
+// families_user index, ordered by client ID, then ID.
+func (s *Store) ListUserFamilies(ctx context.Context, userID int64) ([]data.Family, error) {
+	if err := s.begin(ctx, "list user families"); err != nil {
+		return nil, err
+	}
+	fs, err := queryAll[data.Family](ctx, s.pool, "SELECT body FROM families WHERE user_id = $1 ORDER BY client_id, id", userID)
+	if err != nil {
+		return nil, fmt.Errorf("list user families: %w", err)
+	}
+	return fs, nil
+}
+
+// RevokeApp implements [data.Store.RevokeApp] in one transaction, one
+// statement per table, codes before families (as a disable does, see
+// revokeUser): an exchange whose redeem statement holds the code's row
+// makes the code delete wait for its commit, and the family delete, a
+// later statement, then sees the family it stored; an exchange that comes
+// after the code delete finds no code. A rotation in flight makes the
+// family delete wait for it, which then deletes (and tombstones) the
+// rotated record; a rotation after it finds no family.
+func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (data.AppRevocation, error) {
+	const op = "revoke app"
+	if err := s.begin(ctx, op); err != nil {
+		return data.AppRevocation{}, err
+	}
+	var r data.AppRevocation
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		r = data.AppRevocation{}
+		tag, err := tx.Exec(ctx, "DELETE FROM auth_codes WHERE user_id = $1 AND body->>'client_id' = $2", userID, clientID)
+		if err != nil {
+			return err
+		}
+		r.Codes = int(tag.RowsAffected())
+		rows, err := tx.Query(ctx, "DELETE FROM families WHERE user_id = $1 AND client_id = $2 RETURNING body", userID, clientID)
+		if err != nil {
+			return err
+		}
+		fams, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (data.Family, error) {
+			var b []byte
+			if err := row.Scan(&b); err != nil {
+				return data.Family{}, err
+			}
+			return decode[data.Family](b)
+		})
+		if err != nil {
+			return err
+		}
+		for _, f := range fams {
+			rv := data.RevocationOf(f)
+			if _, err := tx.Exec(ctx, putTombstoneSQL, rv.GrantID, unixNano(rv.LastIssuedAt), encode(rv)); err != nil {
+				return err
+			}
+			r.Families = append(r.Families, f.ID)
+		}
+		slices.Sort(r.Families)
+		tag, err = tx.Exec(ctx, `WITH d AS (DELETE FROM grants WHERE user_id = $1 AND client_id = $2 RETURNING user_id, client_id)
+			SELECT pg_notify('`+Channel+`', 'grant '||user_id||' '||client_id) FROM d`, userID, clientID)
+		if err != nil {
+			return err
+		}
+		r.Grant = tag.RowsAffected() > 0
+		return nil
+	})
+	for _, id := range r.Families {
+		s.fams.drop(id)
+	}
+	if err != nil {
+		return data.AppRevocation{}, fmt.Errorf("%s %q of user %d: %w", op, clientID, userID, err)
+	}
+	return r, nil
 }
 
 // Consent grants.

@@ -96,6 +96,18 @@ func (c *Client) ImportUsers(ctx context.Context, us []ImportUser) ([]UserView, 
 	return out, c.call(ctx, "users/import", request{Users: us}, &out)
 }
 
+// ListUserApps implements [Service.ListUserApps].
+func (c *Client) ListUserApps(ctx context.Context, user string) ([]AppView, error) {
+	var out []AppView
+	return out, c.call(ctx, "users/apps", request{ID: user}, &out)
+}
+
+// RevokeUserApp implements [Service.RevokeUserApp].
+func (c *Client) RevokeUserApp(ctx context.Context, user, clientID string) (RemovedApp, error) {
+	var out RemovedApp
+	return out, c.call(ctx, "users/apps/revoke", request{ID: user, ClientID: clientID}, &out)
+}
+
 // DisableUser implements [Service.DisableUser].
 func (c *Client) DisableUser(ctx context.Context, ref string) (UserView, error) {
 	var out UserView

@@ -1,5 +1,6 @@
 // Package admin is the operator API of oauthd: what the `oauthd` command line
-// does to users, clients, client secrets and signing keys.
+// does to users, clients, client secrets and signing keys, and the apps a
+// user allowed (apps.go, which the Connected apps page calls too).
 //
 // [Service] is the contract. [Local] implements it over a [Store] (the
 // slice of data.Store it uses) and a key manager (the server's own, or one

@@ -28,6 +28,7 @@ type request struct {
 	Options  *ClientOptions `json:"options,omitempty"`
 	Revision string         `json:"revision,omitempty"`
 	Users    []ImportUser   `json:"users,omitempty"`
+	ClientID string         `json:"client_id,omitempty"`
 }
 
 // errorBody is the JSON of a failed call.
@@ -83,6 +84,10 @@ var operations = map[string]operation{
 	"users/import":  func(ctx context.Context, s Service, r request) (any, error) { return s.ImportUsers(ctx, r.Users) },
 	"users/disable": func(ctx context.Context, s Service, r request) (any, error) { return s.DisableUser(ctx, r.ID) },
 	"users/enable":  func(ctx context.Context, s Service, r request) (any, error) { return s.EnableUser(ctx, r.ID) },
+	"users/apps":    func(ctx context.Context, s Service, r request) (any, error) { return s.ListUserApps(ctx, r.ID) },
+	"users/apps/revoke": func(ctx context.Context, s Service, r request) (any, error) {
+		return s.RevokeUserApp(ctx, r.ID, r.ClientID)
+	},
 	"clients/create": func(ctx context.Context, s Service, r request) (any, error) {
 		if r.Client == nil {
 			return nil, newError(data.ErrInvalid, "missing client")

@@ -15,7 +15,8 @@ import (
 )
 
 // Store is the slice of [data.Store] the operator API uses: users,
-// clients and the revocation of a client's grants; any data.Store is one.
+// clients, the revocation of a client's grants and a user's connected
+// apps; any data.Store is one.
 type Store interface {
 	CreateUser(ctx context.Context, u data.User) (data.User, error)
 	CreateUsers(ctx context.Context, us []data.User) ([]data.User, error)
@@ -31,6 +32,11 @@ type Store interface {
 
 	ListFamilies(ctx context.Context, clientID string) ([]data.Family, error)
 	DeleteFamily(ctx context.Context, id string) error
+
+	// A user's connected apps.
+	ListGrants(ctx context.Context, userID int64) ([]data.Grant, error)
+	ListUserFamilies(ctx context.Context, userID int64) ([]data.Family, error)
+	RevokeApp(ctx context.Context, userID int64, clientID string) (data.AppRevocation, error)
 }
 
 var _ Store = data.Store(nil)

@@ -21,6 +21,13 @@ type Service interface {
 	// not what was revoked.
 	DisableUser(ctx context.Context, ref string) (UserView, error)
 	EnableUser(ctx context.Context, ref string) (UserView, error)
+	// ListUserApps lists the apps the user (by ID, email or username)
+	// allowed and has not removed ([AppView]), as /settings/apps shows them.
+	ListUserApps(ctx context.Context, user string) ([]AppView, error)
+	// RevokeUserApp removes one app's access (Store.RevokeApp: its codes,
+	// refresh-token families and the consent, in one transaction) and
+	// records who did it.
+	RevokeUserApp(ctx context.Context, user, clientID string) (RemovedApp, error)
 
 	CreateClient(ctx context.Context, c NewClient) (CreatedClient, error)
 	ImportClients(ctx context.Context, cs []LegacyClient) ([]string, error)
