@@ -122,8 +122,14 @@ func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView,
 	return out, nil
 }
 
-// findUser finds a user by ID (digits) or email/username.
-func (l *Local) findUser(ctx context.Context, ref string) (data.User, error) {
+// ResolveUser finds the user an operator names by ref: a user ID
+// (digits), else an email or a username, looked up under their canonical
+// form (one lookup; the store's unique indexes make the answer unique).
+// It is the one way the admin operations turn a USER argument into a user
+// (`clients create --owner`, `users disable`, `users apps`): resolve once,
+// then keep the ID. An unknown ref gives an *Error wrapping
+// [data.ErrNotFound] that says how to list the users.
+func (l *Local) ResolveUser(ctx context.Context, ref string) (data.User, error) {
 	ref = strings.TrimSpace(ref)
 	var (
 		u   data.User
@@ -148,7 +154,7 @@ func (l *Local) findUser(ctx context.Context, ref string) (data.User, error) {
 // the same transaction; access tokens stop working at /v2/me and
 // introspection at once (their family is gone).
 func (l *Local) DisableUser(ctx context.Context, ref string) (UserView, error) {
-	u, err := l.findUser(ctx, ref)
+	u, err := l.ResolveUser(ctx, ref)
 	if err != nil {
 		return UserView{}, err
 	}
@@ -169,7 +175,7 @@ func (l *Local) DisableUser(ctx context.Context, ref string) (UserView, error) {
 // EnableUser implements [Service.EnableUser]: the user may log in again;
 // what was revoked stays revoked.
 func (l *Local) EnableUser(ctx context.Context, ref string) (UserView, error) {
-	u, err := l.findUser(ctx, ref)
+	u, err := l.ResolveUser(ctx, ref)
 	if err != nil {
 		return UserView{}, err
 	}
