@@ -54,6 +54,8 @@ type upgradeFixture struct {
 		Type    string   `json:"client_type"`
 		Status  string   `json:"status"`
 		Legacy  bool     `json:"legacy"`
+		Owner   string   `json:"owner"`    // as the release stored it
+		OwnerID int64    `json:"owner_id"` // 0: must be unclaimed after the upgrade
 		Scopes  []string `json:"scopes"`
 		Secrets []struct {
 			ID     string `json:"secret_id"`
@@ -382,6 +384,33 @@ func TestUpgradeFromRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("owners in the settings pages", func(t *testing.T) {
+		// Each user signs in (a user whose email clashed at the upgrade
+		// with the username, and the other way round) and finds exactly
+		// the clients the fixture says are theirs; every other client,
+		// the unclaimed one included, is a 404 and absent from the list.
+		login := map[string]string{}
+		for _, usr := range fx.Users {
+			login[usr.Email] = usr.Email
+		}
+		login["\u017fam@example.com"] = "longs" // its email is sam's under the canonical form
+		for _, usr := range fx.Users {
+			b := signIn(t, fx.BaseURL, u.transport(), login[usr.Email], usr.Password)
+			list := b.list(t)
+			for _, c := range fx.Clients {
+				status, _ := b.client(t, c.ID)
+				mine := c.OwnerID == usr.ID
+				if mine && status != http.StatusOK || !mine && status != http.StatusNotFound {
+					t.Errorf("%s (user %d) opens %s (owner %q, user %d): %d; want %s", usr.Email, usr.ID, c.Name, c.Owner, c.OwnerID, status,
+						map[bool]string{true: "200", false: "404"}[mine])
+				}
+				if strings.Contains(list, c.ID) != mine {
+					t.Errorf("%s's client list shows %s: %v; want %v", usr.Email, c.Name, !mine, mine)
+				}
+			}
+		}
+	})
+
 	// A clean stop folds the log into the file; the CLI then reads the
 	// records from the file alone.
 	u.stop()
@@ -396,6 +425,7 @@ func TestUpgradeFromRelease(t *testing.T) {
 			Username string `json:"username"`
 			Name     string `json:"name"`
 			TimeZone string `json:"time_zone"`
+			Clash    string `json:"clash"`
 		}
 		cli(&users, "users", "list")
 		if len(users) != len(fx.Users) {
@@ -407,21 +437,46 @@ func TestUpgradeFromRelease(t *testing.T) {
 				t.Errorf("user %d: %+v; the release had %+v", i, g, w)
 			}
 		}
+		// The release let in two users whose emails (and two whose
+		// usernames) are one identifier under the canonical form: the
+		// later one keeps its record and is shown to the operator.
+		clashes := map[string]string{}
+		for _, g := range users {
+			if g.Clash != "" {
+				clashes[g.Username] = g.Clash
+			}
+		}
+		if len(clashes) != 2 || !strings.Contains(clashes["longs"], "email is also user 3's") || !strings.Contains(clashes["\uff44\uff41\uff4e"], "username is also user 5's") {
+			t.Errorf("users list clashes = %q; want longs's email (user 3's) and ｄａｎ's username (user 5's)", clashes)
+		}
 
+		var unclaimed []string
 		for _, c := range fx.Clients {
 			var got struct {
-				ID       string   `json:"client_id"`
-				Name     string   `json:"name"`
-				Type     string   `json:"client_type"`
-				Status   string   `json:"status"`
-				Legacy   bool     `json:"legacy"`
-				Scopes   []string `json:"scopes"`
-				Redirect []string `json:"redirect_uris"`
+				OwnerID        int64    `json:"owner_id"`
+				Owner          string   `json:"owner"`
+				UnclaimedOwner string   `json:"unclaimed_owner"`
+				ID             string   `json:"client_id"`
+				Name           string   `json:"name"`
+				Type           string   `json:"client_type"`
+				Status         string   `json:"status"`
+				Legacy         bool     `json:"legacy"`
+				Scopes         []string `json:"scopes"`
+				Redirect       []string `json:"redirect_uris"`
 			}
 			cli(&got, "clients", "show", c.ID)
 			if got.ID != c.ID || got.Name != c.Name || got.Type != c.Type || got.Status != c.Status || got.Legacy != c.Legacy ||
 				!slices.Equal(got.Scopes, c.Scopes) || !slices.Equal(got.Redirect, c.Redirect) {
 				t.Errorf("clients show %s = %+v; the release had %+v", c.ID, got, c)
+			}
+			switch owner := fx.Users[max(0, c.OwnerID-1)]; {
+			case c.OwnerID == 0:
+				unclaimed = append(unclaimed, c.ID)
+				if got.OwnerID != 0 || got.Owner != "" || got.UnclaimedOwner != c.Owner {
+					t.Errorf("clients show %s: owner %d %q, unclaimed %q; want unclaimed %q (no user has that email)", c.ID, got.OwnerID, got.Owner, got.UnclaimedOwner, c.Owner)
+				}
+			case got.OwnerID != c.OwnerID || got.Owner != owner.Email || got.UnclaimedOwner != "":
+				t.Errorf("clients show %s (owner %q in the release): owner %d %q; want user %d %q", c.ID, c.Owner, got.OwnerID, got.Owner, c.OwnerID, owner.Email)
 			}
 			var secrets []struct {
 				ID string `json:"secret_id"`
@@ -439,6 +494,18 @@ func TestUpgradeFromRelease(t *testing.T) {
 			if len(secrets) != len(c.Secrets) || (len(wantIDs) == len(c.Secrets) && !slices.Equal(slices.Sorted(slices.Values(gotIDs)), slices.Sorted(slices.Values(wantIDs)))) {
 				t.Errorf("%s: secrets %v; the release had %v", c.Name, gotIDs, wantIDs)
 			}
+		}
+
+		var listed []struct {
+			ID string `json:"client_id"`
+		}
+		cli(&listed, "clients", "list", "--owner", "unclaimed")
+		var ids []string
+		for _, c := range listed {
+			ids = append(ids, c.ID)
+		}
+		if len(unclaimed) == 0 || !slices.Equal(ids, unclaimed) {
+			t.Errorf("clients list --owner unclaimed = %v; want %v", ids, unclaimed)
 		}
 
 		var got []upgradeKey
