@@ -481,3 +481,43 @@ func TestRejectRevokesGrants(t *testing.T) {
 		}
 	})
 }
+
+// TestImportClientsOwners: a legacy client's owner is resolved once to a
+// user ID (any spelling of the email); one that names no user leaves the
+// client unclaimed, which no user gets by email later, until the operator
+// gives it an owner (SetClientOptions Owner).
+func TestImportClientsOwners(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		dev := addDev(t, e.svc)
+		ids, err := e.svc.ImportClients(t.Context(), []LegacyClient{
+			{ClientID: "mine", Name: "Mine", Owner: "DEV@Example.com", RedirectURIs: []string{"https://m.example/cb"}, ClientSecret: "s-mine"},
+			{ClientID: "orphan", Name: "Orphan", Owner: "gone@example.com", RedirectURIs: []string{"https://o.example/cb"}, ClientSecret: "s-orphan"},
+		})
+		if err != nil || len(ids) != 2 {
+			t.Fatalf("ImportClients = %v, %v", ids, err)
+		}
+		if v, _ := e.svc.ShowClient(t.Context(), "mine"); v.OwnerID != dev.ID || v.Owner != dev.Email || v.UnclaimedOwner != "" {
+			t.Errorf("mine: owner %d %q %q; want dev (%d)", v.OwnerID, v.Owner, v.UnclaimedOwner, dev.ID)
+		}
+		if v, _ := e.svc.ShowClient(t.Context(), "orphan"); v.OwnerID != 0 || v.Owner != "" || v.UnclaimedOwner != "gone@example.com" {
+			t.Errorf("orphan: owner %d %q %q; want unclaimed gone@example.com", v.OwnerID, v.Owner, v.UnclaimedOwner)
+		}
+		// The email's later holder gets nothing.
+		gone, err := e.svc.AddUser(t.Context(), NewUser{Email: "gone@example.com", Username: "gone", Name: "Gone", Password: "correct horse"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := e.svc.ShowClient(t.Context(), "orphan"); v.OwnerID != 0 {
+			t.Errorf("orphan went to user %d, the new holder of its old owner's email", v.OwnerID)
+		}
+		if _, err := e.svc.SetClientOptions(t.Context(), "orphan", ClientOptions{Owner: ptr("nobody")}); !errors.Is(err, data.ErrNotFound) {
+			t.Errorf("SetClientOptions(owner nobody) = %v; want ErrNotFound", err)
+		}
+		v, err := e.svc.SetClientOptions(t.Context(), "orphan", ClientOptions{Owner: ptr("gone")})
+		if err != nil || v.OwnerID != gone.ID || v.UnclaimedOwner != "" {
+			t.Errorf("SetClientOptions(owner gone) = %d %q, %v; want user %d", v.OwnerID, v.UnclaimedOwner, err, gone.ID)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
