@@ -305,13 +305,18 @@ func (l *Local) ListClients(ctx context.Context, status string) ([]ClientView, e
 	if err != nil {
 		return nil, fmt.Errorf("list clients: %w", err)
 	}
-	us, err := l.store.ListUsers(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list clients: %w", err)
-	}
-	owners := make(map[int64]data.User, len(us))
-	for _, u := range us {
-		owners[u.ID] = u
+	// Each distinct owner is read once (not every user: the settings
+	// pages list clients on every visit).
+	owners := map[int64]data.User{}
+	for _, c := range cs {
+		if _, done := owners[c.OwnerID]; done || c.OwnerID == 0 {
+			continue
+		}
+		u, err := l.store.GetUser(ctx, c.OwnerID)
+		if err != nil && !errors.Is(err, data.ErrNotFound) {
+			return nil, fmt.Errorf("list clients: owner of %q: %w", c.ID, err)
+		}
+		owners[c.OwnerID] = u
 	}
 	out := make([]ClientView, 0, len(cs))
 	for _, c := range cs {
