@@ -496,6 +496,11 @@ func TestImportClientsOwners(t *testing.T) {
 		if err != nil || len(ids) != 2 {
 			t.Fatalf("ImportClients = %v, %v", ids, err)
 		}
+		_, err = e.svc.ImportClients(t.Context(), []LegacyClient{{ClientID: "bidi", Name: "Bidi", Owner: "\u202emoc.elpmaxe@ved",
+			RedirectURIs: []string{"https://b.example/cb"}, ClientSecret: "s-bidi"}})
+		if !errors.Is(err, data.ErrInvalid) || !strings.Contains(err.Error(), `client 1 ("bidi"): the owner holds an invisible or control character`) {
+			t.Errorf("ImportClients(owner with a bidi override) = %v; want refused, naming the client", err)
+		}
 		if v, _ := e.svc.ShowClient(t.Context(), "mine"); v.OwnerID != dev.ID || v.Owner != dev.Email || v.UnclaimedOwner != "" {
 			t.Errorf("mine: owner %d %q %q; want dev (%d)", v.OwnerID, v.Owner, v.UnclaimedOwner, dev.ID)
 		}

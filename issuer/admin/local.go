@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/data/password"
 	"oauthd/data/scope"
 )
@@ -244,6 +245,8 @@ func (l *Local) ImportClients(ctx context.Context, in []LegacyClient) ([]string,
 		switch owner := strings.TrimSpace(lc.Owner); {
 		case owner == "":
 			return nil, newError(data.ErrInvalid, where+": the owner is missing; give the email of the developer who owns the client")
+		case ident.Check(owner) != nil:
+			return nil, newError(data.ErrInvalid, where+": the owner holds an invisible or control character; fix it in the file")
 		default:
 			u, err := l.ResolveUser(ctx, owner)
 			switch {
