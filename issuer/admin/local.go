@@ -104,11 +104,13 @@ func (l *Local) ListUsers(ctx context.Context) ([]UserView, error) {
 	_, _, clashes := data.IndexUsers(us)
 	for _, u := range us {
 		v := userView(u)
+		var notes []string
 		for _, c := range clashes {
 			if c.UserID == u.ID {
-				v.Clash = strings.TrimPrefix(v.Clash+"; ", "; ") + fmt.Sprintf("%s is also user %d's (user %d keeps it; this user is not found by it)", c.Field, c.HeldBy, c.HeldBy)
+				notes = append(notes, fmt.Sprintf("%s is also user %d's, who keeps it: this user is not found by it", c.Field, c.HeldBy))
 			}
 		}
+		v.Clash = strings.Join(notes, "; ")
 		out = append(out, v)
 	}
 	return out, nil
@@ -164,16 +166,14 @@ func newSecret(now time.Time) (string, data.ClientSecret) {
 
 // CreateClient implements [Service.CreateClient]. The client starts pending.
 func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, error) {
-	var u data.User
-	var err error
+	ref := strings.TrimSpace(in.Owner)
 	if in.OwnerID != 0 {
-		u, err = l.ResolveUser(ctx, strconv.FormatInt(in.OwnerID, 10))
-	} else {
-		u, err = l.ResolveUser(ctx, in.Owner)
+		ref = strconv.FormatInt(in.OwnerID, 10)
 	}
+	u, err := l.ResolveUser(ctx, ref)
 	if err != nil {
 		if errors.Is(err, data.ErrNotFound) {
-			return CreatedClient{}, newError(data.ErrNotFound, fmt.Sprintf("no user %q (--owner takes a user's ID, email or username); add one with `oauthd users add`, `oauthd users list` shows them", strings.TrimSpace(in.Owner)))
+			return CreatedClient{}, newError(data.ErrNotFound, fmt.Sprintf("no user %q (--owner takes a user's ID, email or username); add one with `oauthd users add`, `oauthd users list` shows them", ref))
 		}
 		return CreatedClient{}, fmt.Errorf("create client: %w", err)
 	}
