@@ -122,3 +122,16 @@ func ExampleKey() {
 	fmt.Println(ident.Key("\u017fam@Plat.Test"), ident.Key("\uff24\uff41\uff4e"))
 	// Output: sam@plat.test dan
 }
+
+// BenchmarkKey: the cost of the canonical form on every login lookup and
+// every unique-index write.
+func BenchmarkKey(b *testing.B) {
+	for _, in := range []string{"sam.fox@plat.test", "\u017fam.Fox@B\u00fccher.Example", "sam_fox", "\uff53\uff41\uff4d"} {
+		b.Run(in, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ident.Key(in)
+			}
+		})
+	}
+}
