@@ -99,6 +99,15 @@ func (u *settingsUser) generateSecret(t *testing.T, id string) int {
 	return status
 }
 
+// revokeSecret posts the "revoke" form of client id's secret sid with the
+// user's own CSRF token: the status of the answer.
+func (u *settingsUser) revokeSecret(t *testing.T, id, sid string) int {
+	t.Helper()
+	status, _, _ := u.do(t, http.MethodPost, "/settings/clients/"+url.PathEscape(id)+"/secrets/revoke",
+		url.Values{"csrf_token": {consenttest.FormCSRF(t, u.list(t))}, "secret_id": {sid}})
+	return status
+}
+
 // handoverLogin signs jar's browser in through the platform as sub with
 // email (the stand-in platform signs whatever it is told) and returns the
 // handover's answer: the settings pages (200) or the refusal page.

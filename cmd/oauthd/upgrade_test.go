@@ -432,6 +432,17 @@ func testUpgradeFrom(t *testing.T, dir string) {
 				if strings.Contains(list, c.ID) != mine {
 					t.Errorf("%s's client list shows %s: %v; want %v", usr.Email, c.Name, !mine, mine)
 				}
+				// What the look-alike did before: mint a secret for the
+				// client, revoke its owner's. Both are a 404 for anyone
+				// but the owner (the secrets are counted after the stop).
+				if !mine && len(c.Secrets) > 0 {
+					if status := b.generateSecret(t, c.ID); status != http.StatusNotFound {
+						t.Errorf("%s mints a secret for %s: %d; want 404", usr.Email, c.Name, status)
+					}
+					if status := b.revokeSecret(t, c.ID, c.Secrets[0].ID); status != http.StatusNotFound {
+						t.Errorf("%s revokes %s's secret: %d; want 404", usr.Email, c.Name, status)
+					}
+				}
 			}
 		}
 	})
