@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oauthd/consent/consenttest"
+	"oauthd/data/postgres/pgtest"
 	"oauthd/keys/keystest"
 )
 
@@ -567,6 +569,47 @@ func testUpgradeFrom(t *testing.T, dir string) {
 		slices.SortFunc(want, byKid)
 		if !slices.Equal(got, want) {
 			t.Errorf("keys list = %+v; the release had %+v", got, want)
+		}
+	})
+
+	if dir != "testdata/upgrade" {
+		return
+	}
+	t.Run("copied to PostgreSQL", func(t *testing.T) {
+		// The upgraded database copied to PostgreSQL keeps every owner
+		// and every clash (the later user of a clash stays out of the
+		// unique index there too).
+		pg := pgtest.New(t)
+		mustOauthd(t, u.db, "", "--master-key-file", u.mk, "store", "copy", "--from", u.db, "--to", pg)
+		type view struct {
+			Users   []map[string]any
+			Clients []map[string]any
+		}
+		read := func(db string) view {
+			var v view
+			oneJSON(t, mustOauthd(t, db, "", "--master-key-file", u.mk, "users", "list", "--json"), &v.Users)
+			oneJSON(t, mustOauthd(t, db, "", "--master-key-file", u.mk, "clients", "list", "--json"), &v.Clients)
+			return v
+		}
+		onFile, onPG := read(u.db), read(pg)
+		for i := range onFile.Users {
+			if fmt.Sprint(onFile.Users[i]) != fmt.Sprint(onPG.Users[i]) {
+				t.Errorf("user %d on PostgreSQL: %v; on the file: %v", i, onPG.Users[i], onFile.Users[i])
+			}
+		}
+		for i := range onFile.Clients {
+			f, p := onFile.Clients[i], onPG.Clients[i]
+			if f["client_id"] != p["client_id"] || f["owner_id"] != p["owner_id"] || f["owner"] != p["owner"] || f["unclaimed_owner"] != p["unclaimed_owner"] {
+				t.Errorf("client %v on PostgreSQL: owner %v %v %v; on the file: %v %v %v", f["client_id"],
+					p["owner_id"], p["owner"], p["unclaimed_owner"], f["owner_id"], f["owner"], f["unclaimed_owner"])
+			}
+		}
+		if len(onPG.Users) != len(onFile.Users) || len(onPG.Clients) != len(onFile.Clients) {
+			t.Errorf("PostgreSQL has %d users, %d clients; the file %d, %d", len(onPG.Users), len(onPG.Clients), len(onFile.Users), len(onFile.Clients))
+		}
+		// A look-alike is refused there as well.
+		if _, stderr, err := oauthd(t, pg, "pw-12345678\n", "users", "add", "--email", "SAM@example.com", "--username", "sam2", "--name", "S", "--password-stdin"); err == nil || !strings.Contains(stderr, "already exists") {
+			t.Errorf("users add SAM@example.com on PostgreSQL: %v %s; want refused", err, stderr)
 		}
 	})
 }
