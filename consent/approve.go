@@ -1,6 +1,7 @@
 package consent
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/data"
 	"oauthd/data/scope"
 	"oauthd/issuer"
 )
@@ -132,7 +134,7 @@ func (h *Handler) showConsent(c echo.Context) error {
 		Title:        "Authorize " + ar.Client.Name,
 		User:         user,
 		ClientName:   ar.Client.Name,
-		ClientOwner:  ar.Client.Owner,
+		ClientOwner:  h.ownerName(ctx, ar.Client),
 		Groups:       groupScopes(ar.Scopes),
 		Unrestricted: ar.Unrestricted,
 		RedirectTo:   origin,
@@ -215,4 +217,18 @@ func returnQuery(ar *issuer.AuthorizeRequest, r *http.Request) string {
 		return ar.Query.Encode()
 	}
 	return r.URL.RawQuery
+}
+
+// ownerName is what the consent page shows as the client's developer: the
+// owner's current email, or, for an unclaimed client, the owner it was
+// imported with; "" when it cannot be read (the page then leaves it out).
+func (h *Handler) ownerName(ctx context.Context, c data.Client) string {
+	if c.OwnerID == 0 {
+		return c.UnclaimedOwner
+	}
+	u, err := h.store.GetUser(ctx, c.OwnerID)
+	if err != nil {
+		return ""
+	}
+	return u.Email
 }

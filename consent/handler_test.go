@@ -393,7 +393,7 @@ func TestConsentPage(t *testing.T) {
 		t.Errorf("CSP %q does not allow the redirect origin in form-action", csp)
 	}
 	for _, want := range []string{
-		"Acme Calendar Sync", "dev@acme.example", "wants to access your account",
+		"Acme Calendar Sync", "Developed by <span class=\"mono\">bob@example.com</span>", "wants to access your account",
 		"Alice Example", "Not you? Sign out",
 		"You will be sent to", "https://app.acme.example",
 		`value="allow"`, `value="deny"`,
@@ -437,7 +437,7 @@ func TestConsentPageEscapesClientName(t *testing.T) {
 	en := newEnv(t, "")
 	evil := testClient
 	evil.Name = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`
-	evil.Owner = `<b>owner</b>@example.com`
+	evil.OwnerID, evil.UnclaimedOwner = 0, `<b>owner</b>@example.com`
 	en.authz.parse = defaultParse(evil)
 	sess := en.login("bob", bobPassword)
 	q := authorizeQuery()

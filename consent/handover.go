@@ -18,6 +18,7 @@ import (
 
 	"oauthd/consent/handover"
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/issuer/throttle"
 )
 
@@ -192,15 +193,24 @@ func (h *Handler) checkAssertion(ctx context.Context, r *http.Request) (handover
 // provisionUser finds the platform's user by its sub, creating or updating
 // the record just in time. A status != 0 refuses the login with msg.
 //
-// An existing local user is never matched by email: the platform's
-// assertion of an email address is not proof that the person owns the
-// local account with that address (account takeover if the platform does
-// not verify emails). A platform user whose email a local user has is
-// refused until the operator resolves it.
+// The user is the one whose external ID is sub; nothing moves by email.
+// An existing user (local or another sub) is never matched by email: the
+// platform's assertion of an email address is not proof that the person
+// owns the account with that address (account takeover if the platform
+// does not verify emails). A sub asserting an email that another user
+// holds (under the canonical form, ident.Key: a look-alike is the same
+// email) is refused with 409 until the operator resolves it. A user whose
+// email the platform changed keeps everything (clients, grants, sessions
+// belong to the user's ID).
 func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data.User, int, string, error) {
 	email := strings.TrimSpace(a.Email)
 	if ad, err := mail.ParseAddress(email); err != nil || ad.Address != email {
 		return data.User{}, http.StatusBadRequest, "The platform sent no valid email address for your account.", nil
+	}
+	if _, err := ident.Email(email); err != nil {
+		// A control or bidi character, or a domain IDNA refuses: it could
+		// show as another address.
+		return data.User{}, http.StatusBadRequest, "The platform sent an email address for your account that cannot be used here (it holds an invisible or control character, or its domain is not valid).", nil
 	}
 	name := strings.TrimSpace(a.Name)
 	if name == "" || len(name) > data.MaxNameLen {

@@ -72,7 +72,7 @@ func (f *fakeAuthorizer) counts() (approvals, denials int) {
 var testClient = data.Client{
 	ID:           "cl_test",
 	Name:         "Acme Calendar Sync",
-	Owner:        "dev@acme.example",
+	OwnerID:      2, // bob (newEnv)
 	Type:         data.Confidential,
 	RedirectURIs: []string{"https://app.acme.example/callback"},
 	Scopes:       []string{"BOOKING_READ", "PROFILE_READ", "TEAM_BOOKING_READ", "ORG_MEMBERSHIP_READ"},

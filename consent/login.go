@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/data/password"
 	"oauthd/issuer/throttle"
 )
@@ -133,7 +134,8 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	if known {
 		ks.Add(throttle.UserKey(user.ID, ip))
 	} else {
-		ks.Add(h.limiter.NameKey(throttle.Login, strings.ToLower(login), ip))
+		// Every spelling of one login is one key (the canonical form).
+		ks.Add(h.limiter.NameKey(throttle.Login, ident.Key(login), ip))
 	}
 	ks.Add(throttle.AddrKey(ip))
 	// A limited key is refused before it can queue for a password check.

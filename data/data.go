@@ -47,8 +47,8 @@ const (
 // User is a platform user who can log in and consent.
 type User struct {
 	ID           int64     `json:"id"`
-	Email        string    `json:"email"`    // unique, compared case-insensitively
-	Username     string    `json:"username"` // unique, compared case-insensitively
+	Email        string    `json:"email"`    // unique under its canonical form, ident.Key
+	Username     string    `json:"username"` // unique under ident.Key; "" for none
 	Name         string    `json:"name"`
 	TimeZone     string    `json:"time_zone"`     // IANA name, e.g. Europe/Berlin
 	PasswordHash string    `json:"password_hash"` // PHC or modular-crypt string; never logged
@@ -103,15 +103,26 @@ const MaxUsageDays = 30
 
 // Client is a registered OAuth client.
 type Client struct {
-	ID           string       `json:"id"`
-	Name         string       `json:"name"`
-	Owner        string       `json:"owner"` // the developer's email
-	Type         ClientType   `json:"type"`
-	RedirectURIs []string     `json:"redirect_uris"`
-	Scopes       []string     `json:"scopes"` // empty only for a legacy client
-	Legacy       bool         `json:"legacy"` // made before scopes existed; unrestricted until scopes are saved
-	Status       ClientStatus `json:"status"`
-	RejectReason string       `json:"reject_reason,omitempty"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// OwnerID is the ID of the user who owns the client (the developer
+	// who manages it in the settings pages). A client belongs to a user,
+	// never to an email: whatever happens to the user's email later, the
+	// client stays theirs. 0 only for an unclaimed client.
+	OwnerID int64 `json:"owner_id,omitempty"`
+	// UnclaimedOwner is, for a client whose owner named no user when it
+	// was made or upgraded (a legacy client's "owner" in `clients import`,
+	// an owner email of an earlier release that matched no user), that
+	// owner as given, for the operator to see; "" when OwnerID is set. No
+	// user is ever matched to it: only the operator can give the client
+	// an owner.
+	UnclaimedOwner string       `json:"unclaimed_owner,omitempty"`
+	Type           ClientType   `json:"type"`
+	RedirectURIs   []string     `json:"redirect_uris"`
+	Scopes         []string     `json:"scopes"` // empty only for a legacy client
+	Legacy         bool         `json:"legacy"` // made before scopes existed; unrestricted until scopes are saved
+	Status         ClientStatus `json:"status"`
+	RejectReason   string       `json:"reject_reason,omitempty"`
 	// Secrets are the active secrets (revoked ones are removed at once).
 	Secrets []ClientSecret `json:"secrets,omitempty"`
 	Usage   []UsageDay     `json:"usage,omitempty"` // legacy clients only, newest last
@@ -357,10 +368,15 @@ type Store interface {
 	// Users.
 
 	// CreateUser assigns u.ID (1, 2, …) and stores u; ErrExists when the
-	// email or username is taken (case-insensitively).
+	// email or username is taken: another user's has the same canonical
+	// form ([ident.Key]), however it is spelled.
 	CreateUser(ctx context.Context, u User) (User, error)
 	GetUser(ctx context.Context, id int64) (User, error)
-	// GetUserByLogin finds a user by email or username, case-insensitively.
+	// GetUserByLogin finds the user whose email or username has the
+	// canonical form ([ident.Key]) of login, an email first. A user whose
+	// identifier clashed with an earlier user's when the store was
+	// upgraded to canonical keys ([IndexUsers]) is not found by that
+	// identifier.
 	GetUserByLogin(ctx context.Context, login string) (User, error)
 	ListUsers(ctx context.Context) ([]User, error)
 	// CreateUsers stores all of us, or none of them, in one transaction:
@@ -370,7 +386,10 @@ type Store interface {
 	// GetUserByExternalID finds the user whose ExternalID is id.
 	GetUserByExternalID(ctx context.Context, id string) (User, error)
 	// UpdateUser applies update to the stored user (same ID; ErrExists
-	// when the new email, username or external ID is another user's) in
+	// when the new email, username or external ID is another user's
+	// under [ident.Key]; an identifier whose key does not change is not
+	// checked again, so a user left unindexed by an upgrade clash can
+	// still be updated and disabled) in
 	// one transaction. When update disables the user (Disabled false →
 	// true), the same transaction deletes every session, authorization
 	// code, refresh-token family and consent grant of the user; and while

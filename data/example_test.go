@@ -35,7 +35,7 @@ func ExampleParseRefreshToken() {
 // unwraps to ErrInvalid.
 func ExampleValidateClient() {
 	c := data.Client{
-		ID: "cl_1", Name: "Example", Owner: "dev@example.com", Type: data.Public,
+		ID: "cl_1", Name: "Example", OwnerID: 1, Type: data.Public,
 		RedirectURIs: []string{"http://app.example.com/callback"},
 		Scopes:       []string{"BOOKING_READ"},
 		Status:       data.StatusPending,

@@ -83,8 +83,9 @@ func ValidateClient(c Client) error {
 	if strings.TrimSpace(c.Name) == "" || len(c.Name) > MaxNameLen || !utf8.ValidString(c.Name) {
 		return ruleErr("name", "must be 1 to %d bytes of UTF-8", MaxNameLen)
 	}
-	if strings.TrimSpace(c.Owner) == "" {
-		return ruleErr("owner", "must name the developer who owns the client")
+	switch {
+	case c.OwnerID < 0 || (c.OwnerID == 0) == (strings.TrimSpace(c.UnclaimedOwner) == ""):
+		return ruleErr("owner", "must be the ID of the user who owns the client, or (unclaimed) the owner as given, not both")
 	}
 	switch c.Type {
 	case Confidential, Public:

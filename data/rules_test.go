@@ -73,7 +73,7 @@ var t0 = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
 
 func validClient() Client {
 	return Client{
-		ID: "c1", Name: "App", Owner: "dev@example.com", Type: Confidential,
+		ID: "c1", Name: "App", OwnerID: 1, Type: Confidential,
 		RedirectURIs: []string{"https://app.example.com/cb"},
 		Scopes:       []string{"BOOKING_READ", "TEAM_PROFILE_READ"},
 		Status:       StatusPending,
@@ -111,7 +111,8 @@ func TestValidateClient(t *testing.T) {
 		{"name of 200 bytes", func(c *Client) { c.Name = strings.Repeat("é", 100) }, nil, ""},
 		{"name of 201 bytes", func(c *Client) { c.Name = strings.Repeat("x", 201) }, ErrInvalid, "name"},
 		{"name not UTF-8", func(c *Client) { c.Name = "\xff" }, ErrInvalid, "name"},
-		{"no owner", func(c *Client) { c.Owner = " " }, ErrInvalid, "owner"},
+		{"no owner", func(c *Client) { c.OwnerID = 0 }, ErrInvalid, "owner"},
+		{"unclaimed owner", func(c *Client) { c.OwnerID, c.UnclaimedOwner = 0, "gone@example.com" }, nil, ""},
 		{"unknown type", func(c *Client) { c.Type = "hybrid" }, ErrInvalid, "client_type"},
 		{"no redirect URI", func(c *Client) { c.RedirectURIs = nil }, ErrInvalid, "redirect_uris"},
 		{"10 redirect URIs", func(c *Client) { c.RedirectURIs = uris(10) }, nil, ""},
@@ -215,7 +216,7 @@ func TestValidateClientChange(t *testing.T) {
 		{"rename, new URIs, new scopes", nil, func(c *Client) {
 			c.Name, c.RedirectURIs, c.Scopes = "New", []string{"https://new.example.com/cb"}, []string{"PROFILE_READ"}
 		}, nil},
-		{"new owner", nil, func(c *Client) { c.Owner = "other@example.com" }, nil},
+		{"new owner", nil, func(c *Client) { c.OwnerID = 2 }, nil},
 		{"pending to approved", nil, func(c *Client) { c.Status = StatusApproved }, nil},
 		{"pending to rejected", nil, func(c *Client) { c.Status = StatusRejected }, nil},
 		{"approved to rejected", func(c *Client) { c.Status = StatusApproved }, func(c *Client) { c.Status = StatusRejected }, nil},

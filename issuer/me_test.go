@@ -33,7 +33,7 @@ func meRouter(t *testing.T, claims **verify.Claims) *echo.Echo {
 		{ID: "legacy", Type: data.Public, Legacy: true, Status: data.StatusApproved},
 		{ID: "rejected", Type: data.Public, Scopes: []string{"PROFILE_READ"}, Status: data.StatusRejected, RejectReason: "spam"},
 	} {
-		c.Name, c.Owner, c.RedirectURIs, c.CreatedAt, c.UpdatedAt = "App", "dev@example.com", []string{"https://app.example.com/cb"}, authzT0, authzT0
+		c.Name, c.OwnerID, c.RedirectURIs, c.CreatedAt, c.UpdatedAt = "App", 1, []string{"https://app.example.com/cb"}, authzT0, authzT0
 		if err := store.CreateClient(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -188,7 +188,7 @@ func newTkEnv(t testing.TB, mutate ...func(*Config)) *tkEnv {
 			Status: data.StatusApproved, Secrets: []data.ClientSecret{sec("cs_l", env.legacySecret)}},
 	}
 	for _, c := range clients {
-		c.Name, c.Owner, c.RedirectURIs, c.CreatedAt, c.UpdatedAt = "App "+c.ID, "dev@example.com", []string{tkRedirect}, tkT0, tkT0
+		c.Name, c.OwnerID, c.RedirectURIs, c.CreatedAt, c.UpdatedAt = "App "+c.ID, 1, []string{tkRedirect}, tkT0, tkT0
 		if err := env.store.CreateClient(context.Background(), c); err != nil {
 			t.Fatalf("seed client %s: %v", c.ID, err)
 		}

@@ -65,7 +65,7 @@ func newProdEnvOn(b *testing.B, under data.Store) *prodEnv {
 	s.Register(env.e)
 	now := time.Now().UTC()
 	err = store.CreateClient(ctx, data.Client{
-		ID: "conf", Name: "App", Owner: "dev@example.com", Type: data.Confidential,
+		ID: "conf", Name: "App", OwnerID: 1, Type: data.Confidential,
 		RedirectURIs: []string{tkRedirect}, Scopes: []string{"PROFILE_READ", "BOOKING_READ"},
 		Status: data.StatusApproved, CreatedAt: now, UpdatedAt: now,
 		Secrets: []data.ClientSecret{{ID: "cs_a", Hash: data.Hash(env.secret), CreatedAt: now, LastUsedAt: now.Add(time.Hour)}},

@@ -371,7 +371,7 @@ func TestTokenLegacyUnrestricted(t *testing.T) {
 func TestTokenBasicSpecialCharacters(t *testing.T) {
 	env := newTkEnv(t)
 	id, secret := "my app:1&x+y", "p@ss:wo+rd/ü %&="
-	c := data.Client{ID: id, Name: "Special", Owner: "dev@example.com", Type: data.Confidential, RedirectURIs: []string{tkRedirect},
+	c := data.Client{ID: id, Name: "Special", OwnerID: 1, Type: data.Confidential, RedirectURIs: []string{tkRedirect},
 		Scopes: []string{"PROFILE_READ"}, Status: data.StatusApproved, CreatedAt: tkT0,
 		Secrets: []data.ClientSecret{{ID: "cs_s", Hash: data.Hash(secret), CreatedAt: tkT0}}}
 	if err := env.store.CreateClient(context.Background(), c); err != nil {

@@ -133,7 +133,7 @@ func addUser(c *cli) {
 func TestCLIClients(t *testing.T) {
 	c := newCLI(t)
 	addUser(c)
-	c.fails("no user with email ghost@example.com; add one with `oauthd users add`", "",
+	c.fails(`no user "ghost@example.com" (--owner takes a user's ID, email or username); add one with `+"`oauthd users add`", "",
 		"clients", "create", "--owner", "ghost@example.com", "--name", "A", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ")
 	c.fails("unknown scope NOPE", "",
 		"clients", "create", "--owner", "dev@example.com", "--name", "A", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ,NOPE")

@@ -43,7 +43,7 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		return printJSON(w, c)
 	}
 	kv := []string{
-		"client_id", c.ClientID, "name", c.Name, "owner", c.Owner, "client_type", c.ClientType, "status", c.Status,
+		"client_id", c.ClientID, "name", c.Name, "owner", ownerText(c), "client_type", c.ClientType, "status", c.Status,
 	}
 	if c.RejectReason != "" {
 		kv = append(kv, "reject_reason", c.RejectReason)

@@ -48,7 +48,7 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&in.Owner, "owner", "", "email of the user who owns the client (required)")
+	fs.StringVar(&in.Owner, "owner", "", "the user who owns the client: their ID, email or username (required); the client belongs to that user (by ID), whatever later happens to their email")
 	fs.StringVar(&in.Name, "name", "", "the client's name, shown on the consent page (required)")
 	fs.StringArrayVar(&in.RedirectURIs, "redirect-uri", nil, "a redirect URI (repeatable, up to 10; https, or http on loopback)")
 	fs.StringArrayVar(&in.Scopes, "scope", nil, "a scope, or a comma/space-separated list (repeatable; at least one)")

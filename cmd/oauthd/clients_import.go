@@ -17,7 +17,9 @@ func newClientsImportCommand(o *rootOptions) *cobra.Command {
 		Use:   "import FILE",
 		Short: "Import legacy clients (no scopes, approved) from a JSON array; all or nothing",
 		Long: "Import legacy clients made before scopes existed. FILE (or - for stdin) holds a JSON array of\n" +
-			`{"client_id", "name", "owner", "redirect_uris", "client_secret", "client_type"}.` + "\nEither every client is imported or none is.",
+			`{"client_id", "name", "owner", "redirect_uris", "client_secret", "client_type"}.` + "\nEither every client is imported or none is.\n" +
+			"Each owner (a user's ID, email or username) is resolved once to the user; a client whose owner names no\n" +
+			"user is imported unclaimed (no one manages it in the settings pages; `clients list --owner unclaimed`).",
 		Args: exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := readInput(cmd, args[0])
@@ -34,6 +36,11 @@ func newClientsImportCommand(o *rootOptions) *cobra.Command {
 				ids, err := svc.ImportClients(ctx, cs)
 				if err != nil {
 					return err
+				}
+				for _, id := range ids {
+					if v, err := svc.ShowClient(ctx, id); err == nil && v.OwnerID == 0 {
+						fmt.Fprintf(cmd.ErrOrStderr(), "client %s is unclaimed: its owner %q names no user (add the user, then `oauthd clients set %s --owner USER`)\n", id, v.UnclaimedOwner, id)
+					}
 				}
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), ids)

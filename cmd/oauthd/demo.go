@@ -45,23 +45,28 @@ type userFinder interface {
 // demo client a fresh secret and revokes the others: the printed secret
 // always works.
 func seedDemo(ctx context.Context, svc admin.Service, users userFinder, base, app string) (demoInfo, error) {
-	if _, err := users.GetUserByLogin(ctx, demoEmail); errors.Is(err, data.ErrNotFound) {
-		if _, err := svc.AddUser(ctx, admin.NewUser{Email: demoEmail, Username: demoUsername, Name: "Demo User", TimeZone: "Europe/Berlin", Password: demoPassword}); err != nil {
+	var owner int64
+	if u, err := users.GetUserByLogin(ctx, demoEmail); errors.Is(err, data.ErrNotFound) {
+		v, err := svc.AddUser(ctx, admin.NewUser{Email: demoEmail, Username: demoUsername, Name: "Demo User", TimeZone: "Europe/Berlin", Password: demoPassword})
+		if err != nil {
 			return demoInfo{}, err
 		}
+		owner = v.ID
 	} else if err != nil {
 		return demoInfo{}, err
+	} else {
+		owner = u.ID
 	}
 	cs, err := svc.ListClients(ctx, "")
 	if err != nil {
 		return demoInfo{}, err
 	}
 	i := slices.IndexFunc(cs, func(c admin.ClientView) bool {
-		return c.Name == demoClientName && strings.EqualFold(c.Owner, demoEmail) && c.ClientType == string(data.Confidential)
+		return c.Name == demoClientName && c.OwnerID == owner && c.ClientType == string(data.Confidential)
 	})
 	var d demoInfo
 	if i < 0 {
-		c, err := svc.CreateClient(ctx, admin.NewClient{Owner: demoEmail, Name: demoClientName, RedirectURIs: []string{demoRedirectURI}, Scopes: demoScopes})
+		c, err := svc.CreateClient(ctx, admin.NewClient{OwnerID: owner, Name: demoClientName, RedirectURIs: []string{demoRedirectURI}, Scopes: demoScopes})
 		if err != nil {
 			return demoInfo{}, err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oauthd/consent/consenttest"
+	"oauthd/data/postgres/pgtest"
 	"oauthd/keys/keystest"
 )
 
@@ -54,6 +56,8 @@ type upgradeFixture struct {
 		Type    string   `json:"client_type"`
 		Status  string   `json:"status"`
 		Legacy  bool     `json:"legacy"`
+		Owner   string   `json:"owner"`    // as the release stored it
+		OwnerID *int64   `json:"owner_id"` // 0: must be unclaimed after the upgrade; nil (older fixtures): the user with that exact email
 		Scopes  []string `json:"scopes"`
 		Secrets []struct {
 			ID     string `json:"secret_id"`
@@ -115,9 +119,9 @@ type upgradeServer struct {
 	stop   func()
 }
 
-func startUpgrade(t *testing.T) *upgradeServer {
+func startUpgrade(t *testing.T, fixture string) *upgradeServer {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/upgrade/fixture.json")
+	raw, err := os.ReadFile(filepath.Join(fixture, "fixture.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +131,19 @@ func startUpgrade(t *testing.T) *upgradeServer {
 	}
 	dir := t.TempDir()
 	u.db = filepath.Join(dir, "oauthd.db")
-	gunzipTo(t, "testdata/upgrade/oauthd.db.gz", u.db)
-	gunzipTo(t, "testdata/upgrade/oauthd.db-wal.gz", u.db+"-wal")
+	gunzipTo(t, filepath.Join(fixture, "oauthd.db.gz"), u.db)
+	gunzipTo(t, filepath.Join(fixture, "oauthd.db-wal.gz"), u.db+"-wal")
+	for i, c := range u.fx.Clients {
+		if c.OwnerID == nil { // a fixture made before owners were IDs
+			var id int64
+			for _, usr := range u.fx.Users {
+				if usr.Email == c.Owner {
+					id = usr.ID
+				}
+			}
+			u.fx.Clients[i].OwnerID = &id
+		}
+	}
 	u.mk = filepath.Join(dir, "master.key")
 	if err := os.WriteFile(u.mk, []byte(u.fx.MasterKey), 0o600); err != nil {
 		t.Fatal(err)
@@ -243,8 +258,22 @@ func (u *upgradeServer) me(t *testing.T, tok string) (int, int64) {
 // every revoked one (still refused), the live code (it exchanges), the
 // login sessions (a sign-in needs no password), and, after a clean stop,
 // the users, clients, secrets and keys as the CLI lists them.
+//
+// testdata/upgrade is the newest fixture (the release before this one);
+// testdata/upgrade-* are older ones, kept: every release they name must
+// still upgrade.
 func TestUpgradeFromRelease(t *testing.T) {
-	u := startUpgrade(t)
+	dirs, err := filepath.Glob("testdata/upgrade-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range append([]string{"testdata/upgrade"}, dirs...) {
+		t.Run(filepath.Base(dir), func(t *testing.T) { testUpgradeFrom(t, dir) })
+	}
+}
+
+func testUpgradeFrom(t *testing.T, dir string) {
+	u := startUpgrade(t, dir)
 	fx := u.fx
 	if fx.WAL.FirstRecordN == 0 {
 		t.Fatal("the fixture's write-ahead log holds no record: regenerate it (scripts/upgrade-fixture.sh) so that replay is tested")
@@ -382,6 +411,44 @@ func TestUpgradeFromRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("owners in the settings pages", func(t *testing.T) {
+		// Each user signs in (a user whose email clashed at the upgrade
+		// with the username, and the other way round) and finds exactly
+		// the clients the fixture says are theirs; every other client,
+		// the unclaimed one included, is a 404 and absent from the list.
+		login := map[string]string{}
+		for _, usr := range fx.Users {
+			login[usr.Email] = usr.Email
+		}
+		login["\u017fam@example.com"] = "longs" // its email is sam's under the canonical form
+		for _, usr := range fx.Users {
+			b := signIn(t, fx.BaseURL, u.transport(), login[usr.Email], usr.Password)
+			list := b.list(t)
+			for _, c := range fx.Clients {
+				status, _ := b.client(t, c.ID)
+				mine := *c.OwnerID == usr.ID
+				if mine && status != http.StatusOK || !mine && status != http.StatusNotFound {
+					t.Errorf("%s (user %d) opens %s (owner %q, user %d): %d; want %s", usr.Email, usr.ID, c.Name, c.Owner, c.OwnerID, status,
+						map[bool]string{true: "200", false: "404"}[mine])
+				}
+				if strings.Contains(list, c.ID) != mine {
+					t.Errorf("%s's client list shows %s: %v; want %v", usr.Email, c.Name, !mine, mine)
+				}
+				// What the look-alike did before: mint a secret for the
+				// client, revoke its owner's. Both are a 404 for anyone
+				// but the owner (the secrets are counted after the stop).
+				if !mine && len(c.Secrets) > 0 {
+					if status := b.generateSecret(t, c.ID); status != http.StatusNotFound {
+						t.Errorf("%s mints a secret for %s: %d; want 404", usr.Email, c.Name, status)
+					}
+					if status := b.revokeSecret(t, c.ID, c.Secrets[0].ID); status != http.StatusNotFound {
+						t.Errorf("%s revokes %s's secret: %d; want 404", usr.Email, c.Name, status)
+					}
+				}
+			}
+		}
+	})
+
 	// A clean stop folds the log into the file; the CLI then reads the
 	// records from the file alone.
 	u.stop()
@@ -396,6 +463,7 @@ func TestUpgradeFromRelease(t *testing.T) {
 			Username string `json:"username"`
 			Name     string `json:"name"`
 			TimeZone string `json:"time_zone"`
+			Clash    string `json:"clash"`
 		}
 		cli(&users, "users", "list")
 		if len(users) != len(fx.Users) {
@@ -407,21 +475,53 @@ func TestUpgradeFromRelease(t *testing.T) {
 				t.Errorf("user %d: %+v; the release had %+v", i, g, w)
 			}
 		}
+		// The release let in two users whose emails (and two whose
+		// usernames) are one identifier under the canonical form: the
+		// later one keeps its record and is shown to the operator.
+		clashes := map[string]string{}
+		for _, g := range users {
+			if g.Clash != "" {
+				clashes[g.Username] = g.Clash
+			}
+		}
+		withClashes := false // the fixture has the identity clashes (since ad3078e)
+		for _, usr := range fx.Users {
+			withClashes = withClashes || usr.Username == "longs"
+		}
+		switch {
+		case withClashes && (len(clashes) != 2 || !strings.Contains(clashes["longs"], "email is also user 3's") || !strings.Contains(clashes["\uff44\uff41\uff4e"], "username is also user 5's")):
+			t.Errorf("users list clashes = %q; want longs's email (user 3's) and ｄａｎ's username (user 5's)", clashes)
+		case !withClashes && len(clashes) != 0:
+			t.Errorf("users list clashes = %q; the fixture has none", clashes)
+		}
 
+		var unclaimed []string
 		for _, c := range fx.Clients {
 			var got struct {
-				ID       string   `json:"client_id"`
-				Name     string   `json:"name"`
-				Type     string   `json:"client_type"`
-				Status   string   `json:"status"`
-				Legacy   bool     `json:"legacy"`
-				Scopes   []string `json:"scopes"`
-				Redirect []string `json:"redirect_uris"`
+				OwnerID        int64    `json:"owner_id"`
+				Owner          string   `json:"owner"`
+				UnclaimedOwner string   `json:"unclaimed_owner"`
+				ID             string   `json:"client_id"`
+				Name           string   `json:"name"`
+				Type           string   `json:"client_type"`
+				Status         string   `json:"status"`
+				Legacy         bool     `json:"legacy"`
+				Scopes         []string `json:"scopes"`
+				Redirect       []string `json:"redirect_uris"`
 			}
 			cli(&got, "clients", "show", c.ID)
 			if got.ID != c.ID || got.Name != c.Name || got.Type != c.Type || got.Status != c.Status || got.Legacy != c.Legacy ||
 				!slices.Equal(got.Scopes, c.Scopes) || !slices.Equal(got.Redirect, c.Redirect) {
 				t.Errorf("clients show %s = %+v; the release had %+v", c.ID, got, c)
+			}
+			switch owner := fx.Users[max(0, *c.OwnerID-1)]; {
+			case *c.OwnerID == 0:
+				unclaimed = append(unclaimed, c.ID)
+				if got.OwnerID != 0 || got.Owner != "" || got.UnclaimedOwner != c.Owner {
+					t.Errorf("clients show %s: owner %d %q, unclaimed %q; want unclaimed %q (no user has that email)", c.ID, got.OwnerID, got.Owner, got.UnclaimedOwner, c.Owner)
+				}
+			case got.OwnerID != *c.OwnerID || got.Owner != owner.Email || got.UnclaimedOwner != "":
+				t.Errorf("clients show %s (owner %q in the release): owner %d %q; want user %d %q", c.ID, c.Owner, got.OwnerID, got.Owner, c.OwnerID, owner.Email)
 			}
 			var secrets []struct {
 				ID string `json:"secret_id"`
@@ -441,6 +541,18 @@ func TestUpgradeFromRelease(t *testing.T) {
 			}
 		}
 
+		var listed []struct {
+			ID string `json:"client_id"`
+		}
+		cli(&listed, "clients", "list", "--owner", "unclaimed")
+		var ids []string
+		for _, c := range listed {
+			ids = append(ids, c.ID)
+		}
+		if !slices.Equal(ids, unclaimed) {
+			t.Errorf("clients list --owner unclaimed = %v; want %v", ids, unclaimed)
+		}
+
 		var got []upgradeKey
 		cli(&got, "keys", "list")
 		var want []upgradeKey
@@ -457,6 +569,47 @@ func TestUpgradeFromRelease(t *testing.T) {
 		slices.SortFunc(want, byKid)
 		if !slices.Equal(got, want) {
 			t.Errorf("keys list = %+v; the release had %+v", got, want)
+		}
+	})
+
+	if dir != "testdata/upgrade" {
+		return
+	}
+	t.Run("copied to PostgreSQL", func(t *testing.T) {
+		// The upgraded database copied to PostgreSQL keeps every owner
+		// and every clash (the later user of a clash stays out of the
+		// unique index there too).
+		pg := pgtest.New(t)
+		mustOauthd(t, u.db, "", "--master-key-file", u.mk, "store", "copy", "--from", u.db, "--to", pg)
+		type view struct {
+			Users   []map[string]any
+			Clients []map[string]any
+		}
+		read := func(db string) view {
+			var v view
+			oneJSON(t, mustOauthd(t, db, "", "--master-key-file", u.mk, "users", "list", "--json"), &v.Users)
+			oneJSON(t, mustOauthd(t, db, "", "--master-key-file", u.mk, "clients", "list", "--json"), &v.Clients)
+			return v
+		}
+		onFile, onPG := read(u.db), read(pg)
+		for i := range onFile.Users {
+			if fmt.Sprint(onFile.Users[i]) != fmt.Sprint(onPG.Users[i]) {
+				t.Errorf("user %d on PostgreSQL: %v; on the file: %v", i, onPG.Users[i], onFile.Users[i])
+			}
+		}
+		for i := range onFile.Clients {
+			f, p := onFile.Clients[i], onPG.Clients[i]
+			if f["client_id"] != p["client_id"] || f["owner_id"] != p["owner_id"] || f["owner"] != p["owner"] || f["unclaimed_owner"] != p["unclaimed_owner"] {
+				t.Errorf("client %v on PostgreSQL: owner %v %v %v; on the file: %v %v %v", f["client_id"],
+					p["owner_id"], p["owner"], p["unclaimed_owner"], f["owner_id"], f["owner"], f["unclaimed_owner"])
+			}
+		}
+		if len(onPG.Users) != len(onFile.Users) || len(onPG.Clients) != len(onFile.Clients) {
+			t.Errorf("PostgreSQL has %d users, %d clients; the file %d, %d", len(onPG.Users), len(onPG.Clients), len(onFile.Users), len(onFile.Clients))
+		}
+		// A look-alike is refused there as well.
+		if _, stderr, err := oauthd(t, pg, "pw-12345678\n", "users", "add", "--email", "SAM@example.com", "--username", "sam2", "--name", "S", "--password-stdin"); err == nil || !strings.Contains(stderr, "already exists") {
+			t.Errorf("users add SAM@example.com on PostgreSQL: %v %s; want refused", err, stderr)
 		}
 	})
 }

@@ -23,7 +23,11 @@ func newUsersListCommand(o *rootOptions) *cobra.Command {
 				}
 				return printList(cmd.OutOrStdout(), us, asJSON, []string{"ID", "EMAIL", "USERNAME", "NAME", "TIME ZONE", "STATE", "EXTERNAL ID"},
 					func(u admin.UserView) []string {
-						return []string{strconv.FormatInt(u.ID, 10), u.Email, u.Username, u.Name, u.TimeZone, u.State, u.ExternalID}
+						state := u.State
+						if u.Clash != "" {
+							state += " (clash: " + u.Clash + ")"
+						}
+						return []string{strconv.FormatInt(u.ID, 10), u.Email, u.Username, u.Name, u.TimeZone, state, u.ExternalID}
 					})
 			})
 		},

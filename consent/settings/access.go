@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,9 +13,10 @@ import (
 	"oauthd/issuer/admin"
 )
 
-// owns reports whether the client belongs to user (owner is the email).
+// owns reports whether the client belongs to user: by ID, never by email
+// (an email changes hands; an unclaimed client belongs to no one).
 func owns(c admin.ClientView, u data.User) bool {
-	return u.Email != "" && strings.EqualFold(strings.TrimSpace(c.Owner), u.Email)
+	return u.ID != 0 && c.OwnerID == u.ID
 }
 
 // errForeign stands for "no such client, or not yours": both get the same

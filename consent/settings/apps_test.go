@@ -46,18 +46,18 @@ func (se *settingsEnv) appsFixture() (sync, legacy, rejected, bobs string) {
 	ctx := context.Background()
 	now := se.clock()
 	for _, c := range []data.Client{
-		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", Owner: "dev@acme.example", Type: data.Confidential,
+		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", UnclaimedOwner: "dev@acme.example", Type: data.Confidential,
 			RedirectURIs: []string{"https://app.acme.example/callback"}, Scopes: []string{"BOOKING_READ", "PROFILE_READ", "TEAM_BOOKING_READ"},
 			Status: data.StatusApproved, Secrets: []data.ClientSecret{{ID: "cs_1", Hash: data.Hash("a"), CreatedAt: now}}},
-		{ID: "legacy-importer", Name: "old importer", Owner: "it@oldco.example", Type: data.Confidential,
+		{ID: "legacy-importer", Name: "old importer", UnclaimedOwner: "it@oldco.example", Type: data.Confidential,
 			RedirectURIs: []string{"https://old.example/cb"}, Legacy: true, Status: data.StatusApproved,
 			Secrets: []data.ClientSecret{{ID: "cs_2", Hash: data.Hash("b"), CreatedAt: now}}},
-		{ID: "c0ffee0000000003", Name: "Booking Exporter", Owner: "ops@export.example", Type: data.Public,
+		{ID: "c0ffee0000000003", Name: "Booking Exporter", UnclaimedOwner: "ops@export.example", Type: data.Public,
 			RedirectURIs: []string{"https://export.example/cb"}, Scopes: []string{"BOOKING_READ"}, Status: data.StatusRejected,
 			RejectReason: "abuse"},
-		{ID: "c0ffee0000000004", Name: "Bob's Planner", Owner: "dev@planner.example", Type: data.Public,
+		{ID: "c0ffee0000000004", Name: "Bob's Planner", UnclaimedOwner: "dev@planner.example", Type: data.Public,
 			RedirectURIs: []string{"https://planner.example/cb"}, Scopes: []string{"SCHEDULE_READ"}, Status: data.StatusApproved},
-		{ID: "c0ffee0000000005", Name: "Waiting App", Owner: "dev@wait.example", Type: data.Public,
+		{ID: "c0ffee0000000005", Name: "Waiting App", UnclaimedOwner: "dev@wait.example", Type: data.Public,
 			RedirectURIs: []string{"https://wait.example/cb"}, Scopes: []string{"SCHEDULE_READ"}, Status: data.StatusPending},
 	} {
 		c.CreatedAt, c.UpdatedAt = now, now
@@ -271,7 +271,7 @@ func TestAppsOddClientID(t *testing.T) {
 	se := newSettingsEnv(t)
 	now := se.clock()
 	id := "odd id/with%chars"
-	if err := se.store.CreateClient(context.Background(), data.Client{ID: id, Name: "Odd <b>App</b>", Owner: "x@example.com", Type: data.Confidential,
+	if err := se.store.CreateClient(context.Background(), data.Client{ID: id, Name: "Odd <b>App</b>", UnclaimedOwner: "x@example.com", Type: data.Confidential,
 		RedirectURIs: []string{"https://odd.example/cb"}, Legacy: true, Status: data.StatusApproved,
 		Secrets: []data.ClientSecret{{ID: "cs_9", Hash: data.Hash("z"), CreatedAt: now}}, CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)

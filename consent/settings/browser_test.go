@@ -30,21 +30,21 @@ func TestSettingsBrowser(t *testing.T) {
 	now := en.clock()
 	used := now.Add(-3 * time.Hour)
 	for _, c := range []data.Client{
-		{ID: "c0ffee0000000001", Name: "Acme <Calendar> Sync", Owner: en.alice.Email, Type: data.Confidential,
+		{ID: "c0ffee0000000001", Name: "Acme <Calendar> Sync", OwnerID: en.alice.ID, Type: data.Confidential,
 			RedirectURIs: []string{"https://app.acme.example/callback", "http://localhost:8080/callback"},
 			Scopes:       []string{"BOOKING_READ", "PROFILE_READ", "TEAM_BOOKING_READ"}, Status: data.StatusApproved,
 			Secrets: []data.ClientSecret{{ID: "cs_7Hq2xLm9a", Hash: data.Hash("a"), CreatedAt: now.AddDate(0, -2, 0), LastUsedAt: used}}},
-		{ID: "c0ffee0000000002", Name: "Team Planner (mobile)", Owner: en.alice.Email, Type: data.Public,
+		{ID: "c0ffee0000000002", Name: "Team Planner (mobile)", OwnerID: en.alice.ID, Type: data.Public,
 			RedirectURIs: []string{"https://planner.example/cb"}, Scopes: []string{"SCHEDULE_READ"}, Status: data.StatusPending},
-		{ID: "c0ffee0000000003", Name: "Booking Exporter", Owner: en.alice.Email, Type: data.Confidential,
+		{ID: "c0ffee0000000003", Name: "Booking Exporter", OwnerID: en.alice.ID, Type: data.Confidential,
 			RedirectURIs: []string{"https://export.example/cb"}, Scopes: []string{"ORG_BOOKING_READ"}, Status: data.StatusRejected,
 			RejectReason: "Organization-wide booking access needs a signed data processing agreement.",
 			Secrets:      []data.ClientSecret{{ID: "cs_000000003", Hash: data.Hash("c"), CreatedAt: now}}},
-		{ID: "legacy-importer", Name: "Old Importer", Owner: en.alice.Email, Type: data.Confidential,
+		{ID: "legacy-importer", Name: "Old Importer", OwnerID: en.alice.ID, Type: data.Confidential,
 			RedirectURIs: []string{"https://old.example/cb"}, Legacy: true, Status: data.StatusApproved,
 			Secrets: []data.ClientSecret{{ID: "cs_000000004", Hash: data.Hash("d"), CreatedAt: now.AddDate(-1, 0, 0), LastUsedAt: used}},
 			Usage:   []data.UsageDay{{Day: now.AddDate(0, 0, -2).Format("2006-01-02"), WithScope: 41, WithoutScope: 7}}},
-		{ID: "b0b0000000000001", Name: "Bob's", Owner: en.bob.Email, Type: data.Public,
+		{ID: "b0b0000000000001", Name: "Bob's", OwnerID: en.bob.ID, Type: data.Public,
 			RedirectURIs: []string{"https://bob.example/cb"}, Scopes: []string{"PROFILE_READ"}, Status: data.StatusPending},
 	} {
 		c.CreatedAt, c.UpdatedAt = now, now

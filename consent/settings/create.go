@@ -32,7 +32,7 @@ func (h *Handler) createClient(c echo.Context, rq request) error {
 		return h.settingsRender(c, http.StatusBadRequest, pageClientNew, v)
 	}
 	created, err := h.clients.CreateClient(ctx, admin.NewClient{
-		Owner: rq.u.Email, Name: form.Name, RedirectURIs: splitLines(form.RedirectURIs),
+		OwnerID: rq.u.ID, Name: form.Name, RedirectURIs: splitLines(form.RedirectURIs),
 		Scopes: scopes, Public: form.Public,
 	})
 	if err != nil {

@@ -40,7 +40,7 @@ func (se *settingsEnv) client(id string) data.Client {
 func (se *settingsEnv) legacy(owner data.User, id string, withScope, withoutScope int64) {
 	se.t.Helper()
 	now := se.clock()
-	c := data.Client{ID: id, Name: "Old Integration", Owner: owner.Email, Type: data.Confidential,
+	c := data.Client{ID: id, Name: "Old Integration", OwnerID: owner.ID, Type: data.Confidential,
 		RedirectURIs: []string{"https://old.example.org/cb"}, Legacy: true, Status: data.StatusApproved,
 		Secrets:   []data.ClientSecret{{ID: "cs_legacy01", Hash: data.Hash("oauthd_cs_legacy"), CreatedAt: now}},
 		Usage:     []data.UsageDay{{Day: now.AddDate(0, 0, -3).Format("2006-01-02"), WithScope: withScope, WithoutScope: withoutScope}},
@@ -149,7 +149,7 @@ func TestSettingsCreateClient(t *testing.T) {
 		t.Fatalf("%d clients stored; want 1", len(all))
 	}
 	c := all[0]
-	if c.Owner != se.alice.Email || c.Status != data.StatusPending || c.Name != "Acme Sync" ||
+	if c.OwnerID != se.alice.ID || c.Status != data.StatusPending || c.Name != "Acme Sync" ||
 		strings.Join(c.RedirectURIs, " ") != "https://acme.example/cb http://localhost:8080/cb" ||
 		strings.Join(c.Scopes, " ") != "PROFILE_READ TEAM_BOOKING_READ" {
 		t.Errorf("stored client = %+v", c)
@@ -520,33 +520,33 @@ func TestSettingsGolden(t *testing.T) {
 	sess, _ := se.sessionWith(se.alice, fixedSession, fixedCSRF)
 	used := now.Add(-2 * 3600e9)
 	for _, c := range []data.Client{
-		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", Owner: se.alice.Email, Type: data.Confidential,
+		{ID: "c0ffee0000000001", Name: "Acme Calendar Sync", OwnerID: se.alice.ID, Type: data.Confidential,
 			RedirectURIs: []string{"https://app.acme.example/callback", "http://localhost:8080/callback"},
 			Scopes:       []string{"BOOKING_READ", "PROFILE_READ", "TEAM_BOOKING_READ"}, Status: data.StatusApproved,
 			Secrets: []data.ClientSecret{
 				{ID: "cs_000000001", Hash: data.Hash("a"), CreatedAt: now.AddDate(0, -2, 0), LastUsedAt: used},
 				{ID: "cs_000000002", Hash: data.Hash("b"), CreatedAt: now.AddDate(0, 0, -1)},
 			}},
-		{ID: "c0ffee0000000002", Name: "Team Planner (mobile)", Owner: se.alice.Email, Type: data.Public,
+		{ID: "c0ffee0000000002", Name: "Team Planner (mobile)", OwnerID: se.alice.ID, Type: data.Public,
 			RedirectURIs: []string{"https://planner.example/cb"}, Scopes: []string{"SCHEDULE_READ"}, Status: data.StatusPending},
-		{ID: "c0ffee0000000003", Name: "Booking Exporter", Owner: se.alice.Email, Type: data.Confidential,
+		{ID: "c0ffee0000000003", Name: "Booking Exporter", OwnerID: se.alice.ID, Type: data.Confidential,
 			RedirectURIs: []string{"https://export.example/cb"}, Scopes: []string{"ORG_BOOKING_READ"}, Status: data.StatusRejected,
 			RejectReason: "Organization-wide booking access needs a signed data processing agreement.",
 			Secrets:      []data.ClientSecret{{ID: "cs_000000003", Hash: data.Hash("c"), CreatedAt: now}}},
-		{ID: "legacy-importer", Name: "Old Importer", Owner: se.alice.Email, Type: data.Confidential,
+		{ID: "legacy-importer", Name: "Old Importer", OwnerID: se.alice.ID, Type: data.Confidential,
 			RedirectURIs: []string{"https://old.example/cb"}, Legacy: true, Status: data.StatusApproved,
 			Secrets: []data.ClientSecret{{ID: "cs_000000004", Hash: data.Hash("d"), CreatedAt: now.AddDate(-1, 0, 0), LastUsedAt: used}},
 			Usage:   []data.UsageDay{{Day: now.AddDate(0, 0, -2).Format("2006-01-02"), WithScope: 41, WithoutScope: 7}}},
-		{ID: "c0ffee0000000004", Name: "Shift Planner", Owner: se.alice.Email, Type: data.Confidential,
+		{ID: "c0ffee0000000004", Name: "Shift Planner", OwnerID: se.alice.ID, Type: data.Confidential,
 			RedirectURIs: []string{"https://shifts.example/cb"}, Scopes: []string{"SCHEDULE_READ", "PROFILE_READ"}, Status: data.StatusApproved,
 			Secrets: []data.ClientSecret{{ID: "cs_000000005", Hash: data.Hash("e"), CreatedAt: now}},
 			Pending: &data.ClientChange{AddScopes: []string{"TEAM_SCHEDULE_READ"}, AddRedirectURIs: []string{"https://shifts.example/cb2"},
 				ProposedBy: "user 1 (settings_page)", ProposedAt: now.Add(-30 * 60e9)}},
-		{ID: "c0ffee0000000005", Name: "Room Finder", Owner: se.alice.Email, Type: data.Public,
+		{ID: "c0ffee0000000005", Name: "Room Finder", OwnerID: se.alice.ID, Type: data.Public,
 			RedirectURIs: []string{"https://rooms.example/cb"}, Scopes: []string{"APPS_READ"}, Status: data.StatusApproved,
 			RejectedChange: &data.ClientChange{AddScopes: []string{"ORG_MEMBERSHIP_WRITE"}, ProposedBy: "user 1 (settings_page)",
 				ProposedAt: now.Add(-48 * 3600e9), RejectReason: "Room search does not need to edit memberships."}},
-		{ID: "b0b0000000000001", Name: "Bob's", Owner: se.bob.Email, Type: data.Public,
+		{ID: "b0b0000000000001", Name: "Bob's", OwnerID: se.bob.ID, Type: data.Public,
 			RedirectURIs: []string{"https://bob.example/cb"}, Scopes: []string{"PROFILE_READ"}, Status: data.StatusPending},
 	} {
 		c.CreatedAt, c.UpdatedAt = now, now

@@ -36,8 +36,17 @@ var (
 	ErrNoDatabase = errors.New("no oauthd database")
 )
 
-// schemaVersion is the layout of the buckets below; Open refuses any other.
-const schemaVersion = "1"
+// schemaVersion is the layout of the buckets below; Open upgrades
+// schemaIdentity's to it (upgradeIdentity) and refuses any other.
+//
+//	"1": users_email and users_username keyed by strings.ToLower; a
+//	     client's owner is an email ("owner").
+//	"2": those indexes keyed by ident.Key; a client's owner is a user ID
+//	     (data.Client.OwnerID, or UnclaimedOwner).
+const schemaVersion = "2"
+
+// schemaIdentity is the version before identities by ID (issue 22).
+const schemaIdentity = "1"
 
 // Buckets.
 var (
@@ -205,6 +214,11 @@ func Open(path string, opts Options) (*Store, error) {
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get(keySchema); {
 		case v == nil:
+			return meta.Put(keySchema, []byte(schemaVersion))
+		case string(v) == schemaIdentity:
+			if err := upgradeIdentity(tx, opts.Logger); err != nil {
+				return fmt.Errorf("upgrade to schema %s: %w", schemaVersion, err)
+			}
 			return meta.Put(keySchema, []byte(schemaVersion))
 		case string(v) != schemaVersion:
 			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)

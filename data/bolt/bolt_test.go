@@ -51,7 +51,7 @@ func TestStore(t *testing.T) {
 
 func client(id string) data.Client {
 	return data.Client{
-		ID: id, Name: "App", Owner: "dev@example.com", Type: data.Confidential,
+		ID: id, Name: "App", OwnerID: 1, Type: data.Confidential,
 		RedirectURIs: []string{"https://app.example.com/cb"}, Scopes: []string{"BOOKING_READ"},
 		Status: data.StatusApproved, Secrets: []data.ClientSecret{{ID: "cs_1", Hash: data.Hash("s"), CreatedAt: t0}},
 		CreatedAt: t0, UpdatedAt: t0,

@@ -12,6 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 )
 
 // CreateUser implements [data.Store.CreateUser].
@@ -31,14 +32,14 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 		users := tx.Bucket(bucketUsers)
 		for i, u := range us {
 			u = data.Normalize(u)
-			if err := checkUnique(tx, u, nil); err != nil {
-				return fmt.Errorf("create user %d: %w", i+1, err)
-			}
 			seq, err := users.NextSequence()
 			if err != nil {
 				return err
 			}
 			u.ID = int64(seq)
+			if err := checkUnique(tx, u, nil); err != nil {
+				return fmt.Errorf("create user %d: %w", i+1, err)
+			}
 			if err := putUser(tx, u); err != nil {
 				return err
 			}
@@ -52,43 +53,61 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 	return out, nil
 }
 
-// checkUnique fails with ErrExists when u's email, username or external
-// ID names a user other than self (nil: any user).
-func checkUnique(tx *bbolt.Tx, u data.User, self []byte) error {
-	for _, ix := range []struct {
-		b     []byte
-		k     string
-		field string
-	}{
-		{bucketUserEmail, strings.ToLower(u.Email), "email"},
-		{bucketUserName, strings.ToLower(u.Username), "username"},
-		{bucketUserExt, u.ExternalID, "external ID"},
-	} {
-		if ix.k == "" {
+// userIndex is one of a user's unique index entries.
+type userIndex struct {
+	b     []byte // the index bucket
+	k     string // the key: data.UserKeys, or the external ID
+	field string
+	value string // as stored, for errors
+}
+
+func userIndexes(u data.User) []userIndex {
+	ek, nk := data.UserKeys(u)
+	return []userIndex{
+		{bucketUserEmail, ek, "email", u.Email},
+		{bucketUserName, nk, "username", u.Username},
+		{bucketUserExt, u.ExternalID, "external ID", u.ExternalID},
+	}
+}
+
+// checkUnique fails with ErrExists when one of u's keys names a user
+// other than u. A key old (u's record before an update; nil for a new
+// user) already had is not checked: a user an upgrade left out of an
+// index for a clash (data.Clash) can still be updated.
+func checkUnique(tx *bbolt.Tx, u data.User, old *data.User) error {
+	self := itob(u.ID)
+	var had []userIndex
+	if old != nil {
+		had = userIndexes(*old)
+	}
+	for i, ix := range userIndexes(u) {
+		if ix.k == "" || (had != nil && had[i].k == ix.k) {
 			continue
 		}
-		if id := tx.Bucket(ix.b).Get([]byte(ix.k)); id != nil && !bytes.Equal(id, self) {
-			return fmt.Errorf("%s %q: %w", ix.field, ix.k, data.ErrExists)
+		if id := tx.Bucket(ix.b).Get([]byte(ix.k)); id != nil && (old == nil || !bytes.Equal(id, self)) {
+			return fmt.Errorf("%s %q: %w", ix.field, ix.value, data.ErrExists)
 		}
 	}
 	return nil
 }
 
-// putUser stores u and its index entries.
+// putUser stores u and its index entries (those it has no clash for:
+// an entry another user holds is left to them).
 func putUser(tx *bbolt.Tx, u data.User) error {
 	id := itob(u.ID)
 	if err := put(tx.Bucket(bucketUsers), id, u); err != nil {
 		return err
 	}
-	for _, ix := range []struct{ b, k []byte }{
-		{bucketUserEmail, []byte(strings.ToLower(u.Email))},
-		{bucketUserName, []byte(strings.ToLower(u.Username))},
-		{bucketUserExt, []byte(u.ExternalID)},
-	} {
-		if len(ix.k) > 0 {
-			if err := tx.Bucket(ix.b).Put(ix.k, id); err != nil {
-				return err
-			}
+	for _, ix := range userIndexes(u) {
+		if ix.k == "" {
+			continue
+		}
+		b := tx.Bucket(ix.b)
+		if held := b.Get([]byte(ix.k)); held != nil && !bytes.Equal(held, id) {
+			continue // an upgrade clash (checkUnique let it through)
+		}
+		if err := b.Put([]byte(ix.k), id); err != nil {
+			return err
 		}
 	}
 	if u.Disabled {
@@ -97,15 +116,16 @@ func putUser(tx *bbolt.Tx, u data.User) error {
 	return tx.Bucket(bucketUserOff).Delete(id)
 }
 
-// dropUserIndex removes u's index entries.
+// dropUserIndex removes u's index entries that name u.
 func dropUserIndex(tx *bbolt.Tx, u data.User) error {
-	for _, ix := range []struct{ b, k []byte }{
-		{bucketUserEmail, []byte(strings.ToLower(u.Email))},
-		{bucketUserName, []byte(strings.ToLower(u.Username))},
-		{bucketUserExt, []byte(u.ExternalID)},
-	} {
-		if len(ix.k) > 0 {
-			if err := tx.Bucket(ix.b).Delete(ix.k); err != nil {
+	id := itob(u.ID)
+	for _, ix := range userIndexes(u) {
+		if ix.k == "" {
+			continue
+		}
+		b := tx.Bucket(ix.b)
+		if held := b.Get([]byte(ix.k)); held != nil && bytes.Equal(held, id) {
+			if err := b.Delete([]byte(ix.k)); err != nil {
 				return err
 			}
 		}
@@ -146,7 +166,7 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 				return errDisabling
 			}
 			next = data.Normalize(next)
-			if err := checkUnique(tx, next, key); err != nil {
+			if err := checkUnique(tx, next, &old); err != nil {
 				return fmt.Errorf("update user %d: %w", id, err)
 			}
 			if err := dropUserIndex(tx, old); err != nil {
@@ -261,7 +281,7 @@ func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
 func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, error) {
 	var u data.User
 	err := s.view(ctx, "get user by login", func(tx *bbolt.Tx) error {
-		l := []byte(strings.ToLower(login))
+		l := []byte(ident.Key(login))
 		var id []byte
 		if len(l) > 0 {
 			if id = tx.Bucket(bucketUserEmail).Get(l); id == nil {

@@ -16,7 +16,7 @@ import (
 func BenchmarkDisableUser(b *testing.B) {
 	s := openTemp(b)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := s.CreateClient(ctx, data.Client{ID: "c1", Name: "c", Owner: "o@example.com", Type: data.Confidential,
+	if err := s.CreateClient(ctx, data.Client{ID: "c1", Name: "c", OwnerID: 1, Type: data.Confidential,
 		RedirectURIs: []string{"https://app.example/cb"}, Scopes: []string{"BOOKING_READ"}, Status: data.StatusApproved,
 		Secrets: []data.ClientSecret{{ID: "cs_1", Hash: data.Hash("s")}}, CreatedAt: t0}); err != nil {
 		b.Fatal(err)

@@ -52,7 +52,7 @@ var t0 = time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 
 func client(id string) data.Client {
 	return data.Client{
-		ID: id, Name: "App", Owner: "ann@example.com", Type: data.Confidential,
+		ID: id, Name: "App", OwnerID: 1, Type: data.Confidential,
 		RedirectURIs: []string{"https://app.example/cb"}, Scopes: []string{"PROFILE_READ"},
 		Status:    data.StatusApproved,
 		Secrets:   []data.ClientSecret{{ID: "cs_1", Hash: data.Hash("s1"), CreatedAt: t0}},

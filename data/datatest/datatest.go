@@ -22,6 +22,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"Users", testUsers},
 		{"CreateUsersAllOrNothing", testCreateUsers},
 		{"UpdateUser", testUpdateUser},
+		{"CanonicalIdentifiers", testCanonicalIdentifiers},
 		{"DisableUserRevokes", testDisableUser},
 		{"Nonces", testNonces},
 		{"Clients", testClients},

@@ -18,7 +18,7 @@ func newClient(id string) data.Client {
 	return data.Client{
 		ID:           id,
 		Name:         "Client " + id,
-		Owner:        "dev@example.com",
+		OwnerID:      1,
 		Type:         data.Confidential,
 		RedirectURIs: []string{"https://app.example.com/callback", "http://127.0.0.1:8080/cb"},
 		Scopes:       []string{"BOOKING_READ", "PROFILE_READ"},

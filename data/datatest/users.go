@@ -198,3 +198,50 @@ func testNonces(t *testing.T, s data.Store) {
 	wantErr(t, "UseNonce(after GC)", s.UseNonce(ctx, k, t0.Add(3*time.Minute)), nil)
 	wantErr(t, "UseNonce(other, kept)", s.UseNonce(ctx, []byte("other"), t0.Add(time.Hour)), data.ErrExists)
 }
+
+// testCanonicalIdentifiers: emails and usernames are unique under
+// ident.Key, however they are spelled (look-alikes included), at create,
+// in a batch and at update; a login in any spelling finds the user.
+func testCanonicalIdentifiers(t *testing.T, s data.Store) {
+	sam, err := s.CreateUser(ctx, data.User{Email: "sam@plat.test", Username: "sam", CreatedAt: t0})
+	wantErr(t, "CreateUser(sam)", err, nil)
+	dan, err := s.CreateUser(ctx, data.User{Email: "dan@b\u00fccher.example", Username: "stra\u00dfe", CreatedAt: t0})
+	wantErr(t, "CreateUser(dan)", err, nil)
+	for _, u := range []data.User{
+		{Email: "\u017fam@plat.test", Username: "longs"},                              // long s
+		{Email: "SAM@PLAT.TEST", Username: "upper"},                                   // case
+		{Email: "\uff53\uff41\uff4d@\uff50\uff4c\uff41\uff54.test", Username: "wide"}, // fullwidth
+		{Email: "dan@xn--bcher-kva.example", Username: "puny"},                        // IDN
+		{Email: "dan@B\u00dcCHER.example", Username: "idnupper"},                      // IDN, case
+		{Email: "other@plat.test", Username: "\u017fam"},                              // username long s
+		{Email: "other@plat.test", Username: "\uff53\uff41\uff4d"},                    // username fullwidth
+		{Email: "other@plat.test", Username: "strasse"},                               // ß is ss
+	} {
+		_, err := s.CreateUser(ctx, u)
+		wantErr(t, fmt.Sprintf("CreateUser(%q, %q)", u.Email, u.Username), err, data.ErrExists)
+	}
+	_, err = s.CreateUsers(ctx, []data.User{{Email: "kim@plat.test", Username: "kim"}, {Email: "\u212aim@plat.test", Username: "kim2"}})
+	wantErr(t, "CreateUsers(kelvin sign in the batch)", err, data.ErrExists)
+	for login, want := range map[string]int64{
+		"\u017fam@plat.test": sam.ID, "Sam@Plat.Test": sam.ID, "\uff53\uff41\uff4d": sam.ID, "SAM": sam.ID,
+		"DAN@xn--bcher-kva.example": dan.ID, "STRASSE": dan.ID,
+	} {
+		got, err := s.GetUserByLogin(ctx, login)
+		wantErr(t, "GetUserByLogin("+login+")", err, nil)
+		if got.ID != want {
+			t.Errorf("GetUserByLogin(%q) = user %d; want %d", login, got.ID, want)
+		}
+	}
+	// At update: another user cannot take a look-alike of sam's email;
+	// sam may respell their own.
+	_, err = s.UpdateUser(ctx, dan.ID, func(u data.User) (data.User, error) { u.Email = "\u017fAM@plat.test"; return u, nil })
+	wantErr(t, "UpdateUser(dan takes a look-alike of sam's email)", err, data.ErrExists)
+	got, err := s.UpdateUser(ctx, sam.ID, func(u data.User) (data.User, error) { u.Email = "Sam@Plat.test"; return u, nil })
+	wantErr(t, "UpdateUser(sam respells)", err, nil)
+	if got.Email != "Sam@Plat.test" {
+		t.Errorf("email after respelling = %q", got.Email)
+	}
+	if u, err := s.GetUserByLogin(ctx, "sam@plat.test"); err != nil || u.ID != sam.ID {
+		t.Errorf("GetUserByLogin after respelling = %d, %v; want %d", u.ID, err, sam.ID)
+	}
+}

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 )
 
 // ErrClosed is returned by every method called after [Store.Close].
@@ -105,7 +105,7 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 	defer s.mu.Unlock()
 	email, name, ext := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i, u := range us {
-		e, n := strings.ToLower(u.Email), strings.ToLower(u.Username)
+		e, n := data.UserKeys(u)
 		if _, ok := s.byEmail[e]; (ok || email[e]) && e != "" {
 			return nil, fmt.Errorf("create user %d: email %q: %w", i+1, u.Email, data.ErrExists)
 		}
@@ -128,18 +128,27 @@ func (s *Store) CreateUsers(ctx context.Context, us []data.User) ([]data.User, e
 	return out, nil
 }
 
-// index stores u and its index entries.
+// index stores u and its index entries (data.UserKeys).
 func (s *Store) index(u data.User) {
 	s.users[u.ID] = u
-	if e := strings.ToLower(u.Email); e != "" {
+	e, n := data.UserKeys(u)
+	if e != "" {
 		s.byEmail[e] = u.ID
 	}
-	if n := strings.ToLower(u.Username); n != "" {
+	if n != "" {
 		s.byUsername[n] = u.ID
 	}
 	if u.ExternalID != "" {
 		s.byExternal[u.ExternalID] = u.ID
 	}
+}
+
+// unindex removes u's index entries.
+func (s *Store) unindex(u data.User) {
+	e, n := data.UserKeys(u)
+	delete(s.byEmail, e)
+	delete(s.byUsername, n)
+	delete(s.byExternal, u.ExternalID)
 }
 
 // GetUserByExternalID implements [data.Store.GetUserByExternalID].
@@ -172,18 +181,17 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 	if next.ID != id {
 		return data.User{}, fmt.Errorf("update user %d: %w", id, &data.RuleError{Field: "id", Reason: "an update cannot change the user's ID"})
 	}
-	if o, ok := s.byEmail[strings.ToLower(next.Email)]; ok && o != id && next.Email != "" {
+	ne, nn := data.UserKeys(next)
+	if o, ok := s.byEmail[ne]; ok && o != id && ne != "" {
 		return data.User{}, fmt.Errorf("update user %d: email %q: %w", id, next.Email, data.ErrExists)
 	}
-	if o, ok := s.byUsername[strings.ToLower(next.Username)]; ok && o != id && next.Username != "" {
+	if o, ok := s.byUsername[nn]; ok && o != id && nn != "" {
 		return data.User{}, fmt.Errorf("update user %d: username %q: %w", id, next.Username, data.ErrExists)
 	}
 	if o, ok := s.byExternal[next.ExternalID]; ok && o != id && next.ExternalID != "" {
 		return data.User{}, fmt.Errorf("update user %d: external ID %q: %w", id, next.ExternalID, data.ErrExists)
 	}
-	delete(s.byEmail, strings.ToLower(old.Email))
-	delete(s.byUsername, strings.ToLower(old.Username))
-	delete(s.byExternal, old.ExternalID)
+	s.unindex(old)
 	next = data.Normalize(next)
 	s.index(next)
 	if next.Disabled && !old.Disabled {
@@ -239,7 +247,7 @@ func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, er
 		return data.User{}, err
 	}
 	defer s.mu.Unlock()
-	l := strings.ToLower(login)
+	l := ident.Key(login)
 	id, ok := s.byEmail[l]
 	if !ok {
 		id, ok = s.byUsername[l]

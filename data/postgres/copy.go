@@ -89,8 +89,18 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 			return fmt.Errorf("%w (%d records); copy into a new, empty database", ErrNotEmpty, rows)
 		}
 		b := &pgx.Batch{}
+		_, _, clashes := data.IndexUsers(d.Users)
 		for _, u := range d.Users {
-			b.Queue(insertUser, userArgs(u, encode(u))...)
+			args := userArgs(u, encode(u))
+			for _, c := range clashes { // left out of the index, as in the source
+				if c.UserID == u.ID && c.Field == "email" {
+					args[1] = ""
+				}
+				if c.UserID == u.ID && c.Field == "username" {
+					args[2] = ""
+				}
+			}
+			b.Queue(insertUser, args...)
 		}
 		for _, c := range d.Clients {
 			b.Queue("INSERT INTO clients (id, status, body) VALUES ($1, $2, $3)", c.ID, string(c.Status), encode(c))

@@ -35,6 +35,14 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// step, when the version has one (goSteps), runs after sql in the
+	// same transaction: what SQL cannot compute (ident.Key, say).
+	step func(ctx context.Context, tx pgx.Tx, logger *slog.Logger) error
+}
+
+// goSteps are the migrations' Go parts, by version.
+var goSteps = map[int]func(ctx context.Context, tx pgx.Tx, logger *slog.Logger) error{
+	6: upgradeIdentity,
 }
 
 // migrations returns the embedded migrations in order. A file is named
@@ -55,7 +63,7 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: v, name: strings.TrimSuffix(e.Name(), ".sql"), sql: string(b)})
+		ms = append(ms, migration{version: v, name: strings.TrimSuffix(e.Name(), ".sql"), sql: string(b), step: goSteps[v]})
 	}
 	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
 	for i, m := range ms {
@@ -120,6 +128,11 @@ func Migrate(ctx context.Context, url string, logger *slog.Logger) (from, to int
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return err
+			}
+			if m.step != nil {
+				if err := m.step(ctx, tx, logger); err != nil {
+					return err
+				}
 			}
 			_, err := tx.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name)
 			return err

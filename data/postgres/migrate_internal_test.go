@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"oauthd/data"
+	"oauthd/data/datatest"
 	"oauthd/data/postgres/pgtest"
 )
 
@@ -150,4 +153,61 @@ func TestCreateUsersLockLetsLoginsThrough(t *testing.T) {
 	if _, err := s.CreateUser(short, data.User{Email: "v@example.com"}); err == nil {
 		t.Fatal("a second CreateUser did not wait for the first's lock")
 	}
+}
+
+// TestMigrateIdentity: a database at version 5 whose unique user columns
+// hold strings.ToLower (users who are one identifier under ident.Key side
+// by side) and whose clients' owners are emails, migrated to 6: see
+// datatest.CheckIdentityUpgrade.
+func TestMigrateIdentity(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	ms, err := migrations()
+	if err != nil || len(ms) < 6 || ms[5].name != "0006_identity" {
+		t.Fatalf("migrations = %d, %v; want 0006_identity as the sixth", len(ms), err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, createVersionTable); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:5] {
+		if _, err := conn.Exec(ctx, m.sql); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := datatest.OldIdentity()
+	for _, u := range old.Users {
+		if _, err := conn.Exec(ctx, "INSERT INTO users (id, email_lower, username_lower, external_id, disabled, body) VALUES ($1, $2, $3, '', false, $4)",
+			u.ID, strings.ToLower(u.Email), strings.ToLower(u.Username), encode(u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range old.Clients {
+		if _, err := conn.Exec(ctx, "INSERT INTO clients (id, status, body) VALUES ($1, 'pending', $2)", c.ID, c.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logged strings.Builder
+	from, to, err := Migrate(ctx, url, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil || from != 5 || to != SchemaVersion() {
+		t.Fatalf("Migrate = %d → %d, %v; want 5 → %d", from, to, err, SchemaVersion())
+	}
+	for _, want := range []string{"user_id=2 held_by=1 field=email", "user_id=4 held_by=3 field=username", "client_id=c-ambiguous", "client_id=c-gone"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the migration's log lacks %q:\n%s", want, logged.String())
+		}
+	}
+	s, err := Open(ctx, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	datatest.CheckIdentityUpgrade(t, s)
 }

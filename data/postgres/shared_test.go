@@ -26,7 +26,7 @@ func twoStores(t *testing.T) [2]*postgres.Store {
 
 func client(id string) data.Client {
 	return data.Client{
-		ID: id, Name: "Client " + id, Owner: "dev@example.com", Type: data.Confidential,
+		ID: id, Name: "Client " + id, OwnerID: 1, Type: data.Confidential,
 		RedirectURIs: []string{"https://app.example.com/cb"},
 		Scopes:       []string{"BOOKING_READ"},
 		Status:       data.StatusApproved,

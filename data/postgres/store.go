@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 )
 
 // ErrClosed is returned by every method called after [Store.Close].
@@ -385,7 +386,7 @@ func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, er
 	if err := s.begin(ctx, "get user by login"); err != nil {
 		return data.User{}, err
 	}
-	l := strings.ToLower(login)
+	l := ident.Key(login)
 	if l == "" {
 		return data.User{}, fmt.Errorf("get user by login: %w", data.ErrNotFound)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,8 +36,11 @@ import (
 // insertUser is the one statement that writes a user row.
 const insertUser = `INSERT INTO users (id, email_lower, username_lower, external_id, disabled, body) VALUES ($1, $2, $3, $4, $5, $6)`
 
+// userArgs are insertUser's arguments: the unique columns email_lower and
+// username_lower hold data.UserKeys (ident.Key; the names are from before).
 func userArgs(u data.User, body json.RawMessage) []any {
-	return []any{u.ID, strings.ToLower(u.Email), strings.ToLower(u.Username), u.ExternalID, u.Disabled, body}
+	e, n := data.UserKeys(u)
+	return []any{u.ID, e, n, u.ExternalID, u.Disabled, body}
 }
 
 // userClash turns a unique violation on users into ErrExists naming the
@@ -205,8 +207,15 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 			return fmt.Errorf("%s %d: %w", op, id, &data.RuleError{Field: "id", Reason: "an update cannot change the user's ID"})
 		}
 		nb := encode(next)
-		if _, err := tx.Exec(ctx, "UPDATE users SET email_lower = $2, username_lower = $3, external_id = $4, disabled = $5, body = $6 WHERE id = $1",
-			userArgs(next, nb)...); err != nil {
+		// A key that does not change is left as it is: a user an upgrade
+		// left out of an index for a clash (data.Clash, an empty column)
+		// can still be updated and disabled.
+		oe, on := data.UserKeys(old)
+		ne, nn := data.UserKeys(next)
+		if _, err := tx.Exec(ctx, `UPDATE users SET email_lower = CASE WHEN $7 THEN email_lower ELSE $2 END,
+			username_lower = CASE WHEN $8 THEN username_lower ELSE $3 END,
+			external_id = $4, disabled = $5, body = $6 WHERE id = $1`,
+			append(userArgs(next, nb), oe == ne, on == nn)...); err != nil {
 			return fmt.Errorf("%s %d: %w", op, id, userClash(err, next))
 		}
 		if next.Disabled && !old.Disabled {

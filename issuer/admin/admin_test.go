@@ -174,9 +174,11 @@ func TestCreateClient(t *testing.T) {
 			msg  string
 		}{
 			{"unknown owner", NewClient{Owner: "ghost@example.com", Name: "A", RedirectURIs: []string{"https://a.example/cb"}, Scopes: []string{"PROFILE_READ"}},
-				data.ErrNotFound, "no user with email ghost@example.com; add one with `oauthd users add`"},
-			{"owner by username", NewClient{Owner: "dev", Name: "A", RedirectURIs: []string{"https://a.example/cb"}, Scopes: []string{"PROFILE_READ"}},
-				data.ErrNotFound, "no user with email dev"},
+				data.ErrNotFound, `no user "ghost@example.com" (--owner takes a user's ID, email or username); add one with ` + "`oauthd users add`"},
+			{"unknown username", NewClient{Owner: "nobody", Name: "A", RedirectURIs: []string{"https://a.example/cb"}, Scopes: []string{"PROFILE_READ"}},
+				data.ErrNotFound, `no user "nobody"`},
+			{"unknown ID", NewClient{Owner: "99", Name: "A", RedirectURIs: []string{"https://a.example/cb"}, Scopes: []string{"PROFILE_READ"}},
+				data.ErrNotFound, `no user "99"`},
 			{"no scope", NewClient{Owner: "dev@example.com", Name: "A", RedirectURIs: []string{"https://a.example/cb"}},
 				data.ErrInvalid, "at least one scope"},
 			{"unknown scope", NewClient{Owner: "dev@example.com", Name: "A", RedirectURIs: []string{"https://a.example/cb"}, Scopes: []string{"PROFILE_READ FOO_READ"}},
@@ -193,6 +195,51 @@ func TestCreateClient(t *testing.T) {
 					t.Errorf("CreateClient = %v; want %v containing %q", err, tc.want, tc.msg)
 				}
 			})
+		}
+	})
+}
+
+// TestCreateClientOwner: --owner takes an ID, an email (any spelling of
+// it) or a username, resolved once to the user's ID; clients show and
+// list print the owner's current email, and after the user's email
+// changes the client is still theirs (by ID).
+func TestCreateClientOwner(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		dev := addDev(t, e.svc)
+		for _, ref := range []string{"1", "dev@example.com", "DEV@Example.COM", "dev", " dev "} {
+			c, err := e.svc.CreateClient(t.Context(), NewClient{Owner: ref, Name: "A", RedirectURIs: []string{"https://a.example/cb"}, Scopes: []string{"PROFILE_READ"}})
+			if err != nil {
+				t.Fatalf("CreateClient(--owner %q) = %v", ref, err)
+			}
+			stored, _ := e.store.GetClient(t.Context(), c.ClientID)
+			if stored.OwnerID != dev.ID || stored.UnclaimedOwner != "" {
+				t.Errorf("--owner %q: stored owner %d %q; want user %d", ref, stored.OwnerID, stored.UnclaimedOwner, dev.ID)
+			}
+		}
+		if _, err := e.store.UpdateUser(t.Context(), dev.ID, func(u data.User) (data.User, error) { u.Email = "dev.new@example.com"; return u, nil }); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := e.svc.ListClients(t.Context(), "")
+		if err != nil || len(cs) != 5 {
+			t.Fatalf("ListClients = %d clients, %v", len(cs), err)
+		}
+		for _, c := range cs {
+			if c.OwnerID != dev.ID || c.Owner != "dev.new@example.com" {
+				t.Errorf("ListClients: %s owner %d %q; want %d dev.new@example.com (the current email)", c.ClientID, c.OwnerID, c.Owner, dev.ID)
+			}
+			if v, err := e.svc.ShowClient(t.Context(), c.ClientID); err != nil || v.Owner != "dev.new@example.com" || v.OwnerID != dev.ID {
+				t.Errorf("ShowClient(%s) owner = %d %q, %v", c.ClientID, v.OwnerID, v.Owner, err)
+			}
+		}
+		// Someone who now takes the old email owns nothing.
+		other, err := e.svc.AddUser(t.Context(), NewUser{Email: "dev@example.com", Username: "other", Name: "Other", Password: "correct horse"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if v, _ := e.svc.ShowClient(t.Context(), c.ClientID); v.OwnerID == other.ID {
+				t.Errorf("%s went to the new holder of the old email", c.ClientID)
+			}
 		}
 	})
 }
@@ -434,3 +481,48 @@ func TestRejectRevokesGrants(t *testing.T) {
 		}
 	})
 }
+
+// TestImportClientsOwners: a legacy client's owner is resolved once to a
+// user ID (any spelling of the email); one that names no user leaves the
+// client unclaimed, which no user gets by email later, until the operator
+// gives it an owner (SetClientOptions Owner).
+func TestImportClientsOwners(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		dev := addDev(t, e.svc)
+		ids, err := e.svc.ImportClients(t.Context(), []LegacyClient{
+			{ClientID: "mine", Name: "Mine", Owner: "DEV@Example.com", RedirectURIs: []string{"https://m.example/cb"}, ClientSecret: "s-mine"},
+			{ClientID: "orphan", Name: "Orphan", Owner: "gone@example.com", RedirectURIs: []string{"https://o.example/cb"}, ClientSecret: "s-orphan"},
+		})
+		if err != nil || len(ids) != 2 {
+			t.Fatalf("ImportClients = %v, %v", ids, err)
+		}
+		_, err = e.svc.ImportClients(t.Context(), []LegacyClient{{ClientID: "bidi", Name: "Bidi", Owner: "\u202emoc.elpmaxe@ved",
+			RedirectURIs: []string{"https://b.example/cb"}, ClientSecret: "s-bidi"}})
+		if !errors.Is(err, data.ErrInvalid) || !strings.Contains(err.Error(), `client 1 ("bidi"): the owner holds an invisible or control character`) {
+			t.Errorf("ImportClients(owner with a bidi override) = %v; want refused, naming the client", err)
+		}
+		if v, _ := e.svc.ShowClient(t.Context(), "mine"); v.OwnerID != dev.ID || v.Owner != dev.Email || v.UnclaimedOwner != "" {
+			t.Errorf("mine: owner %d %q %q; want dev (%d)", v.OwnerID, v.Owner, v.UnclaimedOwner, dev.ID)
+		}
+		if v, _ := e.svc.ShowClient(t.Context(), "orphan"); v.OwnerID != 0 || v.Owner != "" || v.UnclaimedOwner != "gone@example.com" {
+			t.Errorf("orphan: owner %d %q %q; want unclaimed gone@example.com", v.OwnerID, v.Owner, v.UnclaimedOwner)
+		}
+		// The email's later holder gets nothing.
+		gone, err := e.svc.AddUser(t.Context(), NewUser{Email: "gone@example.com", Username: "gone", Name: "Gone", Password: "correct horse"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := e.svc.ShowClient(t.Context(), "orphan"); v.OwnerID != 0 {
+			t.Errorf("orphan went to user %d, the new holder of its old owner's email", v.OwnerID)
+		}
+		if _, err := e.svc.SetClientOptions(t.Context(), "orphan", ClientOptions{Owner: ptr("nobody")}); !errors.Is(err, data.ErrNotFound) {
+			t.Errorf("SetClientOptions(owner nobody) = %v; want ErrNotFound", err)
+		}
+		v, err := e.svc.SetClientOptions(t.Context(), "orphan", ClientOptions{Owner: ptr("gone")})
+		if err != nil || v.OwnerID != gone.ID || v.UnclaimedOwner != "" {
+			t.Errorf("SetClientOptions(owner gone) = %d %q, %v; want user %d", v.OwnerID, v.UnclaimedOwner, err, gone.ID)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

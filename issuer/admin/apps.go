@@ -66,7 +66,7 @@ type RemovedApp struct {
 // ListUserApps implements [Service.ListUserApps]: the apps are ordered by
 // name (then client ID).
 func (l *Local) ListUserApps(ctx context.Context, user string) ([]AppView, error) {
-	u, err := l.findUser(ctx, user)
+	u, err := l.ResolveUser(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (l *Local) ListUserApps(ctx context.Context, user string) ([]AppView, error
 		case c.Status == data.StatusPending:
 			continue // cannot have been allowed; never shown
 		}
-		out = append(out, p.view(c, err != nil))
+		out = append(out, p.view(c, l.developer(ctx, c), err != nil))
 	}
 	slices.SortFunc(out, func(a, b AppView) int {
 		return cmp.Or(cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), cmp.Compare(a.ClientID, b.ClientID))
@@ -119,9 +119,10 @@ type appParts struct {
 	fams  []data.Family
 }
 
-// view makes the AppView of the parts, for client c (deleted: no record).
-func (p *appParts) view(c data.Client, deleted bool) AppView {
-	v := AppView{ClientID: c.ID, Name: c.Name, Developer: c.Owner, Status: string(c.Status), GrantIDs: []string{}}
+// view makes the AppView of the parts, for client c (deleted: no record)
+// whose developer is shown as developer.
+func (p *appParts) view(c data.Client, developer string, deleted bool) AppView {
+	v := AppView{ClientID: c.ID, Name: c.Name, Developer: developer, Status: string(c.Status), GrantIDs: []string{}}
 	if deleted {
 		v.Status = AppDeleted
 	}
@@ -174,7 +175,7 @@ func catalogueOrder(names []string) []string {
 // removed; a client ID that names no client and of which the user holds
 // nothing is ErrNotFound.
 func (l *Local) RevokeUserApp(ctx context.Context, user, clientID string) (RemovedApp, error) {
-	u, err := l.findUser(ctx, user)
+	u, err := l.ResolveUser(ctx, user)
 	if err != nil {
 		return RemovedApp{}, err
 	}
@@ -206,4 +207,18 @@ func (l *Local) RevokeUserApp(ctx context.Context, user, clientID string) (Remov
 		"grants_revoked", len(r.Families), "grant_ids", strings.Join(r.Families, ","),
 		"consent_forgotten", r.Grant, "codes_deleted", r.Codes)
 	return out, nil
+}
+
+// developer is what an app's entry shows as its developer: the owner's
+// current email (ownership is by ID, the email may have changed since), or
+// the owner an unclaimed client was imported with; "" when unknown.
+func (l *Local) developer(ctx context.Context, c data.Client) string {
+	if c.OwnerID == 0 {
+		return c.UnclaimedOwner
+	}
+	u, err := l.store.GetUser(ctx, c.OwnerID)
+	if err != nil {
+		return ""
+	}
+	return u.Email
 }

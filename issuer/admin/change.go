@@ -94,7 +94,11 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 	if err != nil {
 		return EditResult{}, err
 	}
-	res := EditResult{Client: l.clientView(c), Pending: c.Pending != nil, Applied: !sameSettings(before, c)}
+	cv, err := l.viewOne(ctx, c)
+	if err != nil {
+		return EditResult{}, err
+	}
+	res := EditResult{Client: cv, Pending: c.Pending != nil, Applied: !sameSettings(before, c)}
 	if slices.ContainsFunc(c.WithPending().Secrets, func(s data.ClientSecret) bool { return s.ID == sec.ID }) {
 		res.NewSecret = &CreatedSecret{SecretID: sec.ID, ClientSecret: secret}
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/data/password"
 	"oauthd/data/scope"
 )
@@ -105,8 +107,17 @@ func (l *Local) ListUsers(ctx context.Context) ([]UserView, error) {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	out := make([]UserView, 0, len(us))
+	_, _, clashes := data.IndexUsers(us)
 	for _, u := range us {
-		out = append(out, userView(u))
+		v := userView(u)
+		var notes []string
+		for _, c := range clashes {
+			if c.UserID == u.ID {
+				notes = append(notes, fmt.Sprintf("%s is also user %d's, who keeps it: this user is not found by it", c.Field, c.HeldBy))
+			}
+		}
+		v.Clash = strings.Join(notes, "; ")
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -161,13 +172,16 @@ func newSecret(now time.Time) (string, data.ClientSecret) {
 
 // CreateClient implements [Service.CreateClient]. The client starts pending.
 func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, error) {
-	owner := strings.TrimSpace(in.Owner)
-	u, err := l.store.GetUserByLogin(ctx, owner)
-	if err != nil || !strings.EqualFold(u.Email, owner) {
-		if err != nil && !errors.Is(err, data.ErrNotFound) {
-			return CreatedClient{}, fmt.Errorf("create client: %w", err)
+	ref := strings.TrimSpace(in.Owner)
+	if in.OwnerID != 0 {
+		ref = strconv.FormatInt(in.OwnerID, 10)
+	}
+	u, err := l.ResolveUser(ctx, ref)
+	if err != nil {
+		if errors.Is(err, data.ErrNotFound) {
+			return CreatedClient{}, newError(data.ErrNotFound, fmt.Sprintf("no user %q (--owner takes a user's ID, email or username); add one with `oauthd users add`, `oauthd users list` shows them", ref))
 		}
-		return CreatedClient{}, newError(data.ErrNotFound, fmt.Sprintf("no user with email %s; add one with `oauthd users add`", owner))
+		return CreatedClient{}, fmt.Errorf("create client: %w", err)
 	}
 	scopes, err := parseScopes(in.Scopes)
 	if err != nil {
@@ -175,7 +189,7 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	}
 	now := l.now().UTC()
 	c := data.Client{
-		ID: data.NewID("", 16), Name: strings.TrimSpace(in.Name), Owner: u.Email,
+		ID: data.NewID("", 16), Name: strings.TrimSpace(in.Name), OwnerID: u.ID,
 		Type: data.Confidential, RedirectURIs: in.RedirectURIs, Scopes: scopes,
 		Status: data.StatusPending, CreatedAt: now, UpdatedAt: now,
 	}
@@ -193,7 +207,7 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	if err := l.store.CreateClient(ctx, c); err != nil {
 		return CreatedClient{}, fmt.Errorf("create client: %w", ruleError(err))
 	}
-	l.audit(ctx, "client_created", "client_id", c.ID, "owner", c.Owner)
+	l.audit(ctx, "client_created", "client_id", c.ID, "owner_id", c.OwnerID)
 	out := CreatedClient{
 		ClientID: c.ID, ClientSecret: secret, Status: string(c.Status), ClientType: string(c.Type),
 		Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
@@ -223,7 +237,7 @@ func (l *Local) ImportClients(ctx context.Context, in []LegacyClient) ([]string,
 	cs := make([]data.Client, 0, len(in))
 	for i, lc := range in {
 		c := data.Client{
-			ID: strings.TrimSpace(lc.ClientID), Name: strings.TrimSpace(lc.Name), Owner: strings.TrimSpace(lc.Owner),
+			ID: strings.TrimSpace(lc.ClientID), Name: strings.TrimSpace(lc.Name),
 			Type: data.ClientType(lc.ClientType), RedirectURIs: lc.RedirectURIs, Legacy: true,
 			Status: data.StatusApproved, CreatedAt: now, UpdatedAt: now,
 		}
@@ -231,6 +245,25 @@ func (l *Local) ImportClients(ctx context.Context, in []LegacyClient) ([]string,
 			c.Type = data.Confidential
 		}
 		where := fmt.Sprintf("client %d (%q)", i+1, c.ID)
+		// The owner is resolved once, to a user ID; one that names no
+		// user leaves the client unclaimed (the operator sees it in
+		// `clients list --owner unclaimed`), never matched by email later.
+		switch owner := strings.TrimSpace(lc.Owner); {
+		case owner == "":
+			return nil, newError(data.ErrInvalid, where+": the owner is missing; give the email of the developer who owns the client")
+		case ident.Check(owner) != nil:
+			return nil, newError(data.ErrInvalid, where+": the owner holds an invisible or control character; fix it in the file")
+		default:
+			u, err := l.ResolveUser(ctx, owner)
+			switch {
+			case err == nil:
+				c.OwnerID = u.ID
+			case errors.Is(err, data.ErrNotFound):
+				c.UnclaimedOwner = owner
+			default:
+				return nil, fmt.Errorf("import clients: %w", err)
+			}
+		}
 		switch {
 		case c.Type == data.Confidential && lc.ClientSecret == "":
 			return nil, newError(data.ErrInvalid, where+": a confidential client needs its client_secret")
@@ -281,12 +314,25 @@ func (l *Local) ListClients(ctx context.Context, status string) ([]ClientView, e
 	if err != nil {
 		return nil, fmt.Errorf("list clients: %w", err)
 	}
+	// Each distinct owner is read once (not every user: the settings
+	// pages list clients on every visit).
+	owners := map[int64]data.User{}
+	for _, c := range cs {
+		if _, done := owners[c.OwnerID]; done || c.OwnerID == 0 {
+			continue
+		}
+		u, err := l.store.GetUser(ctx, c.OwnerID)
+		if err != nil && !errors.Is(err, data.ErrNotFound) {
+			return nil, fmt.Errorf("list clients: owner of %q: %w", c.ID, err)
+		}
+		owners[c.OwnerID] = u
+	}
 	out := make([]ClientView, 0, len(cs))
 	for _, c := range cs {
 		if status == string(data.StatusPending) && c.Status != data.StatusPending && c.Pending == nil {
 			continue
 		}
-		out = append(out, l.clientView(c))
+		out = append(out, l.clientView(c, owners))
 	}
 	return out, nil
 }
@@ -297,7 +343,20 @@ func (l *Local) ShowClient(ctx context.Context, id string) (ClientView, error) {
 	if err != nil {
 		return ClientView{}, err
 	}
-	return l.clientView(c), nil
+	return l.viewOne(ctx, c)
+}
+
+// viewOne is [Local.clientView] of one client, with its owner read.
+func (l *Local) viewOne(ctx context.Context, c data.Client) (ClientView, error) {
+	owners := map[int64]data.User{}
+	if c.OwnerID != 0 {
+		u, err := l.store.GetUser(ctx, c.OwnerID)
+		if err != nil && !errors.Is(err, data.ErrNotFound) {
+			return ClientView{}, fmt.Errorf("client %q: owner: %w", c.ID, err)
+		}
+		owners[u.ID] = u
+	}
+	return l.clientView(c, owners), nil
 }
 
 func (l *Local) getClient(ctx context.Context, id string) (data.Client, error) {
@@ -315,9 +374,12 @@ func notFound(id string) error {
 	return newError(data.ErrNotFound, fmt.Sprintf("no client with ID %q; list them with `oauthd clients list`", id))
 }
 
-func (l *Local) clientView(c data.Client) ClientView {
+// clientView is c as the operator sees it; owners holds (at least) c's
+// owner, whose current email it shows.
+func (l *Local) clientView(c data.Client, owners map[int64]data.User) ClientView {
 	v := ClientView{
-		ClientID: c.ID, Name: c.Name, Owner: c.Owner, ClientType: string(c.Type), Status: string(c.Status),
+		ClientID: c.ID, Name: c.Name, OwnerID: c.OwnerID, Owner: owners[c.OwnerID].Email, UnclaimedOwner: c.UnclaimedOwner,
+		ClientType: string(c.Type), Status: string(c.Status),
 		RejectReason: c.RejectReason, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, Legacy: c.Legacy,
 		Secrets: secretViews(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR,
@@ -429,7 +491,7 @@ func (l *Local) ApproveRevision(ctx context.Context, id, revision string) (Clien
 	} else {
 		l.audit(ctx, "client_approved", "client_id", id)
 	}
-	return l.clientView(c), nil
+	return l.viewOne(ctx, c)
 }
 
 // RejectClient implements [Service.RejectClient]; reason is required. On
@@ -475,7 +537,7 @@ func (l *Local) RejectRevision(ctx context.Context, id, reason, revision string)
 			}
 		}
 	}
-	return l.clientView(c), nil
+	return l.viewOne(ctx, c)
 }
 
 // revokeGrants deletes every refresh-token family of a rejected client, so
@@ -597,7 +659,7 @@ func (l *Local) setScopes(ctx context.Context, id string, scopes []string, force
 	} else {
 		l.audit(ctx, "client_scopes_set", "client_id", id, "scopes", scope.Join(parsed))
 	}
-	return l.clientView(c), nil
+	return l.viewOne(ctx, c)
 }
 
 // SetRedirectURIs implements [Service.SetRedirectURIs].
@@ -610,15 +672,26 @@ func (l *Local) SetRedirectURIs(ctx context.Context, id string, uris []string) (
 		return ClientView{}, err
 	}
 	l.audit(ctx, "client_redirect_uris_set", "client_id", id)
-	return l.clientView(c), nil
+	return l.viewOne(ctx, c)
 }
 
 // SetClientOptions implements [Service.SetClientOptions].
 func (l *Local) SetClientOptions(ctx context.Context, id string, o ClientOptions) (ClientView, error) {
-	if o.DPoPBoundAccessTokens == nil && o.RequirePAR == nil {
-		return ClientView{}, newError(data.ErrInvalid, "nothing to set; give --dpop-bound-access-tokens or --require-par")
+	if o.DPoPBoundAccessTokens == nil && o.RequirePAR == nil && o.Owner == nil {
+		return ClientView{}, newError(data.ErrInvalid, "nothing to set; give --dpop-bound-access-tokens, --require-par or --owner")
+	}
+	var owner int64
+	if o.Owner != nil {
+		u, err := l.ResolveUser(ctx, *o.Owner)
+		if err != nil {
+			return ClientView{}, err
+		}
+		owner = u.ID
 	}
 	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
+		if owner != 0 {
+			c.OwnerID, c.UnclaimedOwner = owner, ""
+		}
 		if o.DPoPBoundAccessTokens != nil {
 			c.DPoPBoundAccessTokens = *o.DPoPBoundAccessTokens
 		}
@@ -633,6 +706,6 @@ func (l *Local) SetClientOptions(ctx context.Context, id string, o ClientOptions
 		return ClientView{}, err
 	}
 	l.audit(ctx, "client_options_set", "client_id", id,
-		"dpop_bound_access_tokens", c.DPoPBoundAccessTokens, "require_pushed_authorization_requests", c.RequirePAR)
-	return l.clientView(c), nil
+		"dpop_bound_access_tokens", c.DPoPBoundAccessTokens, "require_pushed_authorization_requests", c.RequirePAR, "owner_id", c.OwnerID)
+	return l.viewOne(ctx, c)
 }

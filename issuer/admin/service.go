@@ -94,11 +94,23 @@ type UserView struct {
 	// State is "active" or "disabled".
 	State      string     `json:"state"`
 	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+	// Clash says, for a user whose email or username has the canonical
+	// form of an earlier user's (stored before one canonical form, found
+	// at the upgrade: [data.Clash]), which identifier and whose; the user
+	// is not found by it (log in with the other, or by the platform) until
+	// the operator resolves it. Absent for every other user.
+	Clash string `json:"clash,omitempty"`
 }
 
 // NewClient is the input of [Service.CreateClient].
 type NewClient struct {
-	Owner        string   `json:"owner"` // an existing user's email
+	// Owner names the user who owns the client: an ID, an email or a
+	// username ([Local.ResolveUser]); resolved once, the client then
+	// belongs to the user's ID. Ignored when OwnerID is set.
+	Owner string `json:"owner,omitempty"`
+	// OwnerID is the owner's user ID, for a caller that has it (the
+	// settings pages: the signed-in user).
+	OwnerID      int64    `json:"owner_id,omitempty"`
 	Name         string   `json:"name"`
 	RedirectURIs []string `json:"redirect_uris"`
 	// Scopes are scope names; each item may itself be a comma- or
@@ -133,16 +145,24 @@ type LegacyClient struct {
 
 // ClientView is a client as the operator sees it: secret IDs, never hashes.
 type ClientView struct {
-	ClientID     string       `json:"client_id"`
-	Name         string       `json:"name"`
-	Owner        string       `json:"owner"`
-	ClientType   string       `json:"client_type"`
-	Status       string       `json:"status"`
-	RejectReason string       `json:"reject_reason,omitempty"`
-	RedirectURIs []string     `json:"redirect_uris"`
-	Scopes       []string     `json:"scopes"`
-	Legacy       bool         `json:"legacy"`
-	Secrets      []SecretView `json:"secrets"`
+	ClientID string `json:"client_id"`
+	Name     string `json:"name"`
+	// OwnerID is the ID of the user who owns the client (0: unclaimed);
+	// every ownership decision compares it, never an email.
+	OwnerID int64 `json:"owner_id"`
+	// Owner is the owner's current email, for people to read ("" when
+	// unclaimed).
+	Owner string `json:"owner"`
+	// UnclaimedOwner is, for an unclaimed client, the owner it was given
+	// (an email that named no user); no user is ever matched to it.
+	UnclaimedOwner string       `json:"unclaimed_owner,omitempty"`
+	ClientType     string       `json:"client_type"`
+	Status         string       `json:"status"`
+	RejectReason   string       `json:"reject_reason,omitempty"`
+	RedirectURIs   []string     `json:"redirect_uris"`
+	Scopes         []string     `json:"scopes"`
+	Legacy         bool         `json:"legacy"`
+	Secrets        []SecretView `json:"secrets"`
 	// DPoPBoundAccessTokens (RFC 9449 §5.2): every token request needs a
 	// DPoP proof. RequirePAR (RFC 9126 §6): authorization requests must be
 	// pushed first.
@@ -220,6 +240,10 @@ type ClientEdit struct {
 type ClientOptions struct {
 	DPoPBoundAccessTokens *bool `json:"dpop_bound_access_tokens,omitempty"`
 	RequirePAR            *bool `json:"require_pushed_authorization_requests,omitempty"`
+	// Owner gives the client to a user (an ID, email or username,
+	// resolved once to the user's ID): how an unclaimed client gets an
+	// owner, or a client changes hands.
+	Owner *string `json:"owner,omitempty"`
 }
 
 // EditResult says what became of a [ClientEdit].

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/data/password"
 )
 
@@ -32,11 +33,16 @@ const MaxImportUsers = 10000
 // checkProfile validates the fields a user record needs; username may be
 // "" when optional.
 func checkProfile(email, username, name, tz string, usernameOptional bool) (string, error) {
-	if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
-		return "", fmt.Errorf("%q is not an email address", email)
+	if err := CheckEmail(email); err != nil {
+		return "", err
 	}
-	if (username != "" || !usernameOptional) && (username == "" || strings.ContainsAny(username, " \t\n@") || len(username) > 100) {
-		return "", errors.New("the username must be 1 to 100 characters without spaces or @")
+	if username != "" || !usernameOptional {
+		if username == "" || strings.ContainsAny(username, " \t\n@") || len(username) > 100 {
+			return "", errors.New("the username must be 1 to 100 characters without spaces or @")
+		}
+		if _, err := ident.Username(username); err != nil {
+			return "", errors.New(strings.TrimPrefix(err.Error(), ident.ErrInvalid.Error()+": "))
+		}
 	}
 	if name == "" || len(name) > data.MaxNameLen {
 		return "", fmt.Errorf("the name must be 1 to %d bytes", data.MaxNameLen)
@@ -48,6 +54,20 @@ func checkProfile(email, username, name, tz string, usernameOptional bool) (stri
 		return "", fmt.Errorf("%q is not an IANA time zone (like Europe/Berlin)", tz)
 	}
 	return tz, nil
+}
+
+// CheckEmail is the check of a new user's email at every entry (users add,
+// users import, the login handover, the demo): an address (net/mail), in
+// its plain form, that has a canonical form ([ident.Email]: no control or
+// bidi character, a valid domain). The error says what is wrong.
+func CheckEmail(email string) error {
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
+		return fmt.Errorf("%q is not an email address", email)
+	}
+	if _, err := ident.Email(email); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), ident.ErrInvalid.Error()+": "))
+	}
+	return nil
 }
 
 // ImportUsers implements [Service.ImportUsers]: every row is checked
@@ -87,15 +107,15 @@ func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView,
 			if login == "" {
 				continue
 			}
-			k := strings.ToLower(login)
+			k := ident.Key(login)
 			if first, dup := seen[k]; dup {
-				fail(fmt.Sprintf("%s is also on line %d", login, first))
+				fail(fmt.Sprintf("%s is also on line %d (the same identifier, however spelled)", login, first))
 				continue
 			}
 			seen[k] = line
 			switch _, err := l.store.GetUserByLogin(ctx, login); {
 			case err == nil:
-				fail(fmt.Sprintf("a user with the login %s already exists", login))
+				fail(fmt.Sprintf("a user with the login %s already exists (the same identifier, however spelled)", login))
 			case !errors.Is(err, data.ErrNotFound):
 				return nil, fmt.Errorf("import users: %w", err)
 			}
@@ -122,8 +142,14 @@ func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView,
 	return out, nil
 }
 
-// findUser finds a user by ID (digits) or email/username.
-func (l *Local) findUser(ctx context.Context, ref string) (data.User, error) {
+// ResolveUser finds the user an operator names by ref: a user ID
+// (digits), else an email or a username, looked up under their canonical
+// form (one lookup; the store's unique indexes make the answer unique).
+// It is the one way the admin operations turn a USER argument into a user
+// (`clients create --owner`, `users disable`, `users apps`): resolve once,
+// then keep the ID. An unknown ref gives an *Error wrapping
+// [data.ErrNotFound] that says how to list the users.
+func (l *Local) ResolveUser(ctx context.Context, ref string) (data.User, error) {
 	ref = strings.TrimSpace(ref)
 	var (
 		u   data.User
@@ -148,7 +174,7 @@ func (l *Local) findUser(ctx context.Context, ref string) (data.User, error) {
 // the same transaction; access tokens stop working at /v2/me and
 // introspection at once (their family is gone).
 func (l *Local) DisableUser(ctx context.Context, ref string) (UserView, error) {
-	u, err := l.findUser(ctx, ref)
+	u, err := l.ResolveUser(ctx, ref)
 	if err != nil {
 		return UserView{}, err
 	}
@@ -169,7 +195,7 @@ func (l *Local) DisableUser(ctx context.Context, ref string) (UserView, error) {
 // EnableUser implements [Service.EnableUser]: the user may log in again;
 // what was revoked stays revoked.
 func (l *Local) EnableUser(ctx context.Context, ref string) (UserView, error) {
-	u, err := l.findUser(ctx, ref)
+	u, err := l.ResolveUser(ctx, ref)
 	if err != nil {
 		return UserView{}, err
 	}

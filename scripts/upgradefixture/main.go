@@ -83,12 +83,15 @@ type User struct {
 }
 
 type Client struct {
-	Name     string   `json:"name"`
-	ID       string   `json:"client_id"`
-	Type     string   `json:"client_type"` // confidential or public
-	Status   string   `json:"status"`      // pending, approved, rejected
-	Legacy   bool     `json:"legacy"`
-	Owner    string   `json:"owner"`
+	Name   string `json:"name"`
+	ID     string `json:"client_id"`
+	Type   string `json:"client_type"` // confidential or public
+	Status string `json:"status"`      // pending, approved, rejected
+	Legacy bool   `json:"legacy"`
+	Owner  string `json:"owner"` // as the release stored it
+	// OwnerID is the user the client must belong to after the upgrade; 0:
+	// the owner names no user, and the client must show as unclaimed.
+	OwnerID  int64    `json:"owner_id"`
 	Scopes   []string `json:"scopes"`
 	Secrets  []Secret `json:"secrets"`
 	Redirect []string `json:"redirect_uris"`
@@ -258,6 +261,9 @@ func (g *gen) build() error {
 	if err != nil {
 		return err
 	}
+	if err := g.identities(); err != nil {
+		return err
+	}
 
 	// Phase 1: flows, then SIGTERM (the log is checkpointed into the file).
 	annB, bobB := g.browser(), g.browser()
@@ -417,6 +423,7 @@ func (g *gen) build() error {
 		"Made by scripts/upgrade-fixture.sh; test-only credentials.",
 		"The server was stopped with SIGTERM once (the log checkpointed into the file), restarted, rotated its keys (EdDSA next) and was killed with SIGKILL: records marked where=log exist only in oauthd.db-wal.",
 		"Clients: Calendar Sync (confidential, approved, 2 secrets), Phone App (public, approved), Pending App (pending), Rejected App (rejected), Legacy Import (legacy, approved, no scopes).",
+		"Identities (issue 22): sam@example.com and \u017fam@example.com (long s) are one email under the canonical form, dan and \uff44\uff41\uff4e (fullwidth) one username; each owns a client. Legacy legacy-mixed-case-2018's owner is Bob@Example.COM (bob); legacy-orphan-2017's owner gone@example.com is no user (unclaimed after the upgrade).",
 	}
 	return nil
 }
@@ -424,7 +431,11 @@ func (g *gen) build() error {
 // start runs serve on the database and waits until it is ready.
 func (g *gen) start() error {
 	cmd := exec.Command(g.bin, "--db", g.db, "--master-key-file", g.mkFile, "--log-level", "info",
-		"serve", "--addr", "127.0.0.1:0", "--base-url", BaseURL, "--app-url", BaseURL, "--code-ttl", g.fx.CodeTTL)
+		"serve", "--addr", "127.0.0.1:0", "--base-url", BaseURL, "--app-url", BaseURL, "--code-ttl", g.fx.CodeTTL,
+		// No reuse grace (on by default in serve): a rotated token presented
+		// again revokes its family at once, as the fixture's family revoked
+		// by reuse needs.
+		"--refresh-reuse-grace", "0")
 	cmd.Env = cleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -534,12 +545,22 @@ func (g *gen) create(name, owner string, public bool, scopes string) (*Client, e
 		return nil, err
 	}
 	c := &Client{Name: name, ID: got.ClientID, Type: got.ClientType, Status: got.Status, Owner: owner,
-		Scopes: strings.Split(scopes, ","), Redirect: []string{redirectURI}}
+		OwnerID: g.userID(owner), Scopes: strings.Split(scopes, ","), Redirect: []string{redirectURI}}
 	if got.ClientSecret != "" {
 		c.Secrets = []Secret{{ID: got.SecretID, Secret: got.ClientSecret}}
 	}
 	g.fx.Clients = append(g.fx.Clients, *c)
 	return g.track(c), nil
+}
+
+// userID is the ID of the fixture's user whose email is exactly email.
+func (g *gen) userID(email string) int64 {
+	for _, u := range g.fx.Users {
+		if u.Email == email {
+			return u.ID
+		}
+	}
+	return 0
 }
 
 // track keeps c's record in the fixture up to date: the fixture's Clients
@@ -549,20 +570,85 @@ func (g *gen) track(c *Client) *Client {
 	return c
 }
 
+// identities adds what the release let in and the identity rules of the
+// next one (issue 22) must upgrade: users whose emails or usernames are
+// one identifier under the canonical form (Unicode case folding, NFKC,
+// width) but were two under the release's strings.ToLower, clients owned
+// by each of them, a legacy client whose owner is spelled in another case,
+// and one whose owner is no user at all.
+func (g *gen) identities() error {
+	fx := g.fx
+	more := []User{
+		{Email: "sam@example.com", Username: "sam", Name: "Sam Fox", TimeZone: "UTC", Password: "sam-password-789"},
+		// U+017F LATIN SMALL LETTER LONG S folds to s: the same email as
+		// Sam's under the canonical form. The release stored both.
+		{Email: "\u017fam@example.com", Username: "longs", Name: "Long S", TimeZone: "UTC", Password: "longs-password-012"},
+		{Email: "dan@example.com", Username: "dan", Name: "Dan Kay", TimeZone: "UTC", Password: "dan-password-345"},
+		// Fullwidth letters: the same username as Dan's under PRECIS.
+		{Email: "dan.wide@example.com", Username: "\uff44\uff41\uff4e", Name: "Dan Wide", TimeZone: "UTC", Password: "wide-password-678"},
+	}
+	for _, u := range more {
+		var got User
+		if err := g.cliJSON(u.Password, &got, "users", "add", "--email", u.Email, "--username", u.Username, "--name", u.Name, "--time-zone", u.TimeZone, "--password-stdin"); err != nil {
+			return err
+		}
+		u.ID = got.ID
+		fx.Users = append(fx.Users, u)
+	}
+	sam, longs, wide := fx.Users[len(fx.Users)-4], fx.Users[len(fx.Users)-3], fx.Users[len(fx.Users)-1]
+	for _, o := range []struct {
+		name string
+		u    User
+	}{{"Sam App", sam}, {"Long S App", longs}, {"Wide App", wide}} {
+		c, err := g.create(o.name, o.u.Email, false, "PROFILE_READ")
+		if err != nil {
+			return err
+		}
+		c.OwnerID = o.u.ID
+	}
+	bob := fx.Users[1]
+	for _, l := range []struct {
+		id, owner string
+		ownerID   int64
+	}{{"legacy-mixed-case-2018", "Bob@Example.COM", bob.ID}, {"legacy-orphan-2017", "gone@example.com", 0}} {
+		c := &Client{Name: "Legacy " + l.id, ID: l.id, Type: "confidential", Status: "approved", Legacy: true,
+			Owner: l.owner, OwnerID: l.ownerID, Redirect: []string{redirectURI}, Secrets: []Secret{{Secret: "legacy-secret-" + l.id}}}
+		if err := g.importClient(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (g *gen) importLegacy(owner string) (*Client, error) {
 	c := &Client{Name: "Legacy Import", ID: "legacy-calendar-2019", Type: "confidential", Status: "approved", Legacy: true,
 		Owner: owner, Redirect: []string{redirectURI}, Secrets: []Secret{{Secret: "legacy-secret-4f1b9e0c7a2d6e8b"}}}
+	for _, u := range g.fx.Users {
+		if u.Email == owner {
+			c.OwnerID = u.ID
+		}
+	}
+	if err := g.importClient(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// importClient imports c, a legacy client, with `clients import`.
+func (g *gen) importClient(c *Client) error {
+	owner := c.Owner
 	file := filepath.Join(filepath.Dir(g.db), "legacy.json")
 	raw, _ := json.Marshal([]map[string]any{{"client_id": c.ID, "name": c.Name, "owner": owner,
 		"redirect_uris": c.Redirect, "client_secret": c.Secrets[0].Secret, "client_type": c.Type}})
 	if err := os.WriteFile(file, raw, 0o600); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := g.cli("", "clients", "import", file); err != nil {
-		return nil, err
+		return err
 	}
 	g.fx.Clients = append(g.fx.Clients, *c)
-	return g.track(c), nil
+	g.track(c)
+	return nil
 }
 
 // authorize runs the authorization request through the login and consent
