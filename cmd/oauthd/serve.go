@@ -54,6 +54,7 @@ type serveOptions struct {
 	proxies     []string
 	// The login handover (docs/LOGIN-HANDOVER.md): all three or none.
 	loginURL, loginIssuer, loginJWKS string
+	loginJWKSMaxAge                  time.Duration
 
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
@@ -74,6 +75,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.loginURL, "login-url", os.Getenv("OAUTHD_LOGIN_URL"), "hand the login to the platform: its login page (env OAUTHD_LOGIN_URL; needs --login-issuer and --login-jwks; default: the built-in login form)")
 	fs.StringVar(&o.loginIssuer, "login-issuer", os.Getenv("OAUTHD_LOGIN_ISSUER"), "the iss of the platform's login assertions (env OAUTHD_LOGIN_ISSUER)")
 	fs.StringVar(&o.loginJWKS, "login-jwks", os.Getenv("OAUTHD_LOGIN_JWKS"), "the platform's public keys: a JWKS URL, or a JWKS or PEM file (env OAUTHD_LOGIN_JWKS)")
+	fs.DurationVar(&o.loginJWKSMaxAge, "login-jwks-max-age", envDuration("OAUTHD_LOGIN_JWKS_MAX_AGE", handover.DefaultMaxAge),
+		"the longest the platform's keys are used before they are fetched again, so the longest a key the platform removed is still accepted; a shorter Cache-Control max-age of the JWKS is followed (env OAUTHD_LOGIN_JWKS_MAX_AGE)")
 	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
 	fs.DurationVar(&o.codeTTL, "code-ttl", d.codeTTL, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", d.refreshIdle, "refresh token idle lifetime, renewed by each refresh")
@@ -431,7 +434,10 @@ func (o *serveOptions) handover(ctx context.Context, base string) (*consent.Hand
 	if u, err := url.Parse(o.loginURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("--login-url %q must be an http(s) URL of the platform's login page", o.loginURL)
 	}
-	v, err := handover.New(ctx, handover.Config{Issuer: o.loginIssuer, Audience: base, Keys: o.loginJWKS})
+	if o.loginJWKSMaxAge < time.Second {
+		return nil, fmt.Errorf("--login-jwks-max-age %s: use a duration of 1s or more (default %s)", o.loginJWKSMaxAge, handover.DefaultMaxAge)
+	}
+	v, err := handover.New(ctx, handover.Config{Issuer: o.loginIssuer, Audience: base, Keys: o.loginJWKS, MaxAge: o.loginJWKSMaxAge})
 	if err != nil {
 		return nil, fmt.Errorf("--login-jwks: %w; check that the platform's keys are reachable", err)
 	}
