@@ -43,6 +43,9 @@ type Local struct {
 	log   *slog.Logger
 	now   func() time.Time
 	actor Actor // who acts when the request's context names no one
+	// hashes checks imported password hashes, keeping its measures of
+	// their cost for the life of the process.
+	hashes *password.ImportChecker
 }
 
 var _ Service = (*Local)(nil)
@@ -56,7 +59,7 @@ func NewLocal(store Store, km KeyManager, logger *slog.Logger, now func() time.T
 	if now == nil {
 		now = time.Now
 	}
-	return &Local{store: store, keys: km, log: logger, now: now}
+	return &Local{store: store, keys: km, log: logger, now: now, hashes: &password.ImportChecker{}}
 }
 
 // Users.
