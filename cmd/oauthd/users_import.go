@@ -53,7 +53,7 @@ See docs/USERS.md.`,
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), us)
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "imported %d users (IDs %d to %d)\n", len(us), us[0].ID, us[len(us)-1].ID)
+				err = textf(cmd.OutOrStdout(), "imported %d users (IDs %d to %d)\n", len(us), us[0].ID, us[len(us)-1].ID)
 				return err
 			})
 		},

@@ -73,6 +73,9 @@ func (l *Local) AddUser(ctx context.Context, in NewUser) (UserView, error) {
 	if err != nil {
 		return UserView{}, newError(data.ErrInvalid, err.Error()+"; pass --email, --username, --name and --time-zone")
 	}
+	if err := data.CheckDisplayText("name", in.Name); err != nil {
+		return UserView{}, ruleError(err)
+	}
 	in.TimeZone = tz
 	if len(in.Password) < MinPasswordLen {
 		return UserView{}, newError(data.ErrInvalid, fmt.Sprintf("the password must be at least %d characters", MinPasswordLen))
@@ -169,6 +172,11 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	scopes, err := parseScopes(in.Scopes)
 	if err != nil {
 		return CreatedClient{}, err
+	}
+	// What the operator reads is what the client is: a new name (settings
+	// page or `clients create`) cannot drive a terminal or reorder text.
+	if err := data.CheckDisplayText("name", strings.TrimSpace(in.Name)); err != nil {
+		return CreatedClient{}, ruleError(err)
 	}
 	now := l.now().UTC()
 	c := data.Client{
