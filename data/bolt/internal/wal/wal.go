@@ -64,12 +64,14 @@ type Log struct {
 	done   chan struct{} // closed when the committer has exited
 	stats  counters
 
-	file   *os.File
-	ov     overlay
-	slots  chan struct{} // a token per batch whose sync is in flight
-	syncq  chan *batch
-	hold   bool // Options.HoldProc
-	failed atomic.Pointer[error]
+	file  *os.File
+	ov    overlay
+	slots chan struct{} // a token per batch whose sync is in flight
+	syncq chan *batch
+	hold  bool // Options.HoldProc
+	// readOnly: opened by OpenReadOnly (no file, no committer).
+	readOnly bool
+	failed   atomic.Pointer[error]
 	// Owned by the committer:
 	seed     uint32 // checksum of the log's salt (format.go)
 	gen, seq uint64 // the log's live generation; the last record's sequence
@@ -176,6 +178,10 @@ func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 // file). Calls after Close fail with [ErrClosed]; a second Close returns
 // nil.
 func (l *Log) Close() error {
+	if l.readOnly {
+		l.closed.Store(true)
+		return nil
+	}
 	l.mu.Lock()
 	if l.closed.Load() {
 		l.mu.Unlock()
