@@ -32,9 +32,13 @@ type gatewayOptions struct {
 	// (DPoP proofs name it in htu); dpopWindow the proofs' iat window.
 	publicURL  string
 	dpopWindow time.Duration
-	feed       feedOptions // gateway_feed.go
-	cache      int
-	envErr     error // an environment variable that does not parse
+	// trustHost: without publicURL, take DPoP's htu from the request's
+	// Host header (--dpop-trust-host, an explicit opt-in).
+	trustHost bool
+	feed      feedOptions  // gateway_feed.go
+	root      *rootOptions // --log-format, --log-level; nil: text at info
+	cache     int
+	envErr    error // an environment variable that does not parse
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -50,7 +54,9 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.routes, "routes", env("ROUTES", ""), "JSON file of routes to add to (or replace in) the built-in route table (env OAUTHD_GATEWAY_ROUTES)")
 	fs.StringVar(&o.jwksURL, "jwks-url", env("JWKS_URL", ""), "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json; env OAUTHD_GATEWAY_JWKS_URL)")
 	fs.StringVar(&o.audience, "audience", env("AUDIENCE", ""), "the aud tokens must carry (default the issuer; env OAUTHD_GATEWAY_AUDIENCE)")
-	fs.StringVar(&o.publicURL, "public-url", env("PUBLIC_URL", ""), "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted; env OAUTHD_GATEWAY_PUBLIC_URL)")
+	fs.StringVar(&o.publicURL, "public-url", env("PUBLIC_URL", ""), "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (required unless --dpop-trust-host; X-Forwarded-* is never trusted; env OAUTHD_GATEWAY_PUBLIC_URL)")
+	fs.BoolVar(&o.trustHost, "dpop-trust-host", env("DPOP_TRUST_HOST", "") == "true",
+		"without --public-url, check DPoP proofs' htu against each request's Host header; only behind a proxy that sets Host itself (env OAUTHD_GATEWAY_DPOP_TRUST_HOST=true)")
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long")
 	o.feed.AddFlags(fs, env)
 	cache, err := strconv.Atoi(env("TOKEN_CACHE", strconv.Itoa(verify.DefaultCacheEntries)))
@@ -60,7 +66,9 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.cache, "token-cache", cache, "how many verified tokens to remember (about 0.7 KiB each); 0 verifies every request in full (env OAUTHD_GATEWAY_TOKEN_CACHE)")
 }
 
-func newGatewayCommand() *cobra.Command { return newGatewayCommandWith(&gatewayOptions{}) }
+func newGatewayCommand(root *rootOptions) *cobra.Command {
+	return newGatewayCommandWith(&gatewayOptions{root: root})
+}
 
 // newGatewayCommandWith builds the command over o (tests set o.ready).
 func newGatewayCommandWith(o *gatewayOptions) *cobra.Command {
@@ -122,6 +130,12 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	}
 	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
 		publicURL: o.publicURL, dpopWindow: o.dpopWindow}
+	if o.publicURL == "" && !o.trustHost {
+		// A DPoP-bound token (RFC 9449) can arrive from any client the
+		// operator requires DPoP of; its proof must name this gateway.
+		return nil, errors.New("--public-url is required: DPoP proofs name the URL clients call (htu), and without it the gateway would take it from the Host header a client chooses. " +
+			"Set --public-url https://api.example.com (env OAUTHD_GATEWAY_PUBLIC_URL), or pass --dpop-trust-host when a proxy you trust sets Host")
+	}
 	if o.publicURL != "" {
 		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return nil, fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
@@ -159,7 +173,15 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).With("component", "gateway")
+	root := o.root
+	if root == nil {
+		root = &rootOptions{}
+	}
+	logger, err := root.logger(cmd, slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+	logger = logger.With("component", "gateway")
 	var feed *verify.RevocationFeed
 	gw, err := cfg.build(logger, func(keySet verify.KeySource) (verify.RevokedGrants, error) {
 		f, err := o.feed.follower(cfg.issuer, keySet, logger)

@@ -3,6 +3,6 @@ package main
 import "github.com/spf13/cobra"
 
 // addGateway registers the gateway command (cmd/oauthd/gateway.go).
-func addGateway(root *cobra.Command) {
-	root.AddCommand(newGatewayCommand())
+func addGateway(root *cobra.Command, o *rootOptions) {
+	root.AddCommand(newGatewayCommand(o))
 }

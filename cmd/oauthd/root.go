@@ -66,7 +66,7 @@ func NewRootCommand() *cobra.Command {
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
 	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o))
-	addGateway(root)
+	addGateway(root, o)
 	requireSubcommands(root)
 	markReadOnly(root)
 	return root
