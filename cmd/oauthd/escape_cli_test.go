@@ -31,6 +31,7 @@ var textCommands = []struct {
 	fails string // when the command must fail: its error says this
 }{
 	{path: "users add", args: []string{"--email", "e@x.example", "--username", "ann", "--name", "Ann" + evil, "--password-stdin"}, stdin: "correct horse battery\n", fails: "a control character (U+001B)"},
+	{path: "users add", args: []string{"--email", "u@x.example", "--username", "ann\u202E", "--name", "Ann", "--password-stdin"}, stdin: "correct horse battery\n", fails: "username: contains a bidirectional override (U+202E)"},
 	{path: "users add", args: []string{"--email", "ok@x.example", "--username", "ok", "--name", "Ok", "--password-stdin"}, stdin: "correct horse battery\n"},
 	{path: "users import", args: []string{"{users.jsonl}"}},
 	{path: "users list"},

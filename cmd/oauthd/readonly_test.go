@@ -64,8 +64,13 @@ func TestReadOnlyCommandsWriteNothing(t *testing.T) {
 		ID string `json:"client_id"`
 	}
 	oneJSON(t, c.ok("", "clients", "create", "--owner", "dev@example.com", "--name", "App", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ", "--json"), &cl)
+	legacy := filepath.Join(t.TempDir(), "legacy.json")
+	if err := os.WriteFile(legacy, []byte(`[{"client_id": "legacy-1", "name": "Old", "owner": "dev@example.com", "redirect_uris": ["https://a.example/cb"], "client_secret": "s3cret-s3cret"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("", "clients", "import", legacy)
 	covered := map[string]bool{}
-	for _, args := range readOnlyRuns(cl.ID) {
+	for _, args := range append(readOnlyRuns(cl.ID), []string{"clients", "show", "legacy-1"}, []string{"clients", "show", "legacy-1", "--json"}) {
 		before := dbFiles(t, c.db)
 		c.ok("", args...)
 		if after := dbFiles(t, c.db); !bytes.Equal(before[0], after[0]) || !bytes.Equal(before[1], after[1]) {
