@@ -42,8 +42,8 @@ func TestEscapeText(t *testing.T) {
 }
 
 // TestTextOutputOnePlace: no file of the command but output.go writes
-// text by itself (fmt.Print*, fmt.Fprint* to a writer, io.WriteString,
-// os.Stdout, os.Stderr): every text printer goes through output.go's
+// text by itself (fmt.Print*, cobra's cmd.Print*, fmt.Fprint* to a
+// writer, io.WriteString, os.Stdout, os.Stderr): every text printer goes through output.go's
 // escaping helpers (textf, fields, table, printList, printError,
 // linesWriter). fmt.Fprint* into a local builder (&b) is allowed: it
 // builds a string, which is printed through the helpers.
@@ -70,12 +70,17 @@ func TestTextOutputOnePlace(t *testing.T) {
 			if !ok {
 				return true
 			}
+			switch sel.Sel.Name {
+			case "Print", "Printf", "Println", "PrintErr", "PrintErrf", "PrintErrln": // fmt's, and cobra's cmd.Print*
+				t.Errorf("%s: .%s writes text past the escaping; use textf, fields or table (output.go)", fset.Position(sel.Pos()), sel.Sel.Name)
+				return true
+			}
 			pkg, ok := sel.X.(*ast.Ident)
 			if !ok {
 				return true
 			}
 			switch q := pkg.Name + "." + sel.Sel.Name; q {
-			case "fmt.Print", "fmt.Printf", "fmt.Println", "io.WriteString":
+			case "io.WriteString":
 				t.Errorf("%s: %s writes text past the escaping; use textf, fields or table (output.go)", fset.Position(sel.Pos()), q)
 			case "os.Stdout", "os.Stderr":
 				if name != "main.go" {
