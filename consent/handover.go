@@ -213,6 +213,14 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 		return data.User{}, http.StatusBadRequest, "The platform sent an email address for your account that cannot be used here (it holds an invisible or control character, or its domain is not valid).", nil
 	}
 	name := strings.TrimSpace(a.Name)
+	// A name that could disguise itself on the operator's screen refuses
+	// the login (after a disabling assertion has taken effect).
+	badName := ""
+	if err := data.CheckDisplayText("name", name); err != nil {
+		re, _ := errors.AsType[*data.RuleError](err)
+		badName = "The platform sent a name for your account that " + strings.TrimSuffix(re.Reason, "; use printable text only") +
+			": it could disguise itself on the administrator's screen, so the login is refused. Ask the platform to correct your name."
+	}
 	if name == "" || len(name) > data.MaxNameLen {
 		name = email
 	}
@@ -226,6 +234,9 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 	case errors.Is(err, data.ErrNotFound):
 		if a.Disabled {
 			return data.User{}, http.StatusForbidden, "Your account is disabled.", nil
+		}
+		if badName != "" {
+			return data.User{}, http.StatusBadRequest, badName, nil
 		}
 		u, err = h.store.CreateUser(ctx, data.User{Email: email, Name: name, TimeZone: tz, ExternalID: a.Subject, CreatedAt: now})
 		if errors.Is(err, data.ErrExists) {
@@ -256,6 +267,9 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "user_disabled"), slog.Int64("user_id", u.ID),
 			slog.String("via", "platform assertion"))
 		return u, http.StatusForbidden, "Your account is disabled.", nil
+	}
+	if badName != "" {
+		return u, http.StatusBadRequest, badName, nil
 	}
 	if u.Email != email || u.Name != name || u.TimeZone != tz {
 		u, err = h.store.UpdateUser(ctx, u.ID, func(u data.User) (data.User, error) {

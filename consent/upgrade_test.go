@@ -2,11 +2,13 @@ package consent
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 
 	"oauthd/data"
@@ -45,6 +47,28 @@ func TestLoginUpgradesImportedHash(t *testing.T) {
 		t.Fatalf("the upgraded hash does not verify the password: %v, %v", ok, err)
 	}
 	en.login("imp@example.com", pw) // against the upgraded hash
+}
+
+// TestLoginReplacesCostlierHash: a stored argon2id hash costlier than
+// today's (p=16: 16 threads in one password slot per check) is replaced by
+// today's argon2id at the first successful login, like a weaker one.
+func TestLoginReplacesCostlierHash(t *testing.T) {
+	en := newEnv(t, "")
+	ctx := context.Background()
+	const pw = "costly password"
+	salt := []byte("0123456789abcdef")
+	key := argon2.IDKey([]byte(pw), salt, 2, 19456, 16, 32) // today's m and t, 16 lanes
+	costly := "$argon2id$v=19$m=19456,t=2,p=16$" + base64.RawStdEncoding.EncodeToString(salt) + "$" + base64.RawStdEncoding.EncodeToString(key)
+	u, err := en.store.CreateUser(ctx, data.User{Email: "costly@example.com", Name: "Costly", PasswordHash: costly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en.login("costly@example.com", pw)
+	got, _ := en.store.GetUser(ctx, u.ID)
+	if !strings.HasPrefix(got.PasswordHash, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Fatalf("hash after login = %.40s…; want argon2id at today's parameters", got.PasswordHash)
+	}
+	en.login("costly@example.com", pw)
 }
 
 // TestDisabledUserCannotLogIn: the right password of a disabled user opens

@@ -330,7 +330,16 @@ func (m *Manager) Key(ctx context.Context, kid string) (crypto.PublicKey, string
 // List returns the stored keys: next first, then active, then retired
 // keys, newest first.
 func (m *Manager) List(ctx context.Context) ([]Info, error) {
-	ks, err := m.cfg.Store.ListKeys(ctx)
+	return List(ctx, m.cfg.Store)
+}
+
+// List returns the signing keys store holds (next, active, retired; the
+// refresh-token secret is not one), without a [Manager]: it only reads,
+// so listing a database that has no keys yet creates none (New would).
+func List(ctx context.Context, store interface {
+	ListKeys(ctx context.Context) ([]data.SigningKey, error)
+}) ([]Info, error) {
+	ks, err := store.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list signing keys: %w", err)
 	}

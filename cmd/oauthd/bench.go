@@ -214,7 +214,7 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		}
 		return o.print(stdout, rep)
 	}
-	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, o.duration, loadgen.Progress{W: stderr, Every: o.progress})
+	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
 	rep.Target = "in-process " + srv.w.listenURL
 	if srv.w.pg != nil {
 		rep.Target += " on " + postgres.Redact(root.db)
@@ -228,7 +228,7 @@ func (o *benchOptions) print(w io.Writer, rep interface{ WriteText(io.Writer) er
 	if o.json {
 		return printJSON(w, rep)
 	}
-	return rep.WriteText(w)
+	return rep.WriteText(linesWriter{w})
 }
 
 // startCPUProfile writes a CPU profile to path until stop is called.
@@ -263,7 +263,7 @@ func (o *benchOptions) runTarget(ctx context.Context, stdout, stderr io.Writer) 
 	hc := loadgen.NewHTTPClient(o.concurrency)
 	defer hc.CloseIdleConnections()
 	ep := loadgen.Endpoint{HTTP: hc, TokenURL: o.target, ClientID: o.clientID, ClientSecret: o.clientSecret}
-	rep, live, _ := ep.Refresh(ctx, toks[:o.concurrency], o.duration, loadgen.Progress{W: stderr, Every: o.progress})
+	rep, live, _ := ep.Refresh(ctx, toks[:o.concurrency], o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
 	rep.Target = o.target
 	// Unused lines are kept; dead chains dropped.
 	if err := loadgen.WriteTokens(o.tokens, append(live, toks[o.concurrency:]...)); err != nil {

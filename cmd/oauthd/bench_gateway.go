@@ -111,7 +111,7 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 		}
 	}
 	rep, err := loadgen.Gateway(ctx, loadgen.GatewayConfig{Workers: o.concurrency, Duration: o.duration, Reps: o.reps,
-		Targets: o.targets, One: one, Many: many, Start: start, Profile: profile, Progress: stderr})
+		Targets: o.targets, One: one, Many: many, Start: start, Profile: profile, Progress: linesWriter{stderr}})
 	if err != nil {
 		return err
 	}

@@ -82,19 +82,19 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		return err
 	}
 	if c.Status == "pending" {
-		fmt.Fprintf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --revision %s --reason TEXT`.\n",
+		textf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --revision %s --reason TEXT`.\n",
 			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.PendingChange != nil {
-		fmt.Fprintf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
+		textf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
 			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --revision %s --reason TEXT` (the client stays approved).\n",
 			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.MigrationSafe != nil {
 		if *c.MigrationSafe {
-			fmt.Fprintf(w, "\nMigration looks safe: every recent authorization request carried a scope. Save scopes with `oauthd clients scopes set %s SCOPE...`.\n", c.ClientID)
+			textf(w, "\nMigration looks safe: every recent authorization request carried a scope. Save scopes with `oauthd clients scopes set %s SCOPE...`.\n", c.ClientID)
 		} else {
-			fmt.Fprintln(w, "\nNot yet safe to migrate: some recent authorization requests came without a scope parameter; saving scopes now would make them fail. Add `scope` to the authorization URL first.")
+			textf(w, "\nNot yet safe to migrate: some recent authorization requests came without a scope parameter; saving scopes now would make them fail. Add `scope` to the authorization URL first.\n")
 		}
 	}
 	return nil

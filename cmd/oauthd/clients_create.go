@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,9 +39,9 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if c.ClientSecret != "" {
-					fmt.Fprintln(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.")
+					textf(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.\n")
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "The client is pending; approve it with `oauthd clients approve %s`.\n", c.ClientID)
+				textf(cmd.OutOrStdout(), "The client is pending; approve it with `oauthd clients approve %s`.\n", c.ClientID)
 				return nil
 			})
 		},

@@ -46,7 +46,7 @@ func newClientsImportCommand(o *rootOptions) *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), ids)
 				}
 				for _, id := range ids {
-					fmt.Fprintln(cmd.OutOrStdout(), id)
+					textf(cmd.OutOrStdout(), "%s\n", id)
 				}
 				return nil
 			})

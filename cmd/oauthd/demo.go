@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"slices"
@@ -126,7 +125,7 @@ func randomURLString(n int) string {
 }
 
 func printDemo(w io.Writer, d demoInfo) {
-	fmt.Fprintf(w, `
+	textf(w, `
 === oauthd demo ===
 Demo user:      %s (username %s), password %s
 Client ID:      %s

@@ -51,7 +51,7 @@ func TestGatewayRevocationFeed(t *testing.T) {
 	}))
 	t.Cleanup(spy.Close)
 	cmd := exec.Command(oauthdBin, "gateway", "--listen", "127.0.0.1:0", "--upstream", upSrv.URL, "--issuer", e.base,
-		"--jwks-url", spy.URL+"/.well-known/jwks.json", "--revocation-feed-url", spy.URL+"/.well-known/revoked-grants")
+		"--jwks-url", spy.URL+"/.well-known/jwks.json", "--revocation-feed-url", spy.URL+"/.well-known/revoked-grants", "--dpop-trust-host")
 	addr, _ := startProcess(t, cmd, "gateway", gatewayListenRE, &logSink{})
 	gw := "http://" + addr
 

@@ -30,8 +30,11 @@ type gatewayOptions struct {
 	// (DPoP proofs name it in htu); dpopWindow the proofs' iat window.
 	publicURL  string
 	dpopWindow time.Duration
-	feed       feedOptions // gateway_feed.go
-	cache      int
+	// trustHost: without publicURL, take DPoP's htu from the request's
+	// Host header (--dpop-trust-host, an explicit opt-in).
+	trustHost bool
+	feed      feedOptions // gateway_feed.go
+	cache     int
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -48,7 +51,9 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.routes, "routes", "", "JSON file of routes to add to (or replace in) the built-in route table")
 	fs.StringVar(&o.jwksURL, "jwks-url", "", "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json)")
 	fs.StringVar(&o.audience, "audience", "", "the aud tokens must carry (default the issuer)")
-	fs.StringVar(&o.publicURL, "public-url", "", "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (default: from each request's TLS state and Host; X-Forwarded-* is never trusted)")
+	fs.StringVar(&o.publicURL, "public-url", "", "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (required unless --dpop-trust-host; X-Forwarded-* is never trusted)")
+	fs.BoolVar(&o.trustHost, "dpop-trust-host", false,
+		"without --public-url, check DPoP proofs' htu against each request's Host header; only behind a proxy that sets Host itself")
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long; between 5s and 10m")
 	o.feed.AddFlags(fs)
 	fs.IntVar(&o.cache, "token-cache", verify.DefaultCacheEntries, "how many verified tokens to remember (about 0.7 KiB each); 0 verifies every request in full")
@@ -116,6 +121,12 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	}
 	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
 		publicURL: o.publicURL, dpopWindow: o.dpopWindow}
+	if o.publicURL == "" && !o.trustHost {
+		// A DPoP-bound token (RFC 9449) can arrive from any client the
+		// operator requires DPoP of; its proof must name this gateway.
+		return nil, errors.New("--public-url is required: DPoP proofs name the URL clients call (htu), and without it the gateway would take it from the Host header a client chooses. " +
+			"Set --public-url https://api.example.com (env OAUTHD_GATEWAY_PUBLIC_URL), or pass --dpop-trust-host when a proxy you trust sets Host")
+	}
 	if err := checkDPoPWindow(o.dpopWindow); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"oauthd/keys/keystest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,9 @@ func startGateway(t *testing.T, args ...string) string {
 	addrc := make(chan net.Addr, 1)
 	o := &gatewayOptions{ready: func(a net.Addr) { addrc <- a }}
 	cmd := newGatewayCommandWith(o)
+	if !slices.Contains(args, "--public-url") {
+		args = append(args, "--dpop-trust-host") // the port is not known before it listens
+	}
 	cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0"}, args...))
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
@@ -234,10 +238,16 @@ func TestGatewayFlagErrors(t *testing.T) {
 		{"bad public url", []string{"--upstream", "http://u", "--issuer", "http://i", "--public-url", "api.example.com"}, "--public-url"},
 		{"public url with a path", []string{"--upstream", "http://u", "--issuer", "http://i", "--public-url", "https://api.example.com/v2"}, "--public-url"},
 		{"negative token cache", []string{"--upstream", "http://u", "--issuer", "http://i", "--token-cache", "-1"}, "--token-cache -1"},
+		// DPoP's htu comes from --public-url, or from Host only by opt-in.
+		{"no public url", []string{"--upstream", "http://u", "--issuer", "http://i"}, "--public-url is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := newGatewayCommand()
-			cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0"}, tc.args...))
+			args := tc.args
+			if tc.name != "no public url" {
+				args = append(args, "--dpop-trust-host")
+			}
+			cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0"}, args...))
 			cmd.SetOut(io.Discard)
 			cmd.SetErr(io.Discard)
 			err := cmd.ExecuteContext(t.Context())

@@ -52,7 +52,7 @@ var gatewayListenRE = regexp.MustCompile(`msg="gateway listening".* addr=([0-9.]
 // front of upstream and waits for its /healthz.
 func startGatewayProcess(t *testing.T, upstream, issuer string) string {
 	t.Helper()
-	cmd := exec.Command(oauthdBin, "gateway", "--listen", "127.0.0.1:0", "--upstream", upstream, "--issuer", issuer)
+	cmd := exec.Command(oauthdBin, "gateway", "--listen", "127.0.0.1:0", "--upstream", upstream, "--issuer", issuer, "--dpop-trust-host")
 	addr, _ := startProcess(t, cmd, "gateway", gatewayListenRE, nil)
 	base := "http://" + addr
 	if status, body := e2eGet(t, base+"/healthz", "", nil); status != http.StatusOK {

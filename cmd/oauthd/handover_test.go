@@ -405,6 +405,15 @@ func TestHandoverRefusals(t *testing.T) {
 			return s
 		}, false, "not signed by the platform"},
 		{"garbage", func(jwt.MapClaims) string { return "not-a-jwt" }, false, "could not be read"},
+		// What the operator reads is what the user is: a name that can
+		// drive a terminal or reorder text is refused, for a known user
+		// and for a new one.
+		{"name with an escape sequence", func(c jwt.MapClaims) string { c["name"] = "Pat\x1b[2J\x1b[8m"; return h.p.sign(c) }, false, "a control character (U+001B)"},
+		{"name with a forged line", func(c jwt.MapClaims) string { c["name"] = "Pat\r\nscopes: PROFILE_READ"; return h.p.sign(c) }, false, "a control character (U+000D)"},
+		{"new user, name with a bidi override", func(c jwt.MapClaims) string {
+			c["sub"], c["email"], c["name"] = "u-new", "new@platform.example", "Pat\u202Egnp.exe"
+			return h.p.sign(c)
+		}, false, "a bidirectional override (U+202E)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +18,7 @@ func newKeysRevokeCommand(o *rootOptions) *cobra.Command {
 				if err := svc.RevokeKey(ctx, args[0]); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked key %s\n", args[0])
+				textf(cmd.OutOrStdout(), "revoked key %s\n", args[0])
 				return nil
 			})
 		},

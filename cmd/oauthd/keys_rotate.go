@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +24,7 @@ func newKeysRotateCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if res.Warning != "" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", res.Warning)
+					textf(cmd.ErrOrStderr(), "warning: %s\n", res.Warning)
 				}
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), res)

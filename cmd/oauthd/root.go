@@ -70,6 +70,7 @@ func NewRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o))
 	addGateway(root)
 	requireSubcommands(root)
+	markReadOnly(root)
 	return root
 }
 
@@ -176,7 +177,7 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 		if c, err := admin.Dial(o.socketPath()); err == nil {
 			return c, c.Close, nil
 		}
-		b, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger, MustExist: true})
+		b, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger, MustExist: true, ReadOnly: isReadOnly(cmd)})
 		if errors.Is(err, bolt.ErrNoDatabase) {
 			return nil, nil, noDatabase(o.db, err)
 		}
@@ -188,7 +189,7 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 		}
 		store = b
 	}
-	lk := &lazyKeys{open: func(ctx context.Context) (*keys.Manager, error) {
+	lk := &lazyKeys{store: store, open: func(ctx context.Context) (*keys.Manager, error) {
 		mk, err := o.masterKey()
 		if err != nil {
 			return nil, err
@@ -230,10 +231,11 @@ func (e *messageError) Unwrap() error { return e.err }
 // lazyKeys builds the key manager on first use, so that commands that do not
 // touch keys work without the master key.
 type lazyKeys struct {
-	open func(context.Context) (*keys.Manager, error)
-	once sync.Once
-	m    *keys.Manager
-	err  error
+	store data.Store
+	open  func(context.Context) (*keys.Manager, error)
+	once  sync.Once
+	m     *keys.Manager
+	err   error
 }
 
 func (l *lazyKeys) get(ctx context.Context) (*keys.Manager, error) {
@@ -241,12 +243,10 @@ func (l *lazyKeys) get(ctx context.Context) (*keys.Manager, error) {
 	return l.m, l.err
 }
 
+// List reads the keys without a manager: keys.New would create them on
+// a database that has none, and listing never writes.
 func (l *lazyKeys) List(ctx context.Context) ([]keys.Info, error) {
-	m, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return m.List(ctx)
+	return keys.List(ctx, l.store)
 }
 
 func (l *lazyKeys) Rotate(ctx context.Context, alg string) (keys.RotateResult, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -27,7 +26,7 @@ func newSecretsGenerateCommand(o *rootOptions) *cobra.Command {
 				if err := fields(cmd.OutOrStdout(), "secret_id", s.SecretID, "client_secret", s.ClientSecret); err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.")
+				textf(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.\n")
 				return nil
 			})
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +18,7 @@ func newSecretsRevokeCommand(o *rootOptions) *cobra.Command {
 				if err := svc.RevokeSecret(ctx, args[0], args[1]); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked secret %s of client %s\n", args[1], args[0])
+				textf(cmd.OutOrStdout(), "revoked secret %s of client %s\n", args[1], args[0])
 				return nil
 			})
 		},

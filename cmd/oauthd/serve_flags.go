@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"oauthd/consent/handover"
 	"oauthd/issuer"
 	"oauthd/keys/verify"
 )
@@ -29,6 +30,7 @@ type serveOptions struct {
 	proxies     []string
 	// The login handover (docs/LOGIN-HANDOVER.md): all three or none.
 	loginURL, loginIssuer, loginJWKS string
+	loginJWKSMaxAge                  time.Duration
 
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 }
@@ -44,6 +46,8 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.loginURL, "login-url", "", "hand the login to the platform: its login page (needs --login-issuer and --login-jwks; default: the built-in login form)")
 	fs.StringVar(&o.loginIssuer, "login-issuer", "", "the iss of the platform's login assertions")
 	fs.StringVar(&o.loginJWKS, "login-jwks", "", "the platform's public keys: a JWKS URL, or a JWKS or PEM file")
+	fs.DurationVar(&o.loginJWKSMaxAge, "login-jwks-max-age", handover.DefaultMaxAge,
+		"the longest the platform's keys are used before they are fetched again, so the longest a key the platform removed is still accepted; a shorter Cache-Control max-age of the JWKS is followed")
 	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
 	fs.DurationVar(&o.codeTTL, "code-ttl", issuer.DefaultCodeTTL, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", issuer.DefaultRefreshIdle, "refresh token idle lifetime, renewed by each refresh")
@@ -125,6 +129,9 @@ func (o *serveOptions) checkHandover() error {
 	}
 	if u, err := url.Parse(o.loginURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("--login-url %q must be an http(s) URL of the platform's login page", o.loginURL)
+	}
+	if o.loginJWKSMaxAge < time.Second {
+		return fmt.Errorf("--login-jwks-max-age %s: use a duration of 1s or more (default %s)", o.loginJWKSMaxAge, handover.DefaultMaxAge)
 	}
 	return nil
 }

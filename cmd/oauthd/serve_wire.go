@@ -195,7 +195,7 @@ func (o *serveOptions) handover(ctx context.Context, base string) (*consent.Hand
 	if o.loginURL == "" {
 		return nil, nil
 	}
-	v, err := handover.New(ctx, handover.Config{Issuer: o.loginIssuer, Audience: base, Keys: o.loginJWKS})
+	v, err := handover.New(ctx, handover.Config{Issuer: o.loginIssuer, Audience: base, Keys: o.loginJWKS, MaxAge: o.loginJWKSMaxAge})
 	if err != nil {
 		return nil, fmt.Errorf("--login-jwks: %w; check that the platform's keys are reachable", err)
 	}

@@ -31,10 +31,10 @@ func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), map[string]int{"from_version": from, "to_version": to})
 			}
 			if from == to {
-				fmt.Fprintf(cmd.OutOrStdout(), "schema is at version %d; nothing to do\n", to)
+				textf(cmd.OutOrStdout(), "schema is at version %d; nothing to do\n", to)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema migrated from version %d to %d\n", from, to)
+			textf(cmd.OutOrStdout(), "schema migrated from version %d to %d\n", from, to)
 			return nil
 		},
 	}

@@ -95,7 +95,7 @@ A bbolt --from must not be in use: stop its server first. A PostgreSQL
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rep)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "copied %d users, %d clients, %d authorization codes, %d refresh families, %d grants, %d sessions and %d signing keys from %s to %s\n",
+			textf(cmd.OutOrStdout(), "copied %d users, %d clients, %d authorization codes, %d refresh families, %d grants, %d sessions and %d signing keys from %s to %s\n",
 				rep.Users, rep.Clients, rep.AuthCodes, rep.Families, rep.Grants, rep.Sessions, rep.Keys, rep.From, rep.To)
 			return nil
 		},

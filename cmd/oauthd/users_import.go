@@ -27,9 +27,13 @@ func newUsersImportCommand(o *rootOptions) *cobra.Command {
 or CSV with a header row naming the columns email, username, name, time_zone,
 password_hash (username and time_zone optional). The hashes are kept as they
 are: argon2id, bcrypt ($2a$/$2b$/$2y$), scrypt ($scrypt$ln=…,r=…,p=…$salt$hash)
-or PBKDF2-SHA256 (passlib $pbkdf2-sha256$… or Django pbkdf2_sha256$…); at each
-user's first successful login a weaker hash is replaced by argon2id. Every row
-is checked first; any bad row (named by its line) refuses the whole file.`,
+or PBKDF2-SHA256 (passlib $pbkdf2-sha256$… or Django pbkdf2_sha256$…). A hash
+whose one check would take more than a password slot's share is refused:
+argon2id p above 4, or a check slower than 1 s on this machine (measured once per
+distinct parameter set). At each user's first successful login a hash with other
+parameters than today's argon2id (weaker or costlier) is replaced by it. Every
+row is checked first; any bad row (named by its line) refuses the whole file.
+See docs/USERS.md.`,
 		Example: "  oauthd users import users.jsonl\n  oauthd users import users.csv --json",
 		Args:    exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,7 +53,7 @@ is checked first; any bad row (named by its line) refuses the whole file.`,
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), us)
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "imported %d users (IDs %d to %d)\n", len(us), us[0].ID, us[len(us)-1].ID)
+				err = textf(cmd.OutOrStdout(), "imported %d users (IDs %d to %d)\n", len(us), us[0].ID, us[len(us)-1].ID)
 				return err
 			})
 		},
@@ -108,6 +112,9 @@ func parseCSV(b []byte) ([]admin.ImportUser, error) {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if !slices.Contains(csvColumns, h) {
 			return nil, fmt.Errorf("line 1: unknown column %q; the columns are %s", h, strings.Join(csvColumns, ", "))
+		}
+		if first, dup := col[h]; dup {
+			return nil, fmt.Errorf("line 1: the header names the column %q twice (fields %d and %d); name each column once", h, first+1, i+1)
 		}
 		col[h] = i
 	}

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/lestrrat-go/httpcc"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 )
 
@@ -48,6 +50,9 @@ const (
 	// maxToken bounds the assertion's length.
 	maxToken = 8 << 10
 )
+
+// DefaultMaxAge is the default [Config.MaxAge].
+const DefaultMaxAge = 5 * time.Minute
 
 // Algs are the signature algorithms accepted.
 var Algs = []string{"ES256", "EdDSA", "RS256"}
@@ -88,8 +93,11 @@ type Config struct {
 	Keys string
 	// HTTPClient fetches a JWKS URL; default one with a 10 s timeout.
 	HTTPClient *http.Client
-	// MaxAge is how long fetched keys are used before they are fetched
-	// again; default 1 h.
+	// MaxAge is the longest fetched keys are used before they are fetched
+	// again, and so the longest a key the platform removed from its JWKS
+	// (say, after a leak) is still accepted; default [DefaultMaxAge]. A
+	// JWKS response's Cache-Control max-age (no-store, no-cache: 0) is
+	// followed below it. A key file is reread after MaxAge too.
 	MaxAge time.Duration
 	// MinRefresh is the least time between two fetches caused by an
 	// unknown kid (a rotation at the platform); default 2 s.
@@ -105,8 +113,9 @@ type Verifier struct {
 
 	mu      sync.Mutex
 	set     jwk.Set
-	fetched time.Time // of the set in use
+	expires time.Time // when the set in use must be fetched again
 	tried   time.Time // the last load, successful or not
+	lastErr error     // of the last load
 }
 
 // New checks cfg and loads the keys once (failing fast on a bad file or
@@ -119,7 +128,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = time.Hour
+		cfg.MaxAge = DefaultMaxAge
 	}
 	if cfg.MinRefresh <= 0 {
 		cfg.MinRefresh = 2 * time.Second
@@ -139,43 +148,81 @@ func (v *Verifier) isURL() bool {
 	return strings.HasPrefix(v.cfg.Keys, "https://") || strings.HasPrefix(v.cfg.Keys, "http://")
 }
 
-// load reads the key set from the URL or the file.
-func (v *Verifier) load(ctx context.Context) (jwk.Set, error) {
+// load reads the key set from the URL or the file, and how long it may
+// be used: MaxAge, or less when the response's Cache-Control says so.
+func (v *Verifier) load(ctx context.Context) (jwk.Set, time.Duration, error) {
+	set, age, err := v.read(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range set.Len() {
+		k, _ := set.Key(i)
+		if isPrivate(k) {
+			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
+		}
+	}
+	return set, age, nil
+}
+
+// cacheAge is how long a response with Cache-Control cc may be used,
+// at most limit: its max-age, 0 for no-store or no-cache, limit when it
+// says neither (or cannot be read). Parsed by lestrrat-go/httpcc, the
+// parser jwx's own cache uses.
+func cacheAge(cc string, limit time.Duration) time.Duration {
+	if cc == "" {
+		return limit
+	}
+	ds, err := httpcc.ParseResponseDirectives(cc)
+	if err != nil {
+		return limit
+	}
+	age := limit
+	for _, d := range ds {
+		switch strings.ToLower(d.Name) {
+		case httpcc.NoStore, httpcc.NoCache:
+			return 0
+		case httpcc.MaxAge:
+			if s, err := strconv.ParseUint(d.Value, 10, 32); err == nil && time.Duration(s)*time.Second < age {
+				age = time.Duration(s) * time.Second
+			}
+		}
+	}
+	return age
+}
+
+// read fetches and parses the key set.
+func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
+	age := v.cfg.MaxAge
 	var raw []byte
 	if v.isURL() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.Keys, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrKeys, err)
+			return nil, 0, fmt.Errorf("%w: %v", ErrKeys, err)
 		}
 		resp, err := v.cfg.HTTPClient.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.cfg.Keys, resp.Status)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.cfg.Keys, resp.Status)
 		}
 		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
-			return nil, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
 		}
+		age = cacheAge(resp.Header.Get("Cache-Control"), age)
 	} else {
 		var err error
 		if raw, err = os.ReadFile(v.cfg.Keys); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrKeys, err)
+			return nil, 0, fmt.Errorf("%w: %v", ErrKeys, err)
 		}
 	}
 	pem := bytes.Contains(raw, []byte("-----BEGIN"))
 	set, err := jwk.Parse(raw, jwk.WithPEM(pem))
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
+		return nil, 0, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
 	}
-	for i := range set.Len() {
-		k, _ := set.Key(i)
-		if isPrivate(k) {
-			return nil, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
-		}
-	}
-	return set, nil
+	return set, age, nil
 }
 
 // isPrivate reports whether k is a private key.
@@ -187,33 +234,44 @@ func isPrivate(k jwk.Key) bool {
 	return false
 }
 
-// keys returns the key set, fetched again when older than MaxAge, or when
-// kid is not in it and the last fetch is at least MinRefresh old (the
-// platform rotated its key), or when force.
+// keys returns the key set, fetched again when it has expired (MaxAge, or
+// the JWKS's shorter max-age), or when kid is not in it (the platform
+// rotated its key), at most once per MinRefresh either way; or when force.
+// Expired keys are never used: while the platform's keys cannot be
+// fetched after they expire, every assertion is refused, so that making
+// the JWKS unreachable cannot keep a key the platform removed alive.
 func (v *Verifier) keys(ctx context.Context, kid string, force bool) (jwk.Set, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.cfg.Now()
-	stale := v.set == nil || now.Sub(v.fetched) >= v.cfg.MaxAge
-	if !stale && kid != "" {
+	expired := v.set == nil || !now.Before(v.expires)
+	unknown := false
+	if !expired && kid != "" {
 		_, found := v.set.LookupKeyID(kid)
-		stale = !found
+		unknown = !found
+	}
+	if !force && !expired && !unknown {
+		return v.set, nil
 	}
 	// At most one load per MinRefresh, failed ones included: made-up kids,
 	// or a platform that is down, cannot make every verification wait on
 	// a fetch.
-	if !force && (!stale || (v.set != nil && now.Sub(v.tried) < v.cfg.MinRefresh)) {
+	if !force && v.set != nil && now.Sub(v.tried) < v.cfg.MinRefresh {
+		if v.lastErr != nil && expired {
+			return nil, v.lastErr
+		}
 		return v.set, nil
 	}
 	v.tried = now
-	set, err := v.load(ctx)
+	set, age, err := v.load(ctx)
+	v.lastErr = err
 	if err != nil {
-		if v.set != nil && !force {
-			return v.set, nil // keep the last good keys while the platform is down
+		if v.set != nil && !force && !expired {
+			return v.set, nil // an unknown kid: keep the keys that have not expired
 		}
 		return nil, err
 	}
-	v.set, v.fetched = set, now
+	v.set, v.expires = set, now.Add(age)
 	return set, nil
 }
 

@@ -34,6 +34,8 @@ var (
 	// database at the path (no file, an empty file, or a bbolt file that
 	// oauthd never set up). Nothing was created.
 	ErrNoDatabase = errors.New("no oauthd database")
+	// ErrReadOnly: a write to a store opened with Options.ReadOnly.
+	ErrReadOnly = wal.ErrReadOnly
 )
 
 // schemaVersion is the layout of the buckets below; Open upgrades
@@ -127,6 +129,12 @@ type Options struct {
 
 	// sync replaces the write-ahead log's flush (tests; export_test.go).
 	sync func(*os.File) error
+
+	// ReadOnly opens the file for reading only (implies MustExist): Open
+	// writes nothing, to the file or its write-ahead log, and every write
+	// fails with an error wrapping [ErrReadOnly]. The file must hold this
+	// version's schema. The commands that only read (list, show) use it.
+	ReadOnly bool
 }
 
 // ExitFatal is the exit status of the process that the default
@@ -168,8 +176,8 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	bopts := &bbolt.Options{Timeout: opts.Timeout}
-	if opts.MustExist {
+	bopts := &bbolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly}
+	if opts.MustExist || opts.ReadOnly {
 		if err := checkExists(path); err != nil {
 			return nil, err
 		}
@@ -191,6 +199,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if opts.ReadOnly {
+		return openReadOnly(db, path, opts)
 	}
 	if opts.MustExist {
 		// A bbolt file that oauthd never set up (no schema) is empty.
@@ -243,6 +254,37 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: index families by user: %w", path, err)
 	}
 	opts.Logger.Debug("database opened", "path", path)
+	return &Store{db: db, log: log, logger: opts.Logger}, nil
+}
+
+// openReadOnly finishes Open of a file opened read-only: it checks the
+// schema and the buckets, and opens the write-ahead log for reading.
+func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
+	err := db.View(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil || meta.Get(keySchema) == nil {
+			return fmt.Errorf("%s holds no oauthd schema: %w", path, ErrNoDatabase)
+		}
+		if v := meta.Get(keySchema); string(v) != schemaVersion {
+			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
+		}
+		for _, name := range allBuckets {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("%w: %s lacks the bucket %s (an older oauthd made it): start `oauthd serve` on it once to upgrade it", ErrSchema, path, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	log, err := wal.OpenReadOnly(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill, Logger: opts.Logger})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	opts.Logger.Debug("database opened", "path", path, "read_only", true)
 	return &Store{db: db, log: log, logger: opts.Logger}, nil
 }
 
@@ -311,6 +353,9 @@ func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error
 func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
 	if err := s.begin(ctx, op); err != nil {
 		return err
+	}
+	if s.db.IsReadOnly() {
+		return fmt.Errorf("%s: %w", op, ErrReadOnly)
 	}
 	return s.db.Update(fn)
 }

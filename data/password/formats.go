@@ -45,16 +45,17 @@ func Check(encoded string) error {
 	return err
 }
 
-// NeedsUpgrade reports whether encoded is weaker than what [Hash] makes
-// today: any format but argon2id, or argon2id with lower memory or time.
-// After a successful login, such a hash is replaced by [Hash] of the
-// password.
+// NeedsUpgrade reports whether encoded differs from what [Hash] makes
+// today: any format but argon2id, or argon2id with other parameters,
+// weaker or costlier (a costlier hash makes every login against it take
+// more than its share of a password slot). After a successful login,
+// such a hash is replaced by [Hash] of the password.
 func NeedsUpgrade(encoded string) bool {
 	p, err := parse(encoded)
 	if err != nil {
 		return true
 	}
-	return p.memory < Memory || p.time < Time || len(p.key) < KeyLen
+	return p.memory != Memory || p.time != Time || p.threads != Threads || len(p.key) != KeyLen
 }
 
 // Upgradable reports whether encoded should be replaced by [Hash] of
@@ -75,23 +76,56 @@ type verifier func(password string) bool
 
 // parseAny parses encoded in any supported format.
 func parseAny(encoded string) (verifier, error) {
+	v, _, err := parseCost(encoded)
+	return v, err
+}
+
+// parseCost parses encoded in any supported format and returns, besides
+// its verifier, its cost: the format and every parameter that decides
+// what one check costs (never the salt or the hash), so that two hashes
+// with the same cost have the same cost string.
+func parseCost(encoded string) (verifier, string, error) {
+	var (
+		v   verifier
+		err error
+	)
 	switch {
 	case strings.HasPrefix(encoded, "$argon2id$"):
 		p, err := parse(encoded)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return func(pw string) bool { return p.verify(pw) }, nil
+		return func(pw string) bool { return p.verify(pw) }, fmt.Sprintf("argon2id m=%d,t=%d,p=%d,len=%d", p.memory, p.time, p.threads, len(p.key)), nil
 	case strings.HasPrefix(encoded, "$2a$"), strings.HasPrefix(encoded, "$2b$"), strings.HasPrefix(encoded, "$2y$"):
-		return parseBcrypt(encoded)
+		v, err = parseBcrypt(encoded)
 	case strings.HasPrefix(encoded, "$scrypt$"):
-		return parseScrypt(encoded)
+		v, err = parseScrypt(encoded)
 	case strings.HasPrefix(encoded, "$pbkdf2-sha256$"):
-		return parsePBKDF2(encoded, "$pbkdf2-sha256$", abDecode)
+		v, err = parsePBKDF2(encoded, "$pbkdf2-sha256$", abDecode)
 	case strings.HasPrefix(encoded, "pbkdf2_sha256$"):
-		return parsePBKDF2(encoded, "pbkdf2_sha256$", nil)
+		v, err = parsePBKDF2(encoded, "pbkdf2_sha256$", nil)
+	default:
+		return nil, "", fmt.Errorf("%w: unknown format; expected argon2id, bcrypt ($2a$/$2b$/$2y$), scrypt or pbkdf2-sha256", ErrMalformed)
 	}
-	return nil, fmt.Errorf("%w: unknown format; expected argon2id, bcrypt ($2a$/$2b$/$2y$), scrypt or pbkdf2-sha256", ErrMalformed)
+	if err != nil {
+		return nil, "", err
+	}
+	return v, costOf(encoded), nil
+}
+
+// costOf is the cost string of a hash other than argon2id that parsed:
+// its format and parameters, and its hash's length (PBKDF2 computes one
+// block per 32 bytes of it).
+func costOf(encoded string) string {
+	parts := strings.Split(encoded, "$")
+	switch {
+	case strings.HasPrefix(encoded, "$2"): // "", "2b", "12", salt+hash
+		return "bcrypt " + parts[2]
+	case strings.HasPrefix(encoded, "$scrypt$"): // "", "scrypt", "ln=…,r=…,p=…", salt, hash
+		return fmt.Sprintf("scrypt %s,len=%d", parts[2], len(parts[4]))
+	default: // pbkdf2: prefix and iterations, salt, hash
+		return fmt.Sprintf("%s,len=%d", strings.Join(parts[:len(parts)-2], "$"), len(parts[len(parts)-1]))
+	}
 }
 
 func parseBcrypt(encoded string) (verifier, error) {

@@ -16,6 +16,9 @@ type KeyManager interface {
 	Revoke(ctx context.Context, kid string) error
 }
 
+// errNoSigningKeys: listing creates no key (a read never writes).
+var errNoSigningKeys = newError(data.ErrNotFound, "no signing keys yet: start `oauthd serve` or `store copy` into it")
+
 var errNoKeys = newError(data.ErrInvalid, "no key manager is configured; key commands need the database")
 
 // ListKeys implements [Service.ListKeys].
@@ -27,8 +30,8 @@ func (l *Local) ListKeys(ctx context.Context) ([]keys.Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	if ks == nil {
-		ks = []keys.Info{}
+	if len(ks) == 0 {
+		return nil, errNoSigningKeys
 	}
 	return ks, nil
 }

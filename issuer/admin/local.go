@@ -51,6 +51,9 @@ type Local struct {
 	log   *slog.Logger
 	now   func() time.Time
 	actor Actor // who acts when the request's context names no one
+	// hashes checks imported password hashes, keeping its measures of
+	// their cost for the life of the process.
+	hashes *password.ImportChecker
 }
 
 var _ Service = (*Local)(nil)
@@ -64,7 +67,7 @@ func NewLocal(store Store, km KeyManager, logger *slog.Logger, now func() time.T
 	if now == nil {
 		now = time.Now
 	}
-	return &Local{store: store, keys: km, log: logger, now: now}
+	return &Local{store: store, keys: km, log: logger, now: now, hashes: &password.ImportChecker{}}
 }
 
 // Users.
@@ -77,6 +80,11 @@ func (l *Local) AddUser(ctx context.Context, in NewUser) (UserView, error) {
 	tz, err := checkProfile(in.Email, in.Username, in.Name, in.TimeZone, false)
 	if err != nil {
 		return UserView{}, newError(data.ErrInvalid, err.Error()+"; pass --email, --username, --name and --time-zone")
+	}
+	for _, f := range [][2]string{{"name", in.Name}, {"username", in.Username}, {"email", in.Email}} {
+		if err := data.CheckDisplayText(f[0], f[1]); err != nil {
+			return UserView{}, ruleError(err)
+		}
 	}
 	in.TimeZone = tz
 	if len(in.Password) < MinPasswordLen {
@@ -186,6 +194,11 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	scopes, err := parseScopes(in.Scopes)
 	if err != nil {
 		return CreatedClient{}, err
+	}
+	// What the operator reads is what the client is: a new name (settings
+	// page or `clients create`) cannot drive a terminal or reorder text.
+	if err := data.CheckDisplayText("name", strings.TrimSpace(in.Name)); err != nil {
+		return CreatedClient{}, ruleError(err)
 	}
 	now := l.now().UTC()
 	c := data.Client{

@@ -99,7 +99,7 @@ func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView,
 			fail(err.Error())
 			continue
 		}
-		if err := password.Check(r.PasswordHash); err != nil {
+		if err := l.hashes.Check(r.PasswordHash); err != nil {
 			fail("password_hash: " + strings.TrimPrefix(err.Error(), password.ErrMalformed.Error()+": "))
 			continue
 		}

@@ -62,6 +62,9 @@ func (p *panicked) Error() string { return fmt.Sprint("panic in store callback: 
 // Write queues the hot write fn and waits for its result: the error fn
 // returned, once the log record holding its writes is on disk.
 func (l *Log) Write(ctx context.Context, name string, fn func(w *Tx) error) error {
+	if l.readOnly {
+		return l.readOnlyOp(name, true, nil)
+	}
 	o := opPool.Get().(*op)
 	o.ctx, o.fn = ctx, fn
 	return l.send(ctx, name, o)
@@ -70,6 +73,9 @@ func (l *Log) Write(ctx context.Context, name string, fn func(w *Tx) error) erro
 // Exclusive queues fn to run alone on the bbolt file, after a checkpoint,
 // in a write transaction when writable (else a read one), and waits for it.
 func (l *Log) Exclusive(ctx context.Context, name string, writable bool, fn func(tx *bbolt.Tx) error) error {
+	if l.readOnly {
+		return l.readOnlyOp(name, writable, fn)
+	}
 	o := opPool.Get().(*op)
 	o.ctx, o.excl, o.writable = ctx, fn, writable
 	return l.send(ctx, name, o)

@@ -80,7 +80,9 @@ type Log struct {
 	syncq   chan *batch
 	onFatal func(error)
 	sync    func(*os.File) error // Options.Sync
-	failed  atomic.Pointer[error]
+	// readOnly: opened by OpenReadOnly (no file, no committer).
+	readOnly bool
+	failed   atomic.Pointer[error]
 	// Owned by the committer:
 	seed     uint32 // checksum of the log's salt (format.go)
 	gen, seq uint64 // the log's live generation; the last record's sequence
@@ -188,6 +190,10 @@ func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 // file). Calls after Close fail with [ErrClosed]; a second Close returns
 // nil.
 func (l *Log) Close() error {
+	if l.readOnly {
+		l.closed.Store(true)
+		return nil
+	}
 	l.mu.Lock()
 	if l.closed.Load() {
 		l.mu.Unlock()

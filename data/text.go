@@ -1,0 +1,44 @@
+package data
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// UnsafeRune says why r must not be shown as it is, or "" when it may: a
+// C0 control character (U+0000–U+001F, tab and newline included), DEL
+// (U+007F) or a C1 control character (U+0080–U+009F) can drive a terminal
+// (ESC[2J clears it, ESC[8m hides what follows, CR and LF start a forged
+// line); a bidirectional embedding, override or isolate (U+202A–U+202E,
+// U+2066–U+2069) reorders what follows it, on a terminal or a page. It is
+// the one rule for text a person reads: names are refused with it
+// ([CheckDisplayText]), and the command line escapes what it finds with it.
+func UnsafeRune(r rune) string {
+	switch {
+	case r < 0x20, r == 0x7f:
+		return fmt.Sprintf("a control character (U+%04X)", r)
+	case r >= 0x80 && r <= 0x9f:
+		return fmt.Sprintf("a C1 control character (U+%04X)", r)
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return fmt.Sprintf("a bidirectional override (U+%04X)", r)
+	}
+	return ""
+}
+
+// CheckDisplayText returns a [*RuleError] for field when s is not valid
+// UTF-8 or holds a character [UnsafeRune] refuses, saying which and where;
+// nil otherwise. Names entered by people (client and user names, the name
+// a platform asserts at login) go through it.
+func CheckDisplayText(field, s string) error {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return ruleErr(field, "is not valid UTF-8 (byte %d)", i+1)
+			}
+		}
+		if why := UnsafeRune(r); why != "" {
+			return ruleErr(field, "contains %s at byte %d; use printable text only", why, i+1)
+		}
+	}
+	return nil
+}
