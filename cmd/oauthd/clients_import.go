@@ -39,7 +39,7 @@ func newClientsImportCommand(o *rootOptions) *cobra.Command {
 				}
 				for _, id := range ids {
 					if v, err := svc.ShowClient(ctx, id); err == nil && v.OwnerID == 0 {
-						fmt.Fprintf(cmd.ErrOrStderr(), "client %s is unclaimed: its owner %q names no user (add the user, then `oauthd clients set %s --owner USER`)\n", id, v.UnclaimedOwner, id)
+						textf(cmd.ErrOrStderr(), "client %s is unclaimed: its owner %q names no user (add the user, then `oauthd clients set %s --owner USER`)\n", id, v.UnclaimedOwner, id)
 					}
 				}
 				if asJSON {

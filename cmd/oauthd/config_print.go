@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -45,7 +44,7 @@ serve and gateway refuse it.`,
 				return err
 			}
 			for _, msg := range unknownEnv() {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+printable(msg))
+				textf(cmd.ErrOrStderr(), "warning: %s\n", msg)
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]any{"config_file": file, "settings": sets})
@@ -59,9 +58,9 @@ serve and gateway refuse it.`,
 				case fromFile:
 					src += " " + file
 				}
-				rows = append(rows, []string{s.Key, printable(textValue(s.Value)), printable(src)})
+				rows = append(rows, []string{s.Key, textValue(s.Value), src})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "config file: %s\n\n", printable(cmp.Or(file, "none (--config or OAUTHD_CONFIG names one)")))
+			textf(cmd.OutOrStdout(), "config file: %s\n\n", cmp.Or(file, "none (--config or OAUTHD_CONFIG names one)"))
 			return table(cmd.OutOrStdout(), []string{"KEY", "VALUE", "SOURCE"}, rows)
 		},
 	}
@@ -172,13 +171,4 @@ func textValue(v any) string {
 		return strings.Join(l, ",")
 	}
 	return fmt.Sprint(v)
-}
-
-// printable quotes s when it holds a character that is not printable, so
-// that no control character reaches the terminal.
-func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
 }

@@ -31,10 +31,14 @@ var textCommands = []struct {
 	fails string // when the command must fail: its error says this
 }{
 	{path: "users add", args: []string{"--email", "e@x.example", "--username", "ann", "--name", "Ann" + evil, "--password-stdin"}, stdin: "correct horse battery\n", fails: "a control character (U+001B)"},
-	{path: "users add", args: []string{"--email", "u@x.example", "--username", "ann\u202E", "--name", "Ann", "--password-stdin"}, stdin: "correct horse battery\n", fails: "username: contains a bidirectional override (U+202E)"},
+	{path: "users add", args: []string{"--email", "u@x.example", "--username", "ann\u202E", "--name", "Ann", "--password-stdin"}, stdin: "correct horse battery\n", fails: "U+202E"},
 	{path: "users add", args: []string{"--email", "ok@x.example", "--username", "ok", "--name", "Ok", "--password-stdin"}, stdin: "correct horse battery\n"},
+	{path: "users import", args: []string{"{baduser.jsonl}"}, fails: "U+202E"},
 	{path: "users import", args: []string{"{users.jsonl}"}},
 	{path: "users list"},
+	{path: "users apps", args: []string{"{olduser}"}},
+	{path: "users apps revoke", args: []string{"{olduser}", "{old}"}},
+	{path: "config print"},
 	{path: "users disable", args: []string{"{olduser}"}},
 	{path: "users enable", args: []string{"{olduser}"}},
 	{path: "clients create", args: []string{"--owner", "owner@x.example", "--name", evil, "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ"}, fails: "a control character (U+001B)"},
@@ -117,18 +121,25 @@ func TestNoStoredByteReachesTheTerminal(t *testing.T) {
 	}
 
 	// Imports.
-	users, _ := json.Marshal(map[string]string{"email": "imp@x.example", "username": "imp\u202E", "name": "Imported" + evil,
+	users, _ := json.Marshal(map[string]string{"email": "imp@x.example", "username": "imp", "name": "Imported" + evil,
 		"password_hash": "$2b$04$abcdefghijklmnopqrstuu5e8yHn7wQwCUr0tq1kkT0b6nJ1mVEyS"})
 	clients, _ := json.Marshal([]map[string]any{
 		{"client_id": "legacy-client", "name": "Legacy" + evil, "owner": "owner@x.example", "redirect_uris": []string{"https://a.example/cb"}, "client_secret": "s3cret-s3cret"},
 		{"client_id": "id\x1b[2J\r\nFORGED_LINE", "name": "Evil ID", "owner": "owner@x.example", "redirect_uris": []string{"https://a.example/cb"}, "client_type": "public"},
 	})
 	vars := map[string]string{
-		"{users.jsonl}": filepath.Join(dir, "users.jsonl"), "{clients.json}": filepath.Join(dir, "clients.json"),
+		"{users.jsonl}": filepath.Join(dir, "users.jsonl"), "{baduser.jsonl}": filepath.Join(dir, "baduser.jsonl"), "{clients.json}": filepath.Join(dir, "clients.json"),
 		"{olduser}": "old@x.example", "{legacy}": "legacy-client", "{old}": "old-client", "{pending}": "pending-client",
 		"{evilid}": "id\x1b[2J\r\nFORGED_LINE", "{db}": c.db, "{copy}": filepath.Join(dir, "copy.db"),
 	}
 	if err := os.WriteFile(vars["{users.jsonl}"], append(users, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An identifier with a bidi override is refused at import too (the
+	// name above, a display text of legacy data, is kept and escaped).
+	bad, _ := json.Marshal(map[string]string{"email": "bad@x.example", "username": "imp\u202E", "name": "Bad",
+		"password_hash": "$2b$04$abcdefghijklmnopqrstuu5e8yHn7wQwCUr0tq1kkT0b6nJ1mVEyS"})
+	if err := os.WriteFile(vars["{baduser.jsonl}"], append(bad, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(vars["{clients.json}"], clients, 0o600); err != nil {

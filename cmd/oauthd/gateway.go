@@ -121,17 +121,17 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	}
 	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
 		publicURL: o.publicURL, dpopWindow: o.dpopWindow}
-	if o.publicURL == "" && !o.trustHost {
-		// A DPoP-bound token (RFC 9449) can arrive from any client the
-		// operator requires DPoP of; its proof must name this gateway.
-		return nil, errors.New("--public-url is required: DPoP proofs name the URL clients call (htu), and without it the gateway would take it from the Host header a client chooses. " +
-			"Set --public-url https://api.example.com (env OAUTHD_GATEWAY_PUBLIC_URL), or pass --dpop-trust-host when a proxy you trust sets Host")
-	}
 	if err := checkDPoPWindow(o.dpopWindow); err != nil {
 		return nil, err
 	}
 	if err := o.feed.check(); err != nil {
 		return nil, err
+	}
+	if o.publicURL == "" && !o.trustHost {
+		// A DPoP-bound token (RFC 9449) can arrive from any client the
+		// operator requires DPoP of; its proof must name this gateway.
+		return nil, errors.New("--public-url is required: DPoP proofs name the URL clients call (htu), and without it the gateway would take it from the Host header a client chooses. " +
+			"Set --public-url https://api.example.com (env OAUTHD_GATEWAY_PUBLIC_URL), or pass --dpop-trust-host when a proxy you trust sets Host")
 	}
 	if o.publicURL != "" {
 		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {

@@ -31,7 +31,7 @@ func newUsersAppsCommand(o *rootOptions) *cobra.Command {
 						if a.Unrestricted {
 							perms = "full access (legacy)"
 						}
-						return []string{printable(a.ClientID), printable(a.Name), printable(a.Developer), a.Status, perms,
+						return []string{a.ClientID, a.Name, a.Developer, a.Status, perms,
 							fmtTime(a.FirstAllowedAt), fmtTimePtr(a.LastUsedAt), strconv.Itoa(len(a.GrantIDs))}
 					})
 			})
@@ -59,8 +59,8 @@ func newUsersAppsRevokeCommand(o *rootOptions) *cobra.Command {
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), r)
 				}
-				return fields(cmd.OutOrStdout(), "user_id", strconv.FormatInt(r.UserID, 10), "client_id", printable(r.ClientID),
-					"name", printable(r.Name), "grants_revoked", strconv.Itoa(len(r.RevokedGrantIDs)),
+				return fields(cmd.OutOrStdout(), "user_id", strconv.FormatInt(r.UserID, 10), "client_id", r.ClientID,
+					"name", r.Name, "grants_revoked", strconv.Itoa(len(r.RevokedGrantIDs)),
 					"consent_forgotten", strconv.FormatBool(r.ConsentForgotten))
 			})
 		},
