@@ -165,6 +165,7 @@ func fullRecords() records {
 	}
 	rejected := newClient("legacy")
 	rejected.Legacy, rejected.Status, rejected.RejectReason = true, data.StatusRejected, "unknown developer"
+	rejected.OwnerID, rejected.UnclaimedOwner = 0, "gone@example.com" // an imported owner that names no user
 	public := newClient("public")
 	public.Type, public.Status, public.Secrets = data.Public, data.StatusApproved, nil
 	public.Pending = &data.ClientChange{Type: data.Confidential, Secret: ptr(secret("cs_d")), ProposedBy: "user 1 (settings page)", ProposedAt: t0}
