@@ -55,6 +55,25 @@ func (f *fakeAuthorizer) Approve(_ context.Context, q url.Values, userID int64) 
 	return f.approve(q, userID)
 }
 
+func (f *fakeAuthorizer) ApproveLogin(ctx context.Context, q url.Values, login issuer.Login) (string, error) {
+	return f.Approve(ctx, q, login.UserID)
+}
+
+// Interact is the issuer's rule without OpenID Connect: log in when
+// nobody is, else the consent page.
+func (f *fakeAuthorizer) Interact(_ context.Context, _ *issuer.AuthorizeRequest, login *issuer.Login) (issuer.Step, error) {
+	if login == nil {
+		return issuer.StepLogin, nil
+	}
+	return issuer.StepConsent, nil
+}
+
+func (f *fakeAuthorizer) AfterLogin(ar *issuer.AuthorizeRequest) url.Values { return ar.Query }
+
+func (f *fakeAuthorizer) CheckLogout(context.Context, url.Values) (*issuer.LogoutRequest, error) {
+	return &issuer.LogoutRequest{}, nil
+}
+
 func (f *fakeAuthorizer) Deny(_ context.Context, q url.Values, userID int64) (string, error) {
 	f.mu.Lock()
 	f.denials = append(f.denials, decision{q, userID})

@@ -683,7 +683,8 @@ func TestSettingsEveryRouteGuarded(t *testing.T) {
 	before := se.client(a.ClientID)
 	sess, _ := se.session(se.alice)
 	form := url.Values{"name": {"X"}, "client_type": {"public"}, "redirect_uris": {"https://x.example/cb"},
-		"scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}, "secret_id": {a.SecretID}}
+		"scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}, "secret_id": {a.SecretID},
+		"post_logout_redirect_uris": {"https://x.example/bye"}}
 	routes := 0
 	for _, r := range se.e.Routes() {
 		if !strings.HasPrefix(r.Path, "/settings/") {
@@ -704,12 +705,12 @@ func TestSettingsEveryRouteGuarded(t *testing.T) {
 			}
 		}
 	}
-	if routes != 9 {
-		t.Errorf("%d settings routes; want 9 (update this test with the new route)", routes)
+	if routes != 10 {
+		t.Errorf("%d settings routes; want 10 (update this test with the new route)", routes)
 	}
 	after := se.client(a.ClientID)
 	if len(after.Secrets) != 1 || after.Secrets[0].ID != before.Secrets[0].ID || after.Name != before.Name ||
-		strings.Join(after.Scopes, " ") != strings.Join(before.Scopes, " ") || after.Pending != nil {
+		strings.Join(after.Scopes, " ") != strings.Join(before.Scopes, " ") || after.Pending != nil || len(after.PostLogoutRedirectURIs) != 0 {
 		t.Errorf("client changed: %+v", after)
 	}
 	if all, _ := se.store.ListClients(context.Background(), ""); len(all) != 1 {

@@ -50,6 +50,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"NoncesConcurrent", testNoncesConcurrent},
 		{"GarbageCollect", testGC},
 		{"TimesRoundTripInUTC", testUTC},
+		{"OIDCFields", testOIDCFields},
 		{"CopiesAreIndependent", testCopies},
 		{"CancelledContext", testCancelled},
 		{"Closed", testClosed},

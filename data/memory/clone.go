@@ -18,7 +18,7 @@ func cloneBytes(b []byte) []byte {
 }
 
 func cloneUser(u data.User) data.User {
-	u.CreatedAt, u.DisabledAt = u.CreatedAt.UTC(), u.DisabledAt.UTC()
+	u.CreatedAt, u.DisabledAt, u.ProfileUpdatedAt = u.CreatedAt.UTC(), u.DisabledAt.UTC(), u.ProfileUpdatedAt.UTC()
 	return u
 }
 
@@ -52,6 +52,7 @@ func cloneCode(c data.AuthCode) data.AuthCode {
 	c.Scopes = slices.Clone(c.Scopes)
 	c.CreatedAt = c.CreatedAt.UTC()
 	c.ExpiresAt = c.ExpiresAt.UTC()
+	c.AuthTime = c.AuthTime.UTC()
 	return c
 }
 
@@ -65,6 +66,7 @@ func cloneFamily(f data.Family) data.Family {
 	f.RotatedAt = f.RotatedAt.UTC()
 	f.ExpiresAt = f.ExpiresAt.UTC()
 	f.AbsoluteExp = f.AbsoluteExp.UTC()
+	f.AuthTime = f.AuthTime.UTC()
 	return f
 }
 
@@ -79,6 +81,7 @@ func cloneSession(s data.Session) data.Session {
 	s.Hash = cloneBytes(s.Hash)
 	s.CreatedAt = s.CreatedAt.UTC()
 	s.ExpiresAt = s.ExpiresAt.UTC()
+	s.AuthTime = s.AuthTime.UTC()
 	return s
 }
 

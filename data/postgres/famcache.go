@@ -73,6 +73,7 @@ func cloneFamily(f data.Family) data.Family {
 	f.LegacyHash = cloneOptional(f.LegacyHash)
 	f.CreatedAt, f.RotatedAt = f.CreatedAt.UTC(), f.RotatedAt.UTC()
 	f.ExpiresAt, f.AbsoluteExp = f.ExpiresAt.UTC(), f.AbsoluteExp.UTC()
+	f.AuthTime = f.AuthTime.UTC()
 	return f
 }
 
