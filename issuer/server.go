@@ -52,8 +52,12 @@ type Config struct {
 	// PROFILE_READ rule); it puts the verified claims in the request context
 	// (guard.ClaimsFrom). Required.
 	MeAuth echo.MiddlewareFunc
-	Logger *slog.Logger     // default: discard
-	Now    func() time.Time // default: time.Now
+	// UserinfoAuth guards the userinfo endpoint like MeAuth guards
+	// /v2/me, with the table of [UserinfoTable] (the openid scope);
+	// default MeAuth.
+	UserinfoAuth echo.MiddlewareFunc
+	Logger       *slog.Logger     // default: discard
+	Now          func() time.Time // default: time.Now
 	// Registerer receives the issuer's Prometheus metrics; nil means none.
 	Registerer prometheus.Registerer
 
@@ -148,6 +152,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccessTTL <= 0 {
 		cfg.AccessTTL = 30 * time.Minute
 	}
+	if cfg.UserinfoAuth == nil {
+		cfg.UserinfoAuth = cfg.MeAuth
+	}
 	if cfg.IDTokenTTL <= 0 {
 		cfg.IDTokenTTL = cfg.AccessTTL
 	}
@@ -201,7 +208,7 @@ func (s *Server) Register(e *echo.Echo) {
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)
 	e.GET("/.well-known/openid-configuration", s.handleMetadata)
 	e.GET("/v2/me", s.handleMe, s.cfg.MeAuth)
-	e.GET(userinfoPath, s.handleUserinfo, s.cfg.MeAuth)
-	e.POST(userinfoPath, s.handleUserinfo, s.cfg.MeAuth)
+	e.GET(userinfoPath, s.handleUserinfo, s.cfg.UserinfoAuth)
+	e.POST(userinfoPath, s.handleUserinfo, s.cfg.UserinfoAuth)
 	s.registerCORS(e)
 }

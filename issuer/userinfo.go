@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,6 +18,19 @@ import (
 
 // userinfoPath is the UserInfo endpoint (OpenID Connect Core §5.3).
 const userinfoPath = "/v2/auth/oauth2/userinfo"
+
+// UserinfoTable is the route table of the userinfo endpoint's guard
+// (Config.UserinfoAuth): GET and POST need the openid scope.
+func UserinfoTable() *guard.Table {
+	t, err := guard.LoadTable(strings.NewReader(`[
+  {"method": "GET", "path": "` + userinfoPath + `", "scopes": ["openid"]},
+  {"method": "POST", "path": "` + userinfoPath + `", "scopes": ["openid"]}
+]`))
+	if err != nil {
+		panic("issuer: userinfo route table: " + err.Error()) // constant input
+	}
+	return t
+}
 
 // userinfoResponse is the UserInfo response (Core §5.3.2): sub, which is
 // the ID token's, and the claims the token's scopes release.
