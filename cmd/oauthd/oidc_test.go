@@ -75,8 +75,7 @@ type oidcClaims struct {
 
 // TestOIDCGoOIDC is the interop test with the Go libraries of the
 // OpenID world, github.com/coreos/go-oidc/v3 and golang.org/x/oauth2,
-// against the real binary with an app URL other than the base URL:
-// discovery, code + PKCE + nonce, ID token validation (at_hash
+// against the real binary: discovery, code + PKCE + nonce, ID token validation (at_hash
 // included), userinfo, refresh, prompt=none with and without a session,
 // max_age, and RP-initiated logout.
 func TestOIDCGoOIDC(t *testing.T) {
