@@ -103,9 +103,15 @@ func redirectOrigin(redirectURI string) string {
 // first (so client and redirect errors show even before login), then the
 // login page if there is no session, then the consent page.
 func (h *Handler) showConsent(c echo.Context) error {
+	return h.authorizeRequest(c, c.Request().URL.Query())
+}
+
+// authorizeRequest answers the authorization request q, sent by GET or,
+// as OpenID Connect Core §3.1.2.1 requires too, by POST (a form without
+// the consent page's CSRF token and decision).
+func (h *Handler) authorizeRequest(c echo.Context, q url.Values) error {
 	r := c.Request()
 	ctx := r.Context()
-	q := r.URL.Query()
 	s, user, err := h.session(ctx, r)
 	if errors.Is(err, errNoSession) {
 		// Validate first so client and redirect errors show before login,
@@ -163,7 +169,7 @@ func (h *Handler) showConsent(c echo.Context) error {
 		RedirectTo:   origin,
 		Hidden:       hiddenFields(orig),
 		CSRF:         s.CSRF,
-		ReturnTo:     safeReturnTo(authorizePath + "?" + returnQuery(ar, r)),
+		ReturnTo:     safeReturnTo(authorizePath + "?" + returnQuery(ar, q)),
 	}
 	if origin == "" {
 		v.RedirectTo = ar.RedirectURI
@@ -179,6 +185,10 @@ func (h *Handler) decide(c echo.Context) error {
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
 		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+	}
+	if !r.PostForm.Has(csrfField) && !r.PostForm.Has("action") {
+		// Not the consent form: an authorization request sent by POST.
+		return h.authorizeRequest(c, r.PostForm)
 	}
 	q := url.Values{}
 	for _, k := range authorizeParams {
@@ -249,10 +259,10 @@ func (h *Handler) toLogin(c echo.Context, ar *issuer.AuthorizeRequest) error {
 }
 
 // returnQuery is the query of the authorization request to come back to:
-// r's own, or for a pushed request the continuation ar carries.
-func returnQuery(ar *issuer.AuthorizeRequest, r *http.Request) string {
+// q, or for a pushed request the continuation ar carries.
+func returnQuery(ar *issuer.AuthorizeRequest, q url.Values) string {
 	if ar != nil && ar.Query != nil && ar.Query.Has("request_uri") {
 		return ar.Query.Encode()
 	}
-	return r.URL.RawQuery
+	return q.Encode()
 }

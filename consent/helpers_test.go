@@ -29,6 +29,10 @@ type fakeAuthorizer struct {
 	parse   func(q url.Values) (*issuer.AuthorizeRequest, error)
 	approve func(q url.Values, userID int64) (string, error)
 	deny    func(q url.Values, userID int64) (string, error)
+	// logout answers CheckLogout; nil: no valid hint.
+	logout func(q url.Values) *issuer.LogoutRequest
+	// lastLogin is the Login of the last ApproveLogin.
+	lastLogin issuer.Login
 
 	mu        sync.Mutex
 	approvals []decision
@@ -56,6 +60,9 @@ func (f *fakeAuthorizer) Approve(_ context.Context, q url.Values, userID int64) 
 }
 
 func (f *fakeAuthorizer) ApproveLogin(ctx context.Context, q url.Values, login issuer.Login) (string, error) {
+	f.mu.Lock()
+	f.lastLogin = login
+	f.mu.Unlock()
 	return f.Approve(ctx, q, login.UserID)
 }
 
@@ -70,7 +77,10 @@ func (f *fakeAuthorizer) Interact(_ context.Context, _ *issuer.AuthorizeRequest,
 
 func (f *fakeAuthorizer) AfterLogin(ar *issuer.AuthorizeRequest) url.Values { return ar.Query }
 
-func (f *fakeAuthorizer) CheckLogout(context.Context, url.Values) (*issuer.LogoutRequest, error) {
+func (f *fakeAuthorizer) CheckLogout(_ context.Context, q url.Values) (*issuer.LogoutRequest, error) {
+	if f.logout != nil {
+		return f.logout(q), nil
+	}
 	return &issuer.LogoutRequest{}, nil
 }
 
@@ -118,6 +128,7 @@ func defaultParse(client data.Client) func(url.Values) (*issuer.AuthorizeRequest
 			Scopes:       scopes,
 			Unrestricted: client.Legacy && len(scopes) == 0,
 			Query:        q,
+			LoginHint:    q.Get("login_hint"),
 		}, nil
 	}
 }
