@@ -165,3 +165,23 @@ func TestEndSession(t *testing.T) {
 		t.Fatalf("no session, forged hint = %d %q; want the signed-out page", rec.Code, rec.Header().Get("Location"))
 	}
 }
+
+// TestConsentPageOIDCScopes: the consent page says the OpenID Connect
+// scopes in plain words, under their own heading.
+func TestConsentPageOIDCScopes(t *testing.T) {
+	en := newEnv(t, "")
+	sess := en.login("alice", alicePassword)
+	q := authorizeQuery()
+	q.Set("scope", "openid profile email PROFILE_READ")
+	rec := en.get(authorizePath+"?"+q.Encode(), sess)
+	body := rec.Body.String()
+	for _, want := range []string{"Who you are", "Sign you in: learn which account on the platform is yours",
+		"See your name, username and time zone.", "See your email address.", "Your account"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("consent page lacks %q", want)
+		}
+	}
+	if strings.Index(body, "Who you are") > strings.Index(body, "Your account") {
+		t.Error("the identity scopes should come first")
+	}
+}

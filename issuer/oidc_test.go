@@ -707,3 +707,42 @@ func TestDiscoveryDocument(t *testing.T) {
 		t.Errorf("discovery %v", m)
 	}
 }
+
+// TestUserinfoCORS: a browser page of the token's own (public) client may
+// read userinfo; another origin gets no Access-Control-Allow-Origin. The
+// discovery document is open to every origin, like the RFC 8414 one.
+func TestUserinfoCORS(t *testing.T) {
+	env := newOIDCEnv(t)
+	ctx := context.Background()
+	env.store.UpdateClient(ctx, oidcSPA, func(c data.Client) (data.Client, error) {
+		c.RedirectURIs = []string{"https://spa.example.com/cb"}
+		return c, nil
+	})
+	to, err := env.s.ApproveLogin(ctx, url.Values{"client_id": {oidcSPA}, "redirect_uri": {"https://spa.example.com/cb"}, "response_type": {"code"},
+		"scope": {"openid"}, "nonce": {"n"}, "code_challenge": {tkChallenge(tkVerifier)}}, Login{UserID: env.user.ID, AuthTime: env.clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(to)
+	rec := env.do(tkReq{body: tkForm("grant_type", "authorization_code", "code", u.Query().Get("code"), "redirect_uri", "https://spa.example.com/cb",
+		"client_id", oidcSPA, "code_verifier", tkVerifier)})
+	var tok oidcTokens
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &tok) != nil {
+		t.Fatalf("exchange = %d %s", rec.Code, rec.Body)
+	}
+	pre := env.do(tkReq{path: userinfoPath, method: http.MethodOptions, ct: "none",
+		header: [][2]string{{"Origin", "https://spa.example.com"}, {"Access-Control-Request-Method", "GET"}, {"Access-Control-Request-Headers", "authorization"}}})
+	if pre.Header().Get("Access-Control-Allow-Origin") != "https://spa.example.com" || !strings.Contains(pre.Header().Get("Access-Control-Allow-Methods"), "GET") {
+		t.Fatalf("preflight = %d %v", pre.Code, pre.Header())
+	}
+	for origin, want := range map[string]string{"https://spa.example.com": "https://spa.example.com", "https://evil.example.com": ""} {
+		rec := env.do(tkReq{path: userinfoPath, method: http.MethodGet, ct: "none",
+			header: [][2]string{{"Authorization", "Bearer " + tok.AccessToken}, {"Origin", origin}}})
+		if rec.Code != http.StatusOK || rec.Header().Get("Access-Control-Allow-Origin") != want {
+			t.Errorf("userinfo from %s = %d, Access-Control-Allow-Origin %q; want %q", origin, rec.Code, rec.Header().Get("Access-Control-Allow-Origin"), want)
+		}
+	}
+	if rec := env.do(tkReq{path: "/.well-known/openid-configuration", method: http.MethodGet, ct: "none"}); rec.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Error("the discovery document is not open to every origin")
+	}
+}

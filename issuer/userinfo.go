@@ -85,5 +85,11 @@ func (s *Server) handleUserinfo(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("userinfo: get user %d: %w", id, err)
 	}
+	if c.Request().Header.Get("Origin") != "" {
+		// CORS (cors.go): only an origin of the token's own client.
+		if client, err := s.store.GetClient(ctx, claims.ClientID); err == nil {
+			s.allowOrigin(c, client)
+		}
+	}
 	return c.JSON(http.StatusOK, userinfoResponse{Subject: claims.Subject, userClaims: claimsFor(u, claims.Scopes)})
 }
