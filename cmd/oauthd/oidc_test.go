@@ -313,3 +313,42 @@ func TestOIDCDocExample(t *testing.T) {
 		t.Errorf("the example is %d lines; keep it short", n)
 	}
 }
+
+// TestOIDCReplays: an attacker who captured an authorization link or a
+// code. The same link (same nonce) used again by the same client is
+// refused (invalid_request): a captured link yields one ID token with
+// that nonce. A code used twice is invalid_grant and revokes what it
+// issued. An ID token is not an access token: userinfo refuses it.
+func TestOIDCReplays(t *testing.T) {
+	e := startE2E(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, secret := e.client(t, e2eRedirect, []string{"openid"})
+	conf := e.config(id, secret, e2eRedirect, oauth2.AuthStyleInParams, "openid")
+	verifier := oauth2.GenerateVerifier()
+	link := conf.AuthCodeURL("st", oidc.Nonce("captured-nonce"), oauth2.S256ChallengeOption(verifier))
+	b := consenttest.New()
+	first, err := b.Authorize(ctx, link, e2eEmail, e2ePassword, true)
+	if err != nil || first.Query().Get("code") == "" {
+		t.Fatalf("first use: %v %v", first, err)
+	}
+	again, err := b.Authorize(ctx, link, e2eEmail, e2ePassword, true)
+	if err != nil || again.Query().Get("error") != "invalid_request" || again.Query().Has("code") {
+		t.Fatalf("the same nonce again: %v %v; want invalid_request", again, err)
+	}
+	tok, err := conf.Exchange(ctx, first.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conf.Exchange(ctx, first.Query().Get("code"), oauth2.VerifierOption(verifier)); err == nil || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Fatalf("code replay: %v; want invalid_grant", err)
+	}
+	// The replay revoked the grant: its access token is refused at userinfo.
+	if status, _ := e2eGet(t, e.base+"/v2/auth/oauth2/userinfo", tok.AccessToken, nil); status != http.StatusUnauthorized {
+		t.Fatalf("userinfo after the code replay = %d; want 401", status)
+	}
+	idToken, _ := tok.Extra("id_token").(string)
+	if status, _ := e2eGet(t, e.base+"/v2/auth/oauth2/userinfo", idToken, nil); status != http.StatusUnauthorized {
+		t.Fatalf("userinfo with an ID token = %d; want 401", status)
+	}
+}
