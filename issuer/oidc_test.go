@@ -23,6 +23,7 @@ import (
 	"oauthd/data"
 	"oauthd/keys/guard"
 	"oauthd/keys/verify"
+	"oauthd/keys/verify/dpoptest"
 )
 
 // SignWith makes tkSigner an IDTokenSigner: the claims build returns for
@@ -74,7 +75,7 @@ func newOIDCEnv(t *testing.T) *oidcEnv {
 	var gv *GrantVerifier
 	env := newTkEnv(t, func(c *Config) {
 		gv = NewGrantVerifier(c.Verifier)
-		g := guard.New(guard.Config{Verifier: gv, Table: UserinfoTable()})
+		g := guard.New(guard.Config{Verifier: gv, Table: UserinfoTable(), PublicURL: tkIssuer})
 		c.UserinfoAuth = g.Echo()
 		c.MeAuth = guard.New(guard.Config{Verifier: gv, Table: guard.DefaultTable()}).Echo()
 	})
@@ -744,5 +745,34 @@ func TestUserinfoCORS(t *testing.T) {
 	}
 	if rec := env.do(tkReq{path: "/.well-known/openid-configuration", method: http.MethodGet, ct: "none"}); rec.Header().Get("Access-Control-Allow-Origin") != "*" {
 		t.Error("the discovery document is not open to every origin")
+	}
+}
+
+// TestUserinfoDPoP: a DPoP-bound access token works at userinfo with the
+// DPoP scheme and a proof by its key (RFC 9449 §7), and not as Bearer.
+func TestUserinfoDPoP(t *testing.T) {
+	env := newOIDCEnv(t)
+	k := dpoptest.NewES256()
+	code := env.approve(t, oidcAuthz(oidcRP, "openid profile"), env.clock())
+	rec := env.do(tkReq{body: tkForm("grant_type", "authorization_code", "code", code, "redirect_uri", tkRedirect,
+		"client_id", oidcRP, "client_secret", oidcRPSecret, "code_verifier", tkVerifier), header: [][2]string{env.proof(k)}})
+	var tok oidcTokens
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &tok) != nil || tok.TokenType != "DPoP" || tok.IDToken == "" {
+		t.Fatalf("DPoP exchange = %d %s", rec.Code, rec.Body)
+	}
+	htu := tkIssuer + userinfoPath
+	rec = env.do(tkReq{path: userinfoPath, method: http.MethodGet, ct: "none",
+		header: [][2]string{{"Authorization", "DPoP " + tok.AccessToken}, {"DPoP", k.Proof("GET", htu, tok.AccessToken)}}})
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"name":"Ada Lovelace"`) {
+		t.Fatalf("userinfo with DPoP = %d %s", rec.Code, rec.Body)
+	}
+	rec = env.do(tkReq{path: userinfoPath, method: http.MethodGet, ct: "none", header: [][2]string{{"Authorization", "Bearer " + tok.AccessToken}}})
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("the bound token as Bearer = %d; want 401", rec.Code)
+	}
+	rec = env.do(tkReq{path: userinfoPath, method: http.MethodGet, ct: "none",
+		header: [][2]string{{"Authorization", "DPoP " + tok.AccessToken}, {"DPoP", dpoptest.NewES256().Proof("GET", htu, tok.AccessToken)}}})
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a proof by another key = %d; want 401", rec.Code)
 	}
 }
