@@ -313,9 +313,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		CodeChallenge: challenge,
 		Query:         orig,
 	}
-	if e, err := s.oidcParams(ctx, q, client, req); err != nil {
-		return nil, err
-	} else if e != nil {
+	if e := s.oidcParams(ctx, q, client, req); e != nil {
 		return nil, s.redirectError(redirectURI, state, e)
 	}
 	return req, nil

@@ -101,9 +101,10 @@ func truncateStr(s string, n int) string {
 
 // oidcParams validates the OpenID Connect parameters of an authorization
 // request (Core §3.1.2.1) into req; client is the trusted client. It
-// returns the error description of an invalid_request, or "".
-func (s *Server) oidcParams(ctx context.Context, q url.Values, client data.Client, req *AuthorizeRequest) (*Error, error) {
-	bad := func(desc string) (*Error, error) { return WithDescription(ErrInvalidRequest, "%s", desc), nil }
+// returns the invalid_request to redirect with, or nil when they are
+// valid.
+func (s *Server) oidcParams(ctx context.Context, q url.Values, client data.Client, req *AuthorizeRequest) *Error {
+	bad := func(desc string) *Error { return WithDescription(ErrInvalidRequest, "%s", desc) }
 	if m, ok := q["response_mode"]; ok && m[0] != "query" {
 		return bad("only response_mode=query is supported")
 	}
@@ -142,7 +143,7 @@ func (s *Server) oidcParams(ctx context.Context, q url.Values, client data.Clien
 		}
 		req.HintSubject = hint.Subject
 	}
-	return nil, nil
+	return nil
 }
 
 // HasPrompt reports whether the request's prompt has value p.
