@@ -392,6 +392,8 @@ func TestOIDCAuthorizeParams(t *testing.T) {
 		{"ui_locales ignored", oidcAuthz(oidcRP, "openid", "ui_locales", "fr-CA fr en"), ""},
 		{"claims_locales, acr_values, display ignored", oidcAuthz(oidcRP, "openid", "claims_locales", "fr", "acr_values", "x", "display", "popup"), ""},
 		{"unknown parameter ignored", oidcAuthz(oidcRP, "openid", "foo", "bar"), ""},
+		{"claims parameter ignored", oidcAuthz(oidcRP, "openid", "claims", `{"id_token":{"email":{"essential":true}}}`), ""},
+		{"scopes in another order", oidcAuthz(oidcRP, "email openid"), ""},
 		{"login_hint", oidcAuthz(oidcRP, "openid", "login_hint", "ada@example.com"), ""},
 		{"response_type id_token", oidcAuthz(oidcRP, "openid", "response_type", "id_token"), "unsupported_response_type"},
 		{"response_type code id_token", oidcAuthz(oidcRP, "openid", "response_type", "code id_token"), "unsupported_response_type"},
