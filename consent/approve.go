@@ -24,6 +24,8 @@ var authorizeParams = []string{
 	"client_id", "redirect_uri", "state", "scope",
 	"code_challenge", "code_challenge_method", "response_type",
 	"request_uri", // a pushed request's consent continuation (RFC 9126)
+	// OpenID Connect (Core §3.1.2.1)
+	"nonce", "prompt", "max_age", "login_hint", "id_token_hint", "response_mode",
 }
 
 // scopeGroup is the scopes of one level, for display.
@@ -36,6 +38,7 @@ var levelHeadings = []struct {
 	level   scope.Level
 	heading string
 }{
+	{scope.Identity, "Who you are"},
 	{scope.User, "Your account"},
 	{scope.Team, "Your teams"},
 	{scope.Organization, "Your organization"},
@@ -102,9 +105,15 @@ func redirectOrigin(redirectURI string) string {
 // first (so client and redirect errors show even before login), then the
 // login page if there is no session, then the consent page.
 func (h *Handler) showConsent(c echo.Context) error {
+	return h.authorizeRequest(c, c.Request().URL.Query())
+}
+
+// authorizeRequest answers the authorization request q, sent by GET or,
+// as OpenID Connect Core §3.1.2.1 requires too, by POST (a form without
+// the consent page's CSRF token and decision).
+func (h *Handler) authorizeRequest(c echo.Context, q url.Values) error {
 	r := c.Request()
 	ctx := r.Context()
-	q := r.URL.Query()
 	s, user, err := h.session(ctx, r)
 	if errors.Is(err, errNoSession) {
 		// Validate first so client and redirect errors show before login,
@@ -113,10 +122,10 @@ func (h *Handler) showConsent(c echo.Context) error {
 		if err != nil {
 			return h.authorizeError(c, err)
 		}
-		// The query to come back with: the request's own, or for a
-		// pushed request its consent continuation (its request_uri is
-		// single-use).
-		return seeOther(c, loginURL(safeReturnTo(authorizePath+"?"+returnQuery(ar, r))))
+		if _, err := h.authz.Interact(ctx, ar, nil); err != nil {
+			return h.authorizeError(c, err) // prompt=none: login_required
+		}
+		return h.toLogin(c, ar)
 	}
 	if err != nil {
 		return h.internalError(c, "consent page", err)
@@ -124,6 +133,28 @@ func (h *Handler) showConsent(c echo.Context) error {
 	ar, err := h.authz.ParseAuthorize(ctx, q)
 	if err != nil {
 		return h.authorizeError(c, err)
+	}
+	login := &issuer.Login{UserID: s.UserID, AuthTime: s.Authenticated()}
+	step, err := h.authz.Interact(ctx, ar, login)
+	switch {
+	case err != nil:
+		return h.authorizeError(c, err)
+	case step == issuer.StepLogin:
+		return h.toLogin(c, ar)
+	case step == issuer.StepApprove:
+		// prompt=none with a remembered consent: no page (OpenID Connect
+		// Core §3.1.2.1).
+		orig := ar.Query
+		if orig == nil {
+			orig = q
+		}
+		to, err := h.authz.ApproveLogin(ctx, orig, *login)
+		if err != nil {
+			return h.authorizeError(c, err)
+		}
+		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "consent_remembered"),
+			slog.Int64("user_id", s.UserID), slog.String("client_id", ar.Client.ID), slog.String("remote_addr", c.RealIP()))
+		return seeOther(c, to)
 	}
 	orig := ar.Query
 	if orig == nil {
@@ -140,7 +171,7 @@ func (h *Handler) showConsent(c echo.Context) error {
 		RedirectTo:   origin,
 		Hidden:       hiddenFields(orig),
 		CSRF:         s.CSRF,
-		ReturnTo:     safeReturnTo(authorizePath + "?" + returnQuery(ar, r)),
+		ReturnTo:     safeReturnTo(authorizePath + "?" + returnQuery(ar, q)),
 	}
 	if origin == "" {
 		v.RedirectTo = ar.RedirectURI
@@ -156,6 +187,10 @@ func (h *Handler) decide(c echo.Context) error {
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
 		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+	}
+	if !r.PostForm.Has(csrfField) && !r.PostForm.Has("action") {
+		// Not the consent form: an authorization request sent by POST.
+		return h.authorizeRequest(c, r.PostForm)
 	}
 	q := url.Values{}
 	for _, k := range authorizeParams {
@@ -185,7 +220,7 @@ func (h *Handler) decide(c echo.Context) error {
 	switch r.PostForm.Get("action") {
 	case "allow":
 		event = "consent_given"
-		to, err = h.authz.Approve(ctx, q, s.UserID)
+		to, err = h.authz.ApproveLogin(ctx, q, issuer.Login{UserID: s.UserID, AuthTime: s.Authenticated()})
 	case "deny":
 		event = "consent_denied"
 		to, err = h.authz.Deny(ctx, q, s.UserID)
@@ -210,13 +245,28 @@ func (h *Handler) decide(c echo.Context) error {
 	return seeOther(c, to)
 }
 
+// toLogin sends the browser to the login page, which comes back to the
+// request without what the login fulfils (prompt=login, max_age;
+// [issuer.Server.AfterLogin]), its login_hint prefilling the form.
+func (h *Handler) toLogin(c echo.Context, ar *issuer.AuthorizeRequest) error {
+	to := loginURL(safeReturnTo(authorizePath + "?" + h.authz.AfterLogin(ar).Encode()))
+	if ar.LoginHint != "" {
+		sep := "?"
+		if strings.Contains(to, "?") {
+			sep = "&"
+		}
+		to += sep + "login_hint=" + url.QueryEscape(ar.LoginHint)
+	}
+	return seeOther(c, to)
+}
+
 // returnQuery is the query of the authorization request to come back to:
-// r's own, or for a pushed request the continuation ar carries.
-func returnQuery(ar *issuer.AuthorizeRequest, r *http.Request) string {
+// q, or for a pushed request the continuation ar carries.
+func returnQuery(ar *issuer.AuthorizeRequest, q url.Values) string {
 	if ar != nil && ar.Query != nil && ar.Query.Has("request_uri") {
 		return ar.Query.Encode()
 	}
-	return r.URL.RawQuery
+	return q.Encode()
 }
 
 // ownerName is what the consent page shows as the client's developer: the

@@ -19,6 +19,14 @@
 // package consent/handover), spends its jti, provisions the user by the
 // platform's sub and opens the same session the login form would.
 //
+// OpenID Connect (docs/OIDC.md): the issuer's [issuer.Server.Interact]
+// decides whether a request needs the login page (prompt=login, max_age,
+// an id_token_hint of another user), the consent page, or neither
+// (prompt=none); this package carries it out. Sessions record auth_time
+// (the login, or the handover's assertion time). GET and POST
+// /auth/logout are the end-session endpoint of RP-Initiated Logout 1.0
+// (logout.go).
+//
 // Package consent does not validate authorization requests nor mint codes:
 // it hands the query to an [Authorizer] (the issuer) and renders or follows
 // what it answers. Password hashing is in package data/password.

@@ -32,8 +32,20 @@ type Authorizer interface {
 	// CheckAuthorize validates like ParseAuthorize without counting the
 	// request (used before login, so each authorization counts once).
 	CheckAuthorize(ctx context.Context, q url.Values) (*issuer.AuthorizeRequest, error)
-	Approve(ctx context.Context, q url.Values, userID int64) (string, error)
+	// ApproveLogin records the consent of login.UserID, authenticated at
+	// login.AuthTime (the ID token's auth_time).
+	ApproveLogin(ctx context.Context, q url.Values, login issuer.Login) (string, error)
 	Deny(ctx context.Context, q url.Values, userID int64) (string, error)
+	// Interact says what a validated request needs given the login (nil:
+	// nobody): the login page, the consent page, or, for prompt=none,
+	// an approval without a page or an error redirect (OpenID Connect
+	// Core §3.1.2.1).
+	Interact(ctx context.Context, ar *issuer.AuthorizeRequest, login *issuer.Login) (issuer.Step, error)
+	// AfterLogin is the query of ar to come back to after the login.
+	AfterLogin(ar *issuer.AuthorizeRequest) url.Values
+	// CheckLogout validates an end-session request (OpenID Connect
+	// RP-Initiated Logout 1.0).
+	CheckLogout(ctx context.Context, q url.Values) (*issuer.LogoutRequest, error)
 }
 
 // Store is the slice of [data.Store] the pages use.
@@ -126,6 +138,7 @@ const (
 	pageError     = "error"
 	pageLoggedOut = "logged-out"
 	pageLoggedIn  = "logged-in"
+	pageLogout    = "logout"
 )
 
 // New checks cfg, parses the templates (failing fast on a broken one) and
@@ -184,7 +197,7 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn} {
+	for _, name := range []string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn, pageLogout} {
 		t, err := parsePage(base, templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("consent: parse %s: %w", name, err)
@@ -205,13 +218,15 @@ const (
 	staticCSSPath = "/auth/static/oauthd.css"
 )
 
-// Register mounts the pages: GET/POST /auth/login, POST /auth/logout,
+// Register mounts the pages: GET/POST /auth/login, GET/POST /auth/logout
+// (the end-session endpoint of OpenID Connect RP-Initiated Logout 1.0),
 // GET/POST /auth/oauth2/authorize and the stylesheet. The client settings
 // under /settings/clients are package consent/settings'.
 func (h *Handler) Register(e *echo.Echo) {
 	e.GET(loginPath, h.showLogin)
 	e.POST(loginPath, h.checkLogin)
 	e.POST(logoutPath, h.logout)
+	e.GET(logoutPath, h.endSession)
 	if h.handover != nil {
 		e.GET(handoverPath, h.finishHandover)
 	}
@@ -244,6 +259,9 @@ type view struct {
 
 	// error
 	ErrorTitle string
+
+	// logout: the application that asked to sign the user out ("" for none)
+	AppName string
 
 	// layout.html: the wider page (consent/settings' pages); false here
 	Wide bool

@@ -152,7 +152,9 @@ func (h *Handler) finishHandover(c echo.Context) error {
 			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr), slog.String("reason", msg))
 		return h.errorPage(c, status, "Sign-in refused", msg)
 	}
-	return h.openSession(c, user, "login_handover_succeeded", returnTo)
+	// auth_time is when the platform authenticated the user: its
+	// assertion's issue time (OpenID Connect Core §2).
+	return h.openSession(c, user, "login_handover_succeeded", returnTo, a.IssuedAt)
 }
 
 // internalErr marks a store failure (a 500, not the assertion's fault).
@@ -274,6 +276,7 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 	if u.Email != email || u.Name != name || u.TimeZone != tz {
 		u, err = h.store.UpdateUser(ctx, u.ID, func(u data.User) (data.User, error) {
 			u.Email, u.Name, u.TimeZone = email, name, tz
+			u.ProfileUpdatedAt = now.UTC()
 			return u, nil
 		})
 		if errors.Is(err, data.ErrExists) {

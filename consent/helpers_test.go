@@ -29,6 +29,10 @@ type fakeAuthorizer struct {
 	parse   func(q url.Values) (*issuer.AuthorizeRequest, error)
 	approve func(q url.Values, userID int64) (string, error)
 	deny    func(q url.Values, userID int64) (string, error)
+	// logout answers CheckLogout; nil: no valid hint.
+	logout func(q url.Values) *issuer.LogoutRequest
+	// lastLogin is the Login of the last ApproveLogin.
+	lastLogin issuer.Login
 
 	mu        sync.Mutex
 	approvals []decision
@@ -53,6 +57,31 @@ func (f *fakeAuthorizer) Approve(_ context.Context, q url.Values, userID int64) 
 	f.approvals = append(f.approvals, decision{q, userID})
 	f.mu.Unlock()
 	return f.approve(q, userID)
+}
+
+func (f *fakeAuthorizer) ApproveLogin(ctx context.Context, q url.Values, login issuer.Login) (string, error) {
+	f.mu.Lock()
+	f.lastLogin = login
+	f.mu.Unlock()
+	return f.Approve(ctx, q, login.UserID)
+}
+
+// Interact is the issuer's rule without OpenID Connect: log in when
+// nobody is, else the consent page.
+func (f *fakeAuthorizer) Interact(_ context.Context, _ *issuer.AuthorizeRequest, login *issuer.Login) (issuer.Step, error) {
+	if login == nil {
+		return issuer.StepLogin, nil
+	}
+	return issuer.StepConsent, nil
+}
+
+func (f *fakeAuthorizer) AfterLogin(ar *issuer.AuthorizeRequest) url.Values { return ar.Query }
+
+func (f *fakeAuthorizer) CheckLogout(_ context.Context, q url.Values) (*issuer.LogoutRequest, error) {
+	if f.logout != nil {
+		return f.logout(q), nil
+	}
+	return &issuer.LogoutRequest{}, nil
 }
 
 func (f *fakeAuthorizer) Deny(_ context.Context, q url.Values, userID int64) (string, error) {
@@ -99,6 +128,7 @@ func defaultParse(client data.Client) func(url.Values) (*issuer.AuthorizeRequest
 			Scopes:       scopes,
 			Unrestricted: client.Legacy && len(scopes) == 0,
 			Query:        q,
+			LoginHint:    q.Get("login_hint"),
 		}, nil
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -84,11 +85,17 @@ func (h *Handler) showLogin(c echo.Context) error {
 	if h.handover != nil {
 		return h.startHandover(c, safeReturnTo(c.QueryParam("return_to")))
 	}
-	return h.render(c, http.StatusOK, pageLogin, view{
+	v := view{
 		Title:    "Sign in",
 		ReturnTo: safeReturnTo(c.QueryParam("return_to")),
 		CSRF:     h.loginCSRF(c),
-	}, "")
+	}
+	// login_hint (OpenID Connect Core §3.1.2.1) prefills the login field;
+	// the template escapes it.
+	if lh := c.QueryParam("login_hint"); len(lh) <= maxLoginLen && utf8.ValidString(lh) && !strings.ContainsFunc(lh, unicode.IsControl) {
+		v.Login = lh
+	}
+	return h.render(c, http.StatusOK, pageLogin, v, "")
 }
 
 // checkLogin serves POST /auth/login.
@@ -195,7 +202,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	if upgraded != "" {
 		h.upgradeHash(ctx, user, upgraded)
 	}
-	return h.openSession(c, user, "login_succeeded", v.ReturnTo)
+	return h.openSession(c, user, "login_succeeded", v.ReturnTo, h.now())
 }
 
 // upgradeHash replaces the user's weaker (imported) hash by upgraded,
@@ -218,7 +225,7 @@ func (h *Handler) upgradeHash(ctx context.Context, user data.User, upgraded stri
 // openSession opens a fresh session for user, whichever way they logged
 // in, and sends the browser on to returnTo (a checked local path) or the
 // signed-in page.
-func (h *Handler) openSession(c echo.Context, user data.User, event, returnTo string) error {
+func (h *Handler) openSession(c echo.Context, user data.User, event, returnTo string, authTime time.Time) error {
 	r := c.Request()
 	ctx := r.Context()
 	// A fresh session ID on every login (no session fixation); the previous
@@ -228,7 +235,7 @@ func (h *Handler) openSession(c echo.Context, user data.User, event, returnTo st
 			return h.internalError(c, "delete old session", err)
 		}
 	}
-	id, _, err := h.newSession(ctx, user.ID)
+	id, _, err := h.newSession(ctx, user.ID, authTime)
 	if errors.Is(err, data.ErrUserDisabled) {
 		return h.errorPage(c, http.StatusForbidden, "Account disabled",
 			"Your account is disabled. Ask the administrator of the platform if you think this is a mistake.")
@@ -317,6 +324,9 @@ func (h *Handler) logout(c echo.Context) error {
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
 		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+	}
+	if isRPLogout(r.PostForm) {
+		return h.rpLogout(c, r.PostForm)
 	}
 	returnTo := safeReturnTo(r.PostForm.Get("return_to"))
 	s, _, err := h.session(ctx, r)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -86,8 +87,9 @@ func (h *Handler) session(ctx context.Context, r *http.Request) (data.Session, d
 
 var errNoSession = errors.New("no session")
 
-// newSession stores a fresh session for userID and returns the cookie value.
-func (h *Handler) newSession(ctx context.Context, userID int64) (string, data.Session, error) {
+// newSession stores a fresh session for userID, who authenticated at
+// authTime, and returns the cookie value.
+func (h *Handler) newSession(ctx context.Context, userID int64, authTime time.Time) (string, data.Session, error) {
 	id := data.NewSecret(data.PrefixSession)
 	now := h.now().UTC()
 	s := data.Session{
@@ -96,6 +98,7 @@ func (h *Handler) newSession(ctx context.Context, userID int64) (string, data.Se
 		CSRF:      data.NewSecret(""),
 		CreatedAt: now,
 		ExpiresAt: now.Add(h.sessionTTL),
+		AuthTime:  authTime.UTC(),
 	}
 	if err := h.store.CreateSession(ctx, s); err != nil {
 		return "", data.Session{}, fmt.Errorf("create session: %w", err)

@@ -61,6 +61,19 @@ type User struct {
 	// no session, code, family or grant of theirs (see [Store.UpdateUser]).
 	Disabled   bool      `json:"disabled,omitempty"`
 	DisabledAt time.Time `json:"disabled_at,omitzero"`
+	// ProfileUpdatedAt is when the email, name or time zone last changed
+	// (the login handover's sync); zero when they have not changed since
+	// CreatedAt. OpenID Connect's updated_at ([User.ProfileUpdated]).
+	ProfileUpdatedAt time.Time `json:"profile_updated_at,omitzero"`
+}
+
+// ProfileUpdated returns when the user's profile last changed:
+// ProfileUpdatedAt, or CreatedAt when it never did.
+func (u User) ProfileUpdated() time.Time {
+	if u.ProfileUpdatedAt.IsZero() {
+		return u.CreatedAt
+	}
+	return u.ProfileUpdatedAt
 }
 
 // ClientStatus is the review state of a client.
@@ -142,6 +155,12 @@ type Client struct {
 	// RequirePAR (RFC 9126 §6): the client's authorization requests must
 	// come through the pushed authorization request endpoint.
 	RequirePAR bool `json:"require_pushed_authorization_requests,omitempty"`
+	// PostLogoutRedirectURIs are where the end-session endpoint may send
+	// the browser after signing the user out (OpenID Connect RP-Initiated
+	// Logout 1.0 §3.1): matched exactly, like RedirectURIs, at most
+	// [MaxRedirectURIs], and a new one waits for review like a new
+	// redirect URI ([ClientChange.AddPostLogoutRedirectURIs]).
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
 }
 
 // ClientChange is the part of a change by a client's owner that widens what
@@ -153,6 +172,9 @@ type Client struct {
 type ClientChange struct {
 	AddScopes       []string `json:"add_scopes,omitempty"`
 	AddRedirectURIs []string `json:"add_redirect_uris,omitempty"`
+	// AddPostLogoutRedirectURIs are post-logout redirect URIs the client
+	// does not have ([Client.PostLogoutRedirectURIs]).
+	AddPostLogoutRedirectURIs []string `json:"add_post_logout_redirect_uris,omitempty"`
 	// Type is the client type asked for; "" when the type stays.
 	Type ClientType `json:"type,omitempty"`
 	// DropDPoPBound and DropRequirePAR turn off the client's
@@ -179,6 +201,7 @@ func (p *ClientChange) Clone() *ClientChange {
 	q := *p
 	q.AddScopes = slices.Clone(q.AddScopes)
 	q.AddRedirectURIs = slices.Clone(q.AddRedirectURIs)
+	q.AddPostLogoutRedirectURIs = slices.Clone(q.AddPostLogoutRedirectURIs)
 	if q.Secret != nil {
 		s := *q.Secret
 		s.Hash = slices.Clone(s.Hash)
@@ -193,6 +216,7 @@ func (p *ClientChange) Clone() *ClientChange {
 func (c Client) Clone() Client {
 	c.RedirectURIs = slices.Clone(c.RedirectURIs)
 	c.Scopes = slices.Clone(c.Scopes)
+	c.PostLogoutRedirectURIs = slices.Clone(c.PostLogoutRedirectURIs)
 	c.Usage = slices.Clone(c.Usage)
 	if c.Secrets != nil {
 		s := make([]ClientSecret, len(c.Secrets))
@@ -217,6 +241,9 @@ func (c Client) WithPending() Client {
 	c.Pending = nil
 	c.Scopes = append(slices.Clone(c.Scopes), p.AddScopes...)
 	c.RedirectURIs = append(slices.Clone(c.RedirectURIs), p.AddRedirectURIs...)
+	if len(p.AddPostLogoutRedirectURIs) > 0 {
+		c.PostLogoutRedirectURIs = append(slices.Clone(c.PostLogoutRedirectURIs), p.AddPostLogoutRedirectURIs...)
+	}
 	if p.DropDPoPBound {
 		c.DPoPBoundAccessTokens = false
 	}
@@ -252,6 +279,13 @@ type AuthCode struct {
 	ExpiresAt     time.Time `json:"expires_at"`
 	Used          bool      `json:"used"`
 	FamilyID      string    `json:"family_id,omitempty"`
+	// Nonce is the OpenID Connect nonce of the authorization request
+	// (Core §3.1.2.1), put in the ID token; "" when there was none.
+	Nonce string `json:"nonce,omitempty"`
+	// AuthTime is when the user last authenticated (OpenID Connect Core
+	// §2 auth_time): the session's [Session.AuthTime]. Set only for a
+	// code whose scopes include openid; zero otherwise.
+	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
 // Family is a refresh-token family: one user's grant to one client, renewed
@@ -288,6 +322,10 @@ type Family struct {
 	// tokens are bound to (RFC 9449 §5: a public client's); "" when they
 	// are not bound. A refresh without a proof by that key is refused.
 	JKT string `json:"jkt,omitempty"`
+	// AuthTime is the auth_time of the authentication the grant came
+	// from ([AuthCode.AuthTime]): every ID token of the family carries it
+	// (OpenID Connect Core §12.2). Zero for a grant without openid.
+	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
 // Grant records a user's consent to a client for some scopes.
@@ -319,6 +357,20 @@ type Session struct {
 	CSRF      string    `json:"csrf"` // per-session CSRF token (random, not a credential on its own)
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// AuthTime is when the user authenticated (OpenID Connect Core §2
+	// auth_time): the login, or the platform's login assertion for a
+	// handover; zero (read as CreatedAt, [Session.Authenticated]) for a
+	// session made before it was recorded.
+	AuthTime time.Time `json:"auth_time,omitzero"`
+}
+
+// Authenticated returns when the session's user authenticated: AuthTime,
+// or CreatedAt when AuthTime was not recorded.
+func (s Session) Authenticated() time.Time {
+	if s.AuthTime.IsZero() {
+		return s.CreatedAt
+	}
+	return s.AuthTime
 }
 
 // KeyState is the lifecycle state of a signing key.

@@ -106,6 +106,20 @@ func ValidateClient(c Client) error {
 			return ruleErr("redirect_uris", "%q is listed twice", u)
 		}
 	}
+	if len(c.PostLogoutRedirectURIs) > MaxRedirectURIs {
+		return ruleErr("post_logout_redirect_uris", "%d given; a client has at most %d", len(c.PostLogoutRedirectURIs), MaxRedirectURIs)
+	}
+	for i, u := range c.PostLogoutRedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			if re, ok := err.(*RuleError); ok {
+				return &RuleError{Field: "post_logout_redirect_uris", Reason: re.Reason}
+			}
+			return err
+		}
+		if slices.Contains(c.PostLogoutRedirectURIs[:i], u) {
+			return ruleErr("post_logout_redirect_uris", "%q is listed twice", u)
+		}
+	}
 	if len(c.Scopes) == 0 && !c.Legacy {
 		return ruleErr("scopes", "at least one scope is required")
 	}
@@ -156,7 +170,7 @@ func validatePending(c Client) error {
 	if c.Status != StatusApproved {
 		return ruleErr("pending", "only an approved client can have a pending change; a client that is %s takes its owner's edits directly", c.Status)
 	}
-	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
 		return ruleErr("pending", "a pending change must add a scope or a redirect URI, change the client type or turn a protection off")
 	}
 	if (p.DropDPoPBound && !c.DPoPBoundAccessTokens) || (p.DropRequirePAR && !c.RequirePAR) {
@@ -181,6 +195,11 @@ func validatePending(c Client) error {
 			return ruleErr("pending", "redirect URI %q is already approved", u)
 		}
 	}
+	for _, u := range p.AddPostLogoutRedirectURIs {
+		if slices.Contains(c.PostLogoutRedirectURIs, u) {
+			return ruleErr("pending", "post-logout redirect URI %q is already approved", u)
+		}
+	}
 	switch {
 	case p.Type == "":
 		if p.Secret != nil {
@@ -196,6 +215,9 @@ func validatePending(c Client) error {
 	next := c.WithPending()
 	if len(next.RedirectURIs) > MaxRedirectURIs {
 		return ruleErr("redirect_uris", "the approved and the pending redirect URIs together are %d; a client has at most %d: approve or reject the pending change first", len(next.RedirectURIs), MaxRedirectURIs)
+	}
+	if len(next.PostLogoutRedirectURIs) > MaxRedirectURIs {
+		return ruleErr("post_logout_redirect_uris", "the approved and the pending post-logout redirect URIs together are %d; a client has at most %d: approve or reject the pending change first", len(next.PostLogoutRedirectURIs), MaxRedirectURIs)
 	}
 	if err := ValidateClient(next); err != nil {
 		if re, ok := err.(*RuleError); ok {

@@ -57,6 +57,15 @@ func (s *Server) CheckAuthorize(ctx context.Context, q url.Values) (*AuthorizeRe
 // authorization code and returns the redirect to
 // redirect_uri?code=…&state=…&iss=… (RFC 6749 §4.1.2, RFC 9207).
 func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (string, error) {
+	return s.ApproveLogin(ctx, q, Login{UserID: userID})
+}
+
+// ApproveLogin is [Server.Approve] for login.UserID, whose login.AuthTime
+// (zero: now) becomes the auth_time of the ID tokens the code leads to
+// (OpenID Connect Core §2). An OpenID Connect request's nonce is used up
+// here (oidc.go, useNonce).
+func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (string, error) {
+	userID := login.UserID
 	if userID <= 0 {
 		return "", fmt.Errorf("approve: invalid user ID %d", userID)
 	}
@@ -65,6 +74,9 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 		return "", err
 	}
 	now := s.now().UTC()
+	if err := s.useNonce(ctx, req, now); err != nil {
+		return "", err
+	}
 	if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
 		return "", s.authzUserError(ctx, req, "record grant", err)
 	}
@@ -79,6 +91,13 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 		CodeChallenge: req.CodeChallenge,
 		CreatedAt:     now,
 		ExpiresAt:     now.Add(s.cfg.CodeTTL),
+	}
+	if req.OpenID {
+		ac.Nonce = req.Nonce
+		ac.AuthTime = login.AuthTime.UTC()
+		if ac.AuthTime.IsZero() {
+			ac.AuthTime = now
+		}
 	}
 	if err := s.store.CreateAuthCode(ctx, ac); err != nil {
 		return "", s.authzUserError(ctx, req, "create authorization code", err)
@@ -129,7 +148,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	// 0. A pushed request (RFC 9126 §4): its parameters replace q; the
 	// consent form carries the continuation (orig) instead.
 	var orig url.Values
-	if _, ok := q["request_uri"]; ok && mode != modePush {
+	if _, ok := q["request_uri"]; ok && mode != modePush && isPushedURI(q.Get("request_uri")) {
 		pushed, cont, err := s.resolvePushed(ctx, q, mode)
 		if err != nil {
 			return nil, err
@@ -232,6 +251,14 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	if !stateOK {
 		return nil, fail(ErrInvalidRequest, fmt.Sprintf("state is longer than %d bytes", authzMaxState))
 	}
+	// Request objects (OpenID Connect Core §6) are not supported; a
+	// request_uri is accepted only as a pushed request's (RFC 9126).
+	if q.Has("request") {
+		return nil, fail(ErrRequestNotSupported, "request objects are not supported; send the parameters themselves or push them (PAR)")
+	}
+	if q.Has("request_uri") && orig == nil {
+		return nil, fail(ErrRequestURINotSupported, "request_uri is accepted only from the pushed authorization request endpoint")
+	}
 
 	if rt, ok := q["response_type"]; ok && rt[0] != "code" {
 		return nil, fail(ErrUnsupportedResponseType, "only response_type=code is supported")
@@ -277,7 +304,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	if orig == nil {
 		orig = q
 	}
-	return &AuthorizeRequest{
+	req := &AuthorizeRequest{
 		Client:        client,
 		RedirectURI:   redirectURI,
 		State:         state,
@@ -285,7 +312,11 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		Unrestricted:  client.Legacy,
 		CodeChallenge: challenge,
 		Query:         orig,
-	}, nil
+	}
+	if e := s.oidcParams(ctx, q, client, req); e != nil {
+		return nil, s.redirectError(redirectURI, state, e)
+	}
+	return req, nil
 }
 
 // authzRedirect returns redirectURI with params, state (when not empty) and

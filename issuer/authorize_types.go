@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"net/url"
+	"time"
 
 	"oauthd/data"
 )
@@ -24,6 +25,26 @@ type AuthorizeRequest struct {
 	// (RFC 9126), client_id and the consent continuation of its
 	// request_uri (see par.go).
 	Query url.Values
+
+	// OpenID Connect (Core §3.1.2.1; oidc.go).
+
+	// OpenID: the scopes include openid; the code exchange returns an ID
+	// token.
+	OpenID bool
+	// Nonce goes into the ID token; "" when none was sent.
+	Nonce string
+	// Prompt is the prompt parameter's values (none, login, consent,
+	// select_account), checked; see [Server.Interact].
+	Prompt []string
+	// MaxAge is max_age when HasMaxAge.
+	MaxAge    time.Duration
+	HasMaxAge bool
+	// LoginHint prefills the login form (login_hint); "" when absent or
+	// too long.
+	LoginHint string
+	// HintSubject is the sub of a valid id_token_hint issued to this
+	// client; "" without one.
+	HintSubject string
 }
 
 // PageError is an authorization error found before the client and its

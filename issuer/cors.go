@@ -20,8 +20,12 @@ import (
 //     origin that some approved public client allows; the actual request
 //     gets Access-Control-Allow-Origin only once the client has
 //     authenticated and the origin is one of *that* client's;
-//   - the metadata, the JWKS and the revoked-grants feed from any origin
-//     (public documents, read without credentials: "*").
+//   - the userinfo endpoint (OpenID Connect) the same way: the preflight
+//     for any approved public client's origin, the answer only for an
+//     origin of the client the access token was issued to;
+//   - the metadata (RFC 8414 and OpenID Connect Discovery), the JWKS and
+//     the revoked-grants feed from any origin (public documents, read
+//     without credentials: "*").
 //
 // Nothing else ever answers CORS: not the authorization, login, consent or
 // settings pages, not introspection. Access-Control-Allow-Credentials is
@@ -29,10 +33,11 @@ import (
 
 // Paths with CORS.
 const (
-	tokenPath    = "/v2/auth/oauth2/token"
-	revokePath   = "/v2/auth/oauth2/revoke"
-	metadataPath = "/.well-known/oauth-authorization-server"
-	jwksPath     = "/.well-known/jwks.json"
+	tokenPath     = "/v2/auth/oauth2/token"
+	revokePath    = "/v2/auth/oauth2/revoke"
+	metadataPath  = "/.well-known/oauth-authorization-server"
+	discoveryPath = "/.well-known/openid-configuration"
+	jwksPath      = "/.well-known/jwks.json"
 )
 
 // corsOriginsTTL bounds how long the set of origins preflights are
@@ -56,6 +61,7 @@ func (s *Server) registerCORS(e *echo.Echo) {
 	e.OPTIONS(tokenPath, s.handlePreflight)
 	e.OPTIONS(revokePath, s.handlePreflight)
 	e.OPTIONS(parPath, s.handlePreflight) // a browser client pushes its requests too (RFC 9126)
+	e.OPTIONS(userinfoPath, s.handlePreflight)
 	e.Use(corsHeaders)
 }
 
@@ -64,9 +70,9 @@ func (s *Server) registerCORS(e *echo.Echo) {
 func corsHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		switch c.Path() {
-		case tokenPath, revokePath, parPath:
+		case tokenPath, revokePath, parPath, userinfoPath:
 			c.Response().Header().Add("Vary", "Origin")
-		case metadataPath, jwksPath:
+		case metadataPath, discoveryPath, jwksPath:
 			c.Response().Header().Set("Access-Control-Allow-Origin", "*")
 		}
 		return next(c)
@@ -84,7 +90,16 @@ func (s *Server) handlePreflight(c echo.Context) error {
 	h.Add("Vary", "Access-Control-Request-Headers")
 	h.Set("Cache-Control", "no-store")
 	origin := c.Request().Header.Get("Origin")
-	if origin == "" || c.Request().Header.Get("Access-Control-Request-Method") != http.MethodPost {
+	methods := http.MethodPost
+	if c.Path() == userinfoPath {
+		methods = "GET, POST"
+	}
+	switch m := c.Request().Header.Get("Access-Control-Request-Method"); {
+	case origin == "":
+		return c.NoContent(http.StatusNoContent)
+	case m == http.MethodPost:
+	case m == http.MethodGet && c.Path() == userinfoPath:
+	default:
 		return c.NoContent(http.StatusNoContent)
 	}
 	ok, err := s.cors.known(c.Request().Context(), origin)
@@ -93,7 +108,7 @@ func (s *Server) handlePreflight(c echo.Context) error {
 	}
 	if ok {
 		h.Set("Access-Control-Allow-Origin", origin)
-		h.Set("Access-Control-Allow-Methods", http.MethodPost)
+		h.Set("Access-Control-Allow-Methods", methods)
 		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, DPoP")
 		h.Set("Access-Control-Max-Age", "600")
 	}
@@ -131,7 +146,7 @@ func (s *Server) allowOrigin(c echo.Context, client data.Client) {
 	if origin == "" {
 		return
 	}
-	if p := c.Path(); p != tokenPath && p != revokePath && p != parPath {
+	if p := c.Path(); p != tokenPath && p != revokePath && p != parPath && p != userinfoPath {
 		return
 	}
 	if slices.Contains(data.AllowedOrigins(client), origin) {

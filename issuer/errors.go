@@ -69,6 +69,13 @@ var (
 	// ErrRequestNotSupported: a pushed authorization request carried a
 	// request object, which oauthd does not support (RFC 9126 §2.3).
 	ErrRequestNotSupported = &Error{Code: oauth.RequestNotSupported, Status: http.StatusBadRequest}
+	// ErrRequestURINotSupported: a request_uri that is not a pushed
+	// request's (OpenID Connect Core §3.1.2.6).
+	ErrRequestURINotSupported = &Error{Code: oauth.RequestURINotSupported, Status: http.StatusBadRequest}
+	// ErrLoginRequired and ErrConsentRequired answer prompt=none when the
+	// user would have to log in or consent (OpenID Connect Core §3.1.2.6).
+	ErrLoginRequired   = &Error{Code: oauth.LoginRequired, Status: http.StatusBadRequest}
+	ErrConsentRequired = &Error{Code: oauth.ConsentRequired, Status: http.StatusBadRequest}
 )
 
 // WithDescription returns a copy of err with the formatted description.

@@ -3,6 +3,7 @@ package issuer
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,6 +32,17 @@ type serverMetadata struct {
 	PushedAuthorizationRequestEndpoint         string   `json:"pushed_authorization_request_endpoint"`
 	RequirePushedAuthorizationRequests         bool     `json:"require_pushed_authorization_requests"`
 	DPoPSigningAlgValuesSupported              []string `json:"dpop_signing_alg_values_supported"`
+
+	// OpenID Connect Discovery 1.0 §3 (and RP-Initiated Logout 1.0 §3.3).
+	UserinfoEndpoint                 string   `json:"userinfo_endpoint"`
+	EndSessionEndpoint               string   `json:"end_session_endpoint"`
+	IDTokenSigningAlgValuesSupported []string `json:"id_token_signing_alg_values_supported"`
+	SubjectTypesSupported            []string `json:"subject_types_supported"`
+	ClaimsSupported                  []string `json:"claims_supported"`
+	PromptValuesSupported            []string `json:"prompt_values_supported"`
+	ClaimsParameterSupported         bool     `json:"claims_parameter_supported"`
+	RequestParameterSupported        bool     `json:"request_parameter_supported"`
+	RequestURIParameterSupported     bool     `json:"request_uri_parameter_supported"`
 }
 
 // buildMetadata renders the metadata document once, at [New].
@@ -65,6 +77,21 @@ func buildMetadata(cfg Config) []byte {
 		PushedAuthorizationRequestEndpoint: cfg.Issuer + parPath,
 		RequirePushedAuthorizationRequests: false,
 		DPoPSigningAlgValuesSupported:      verify.DPoPAlgs(),
+
+		UserinfoEndpoint:   cfg.Issuer + userinfoPath,
+		EndSessionEndpoint: cfg.AppURL + "/auth/logout",
+		// The algs a key may have (keys rotate --alg); RS256 is always
+		// among them, as Discovery §3 requires.
+		IDTokenSigningAlgValuesSupported: []string{verify.ES256, verify.EdDSA, verify.RS256},
+		SubjectTypesSupported:            []string{"public"},
+		ClaimsSupported: []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
+			"name", "preferred_username", "zoneinfo", "updated_at", "email", "email_verified"},
+		PromptValuesSupported:    slices.Clone(promptValues),
+		ClaimsParameterSupported: false,
+		// Request objects are not supported, by value or by reference
+		// (a request_uri is only ever a pushed request's, RFC 9126).
+		RequestParameterSupported:    false,
+		RequestURIParameterSupported: false,
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -73,7 +100,10 @@ func buildMetadata(cfg Config) []byte {
 	return b
 }
 
-// handleMetadata is GET /.well-known/oauth-authorization-server (RFC 8414 §3).
+// handleMetadata is GET /.well-known/oauth-authorization-server (RFC 8414
+// §3) and GET /.well-known/openid-configuration (OpenID Connect Discovery
+// 1.0 §4): one document, so the two can never disagree (RFC 8414 §2
+// includes the OpenID Connect members).
 func (s *Server) handleMetadata(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
 	return c.JSONBlob(http.StatusOK, s.tok.metadata)

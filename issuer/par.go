@@ -55,7 +55,16 @@ const (
 
 // pushedParams are the authorization request parameters a pushed request
 // keeps.
-var pushedParams = []string{"client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "response_type"}
+var pushedParams = []string{"client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "response_type",
+	// OpenID Connect (Core §3.1.2.1)
+	"nonce", "prompt", "max_age", "login_hint", "id_token_hint", "response_mode"}
+
+// isPushedURI reports whether uri is one of ours: a pushed request's
+// request_uri or its consent continuation. Any other request_uri is a
+// request object by reference, which is not supported.
+func isPushedURI(uri string) bool {
+	return strings.HasPrefix(uri, parURIPrefix) || strings.HasPrefix(uri, parConsentURI)
+}
 
 // pushedRequest is what a request_uri (or a consent continuation) seals.
 type pushedRequest struct {

@@ -233,7 +233,21 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	return s.newTokenResponse(tok, refreshToken, scopes, unrestricted, jkt), nil
+	resp := s.newTokenResponse(tok, refreshToken, scopes, unrestricted, jkt)
+	if slices.Contains(scopes, scope.OpenID) {
+		// OpenID Connect Core §12.2: a new ID token with the same sub and
+		// auth_time, and no nonce.
+		authTime := fam.AuthTime
+		if authTime.IsZero() {
+			authTime = fam.CreatedAt
+		}
+		resp.IDToken, err = s.mintIDToken(ctx, idTokenParams{userID: fam.UserID, clientID: fam.ClientID, scopes: scopes,
+			authTime: authTime, accessToken: tok, now: now})
+		if err != nil {
+			return tokenResponse{}, err
+		}
+	}
+	return resp, nil
 }
 
 // errUnknownRefresh is the answer to a refresh token that is unknown,

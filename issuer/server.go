@@ -52,8 +52,12 @@ type Config struct {
 	// PROFILE_READ rule); it puts the verified claims in the request context
 	// (guard.ClaimsFrom). Required.
 	MeAuth echo.MiddlewareFunc
-	Logger *slog.Logger     // default: discard
-	Now    func() time.Time // default: time.Now
+	// UserinfoAuth guards the userinfo endpoint like MeAuth guards
+	// /v2/me, with the table of [UserinfoTable] (the openid scope);
+	// default MeAuth.
+	UserinfoAuth echo.MiddlewareFunc
+	Logger       *slog.Logger     // default: discard
+	Now          func() time.Time // default: time.Now
 	// Registerer receives the issuer's Prometheus metrics; nil means none.
 	Registerer prometheus.Registerer
 
@@ -85,6 +89,17 @@ type Config struct {
 	// DPoPWindow is how far a DPoP proof's iat may be from now, either
 	// way (RFC 9449 §11.1). Default verify.DefaultDPoPWindow (60 s).
 	DPoPWindow time.Duration
+
+	// IDSigner signs OpenID Connect ID tokens; default Signer when it is
+	// an IDTokenSigner (*keys.Manager is). Without one a grant with
+	// openid fails at the token endpoint.
+	IDSigner IDTokenSigner
+	// Keys are the published keys that verify an id_token_hint; default
+	// Signer when it is a verify.KeySource (*keys.Manager is). Without
+	// them every id_token_hint is invalid.
+	Keys verify.KeySource
+	// IDTokenTTL is the lifetime of ID tokens; default AccessTTL.
+	IDTokenTTL time.Duration
 }
 
 // Server is the authorization server. Create it with [New].
@@ -103,6 +118,8 @@ type Server struct {
 	dpop       *verify.DPoP        // token endpoint proofs; jti in the store
 	par        cipher.AEAD         // seals pushed authorization requests (par.go)
 	cors       *corsState          // cors.go; nil until Register
+	idSigner   IDTokenSigner       // Config.IDSigner (oidc.go)
+	keys       verify.KeySource    // Config.Keys
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -131,6 +148,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccessTTL <= 0 {
 		cfg.AccessTTL = 30 * time.Minute
 	}
+	if cfg.UserinfoAuth == nil {
+		cfg.UserinfoAuth = cfg.MeAuth
+	}
+	if cfg.IDTokenTTL <= 0 {
+		cfg.IDTokenTTL = cfg.AccessTTL
+	}
+	if cfg.IDSigner == nil {
+		cfg.IDSigner, _ = cfg.Signer.(IDTokenSigner)
+	}
+	if cfg.Keys == nil {
+		cfg.Keys, _ = cfg.Signer.(verify.KeySource)
+	}
 	if cfg.CodeTTL <= 0 {
 		cfg.CodeTTL = DefaultCodeTTL
 	}
@@ -156,6 +185,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
+	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
 	s.par = newPARSealer(cfg.RefreshTokenKey)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.metrics = newMetrics(cfg.Registerer)
@@ -172,6 +202,9 @@ func (s *Server) Register(e *echo.Echo) {
 	e.POST("/v2/auth/oauth2/revoke", s.handleRevoke)
 	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)
+	e.GET("/.well-known/openid-configuration", s.handleMetadata)
 	e.GET("/v2/me", s.handleMe, s.cfg.MeAuth)
+	e.GET(userinfoPath, s.handleUserinfo, s.cfg.UserinfoAuth)
+	e.POST(userinfoPath, s.handleUserinfo, s.cfg.UserinfoAuth)
 	s.registerCORS(e)
 }

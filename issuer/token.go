@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -43,6 +44,7 @@ type tokenResponse struct {
 	ExpiresIn    int64
 	Scope        string // "" omits the member (unrestricted legacy grant)
 	DPoP         bool   // token_type DPoP: the access token is bound (RFC 9449 §5)
+	IDToken      string // OpenID Connect Core §3.1.3.3; "" omits the member
 }
 
 // handleToken is POST /v2/auth/oauth2/token (RFC 6749 §3.2): the
@@ -106,6 +108,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	now := s.now()
 	var refreshToken string
 	var access *pendingToken
+	var openid bool
 	code, fam, err := s.store.ExchangeAuthCode(ctx, data.AuthCodeKey(req.Code), func(code data.AuthCode) (data.Family, error) {
 		if e := checkCode(code, client, req, now); e != nil {
 			return data.Family{}, e
@@ -122,7 +125,14 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 		refreshToken = s.tagger.NewToken(id)
 		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
 		abs := now.Add(s.cfg.RefreshMax)
+		// An ID token only when openid is still granted (OpenID Connect
+		// Core §3.1.3.3); the family keeps the auth_time for refreshes.
+		var authTime time.Time
+		if openid = slices.Contains(scopes, scope.OpenID); openid {
+			authTime = code.AuthTime
+		}
 		return data.Family{
+			AuthTime:     authTime,
 			JKT:          refreshBinding(client, jkt),
 			ID:           id,
 			ClientID:     code.ClientID,
@@ -176,7 +186,15 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	return s.newTokenResponse(tok, refreshToken, fam.Scopes, fam.Unrestricted, jkt), nil
+	resp := s.newTokenResponse(tok, refreshToken, fam.Scopes, fam.Unrestricted, jkt)
+	if openid {
+		resp.IDToken, err = s.mintIDToken(ctx, idTokenParams{userID: fam.UserID, clientID: fam.ClientID, scopes: fam.Scopes,
+			authTime: fam.AuthTime, nonce: code.Nonce, accessToken: tok, now: now})
+		if err != nil {
+			return tokenResponse{}, err
+		}
+	}
+	return resp, nil
 }
 
 // checkCode checks a stored code against the request (RFC 6749 §4.1.3,
@@ -273,6 +291,10 @@ func writeTokenResponse(c echo.Context, r tokenResponse) error {
 	if r.Scope != "" {
 		b = append(b, `,"scope":`...)
 		b = appendJSONString(b, r.Scope)
+	}
+	if r.IDToken != "" {
+		b = append(b, `,"id_token":`...)
+		b = appendJSONString(b, r.IDToken)
 	}
 	b = append(b, '}')
 	// Direct assignment of shared, canonical-key values: no allocation per

@@ -804,6 +804,17 @@ func TestMetadata(t *testing.T) {
 		"pushed_authorization_request_endpoint":          tkIssuer + "/v2/auth/oauth2/par",
 		"require_pushed_authorization_requests":          false,
 		"dpop_signing_alg_values_supported":              []any{"ES256", "EdDSA", "Ed25519"},
+		// OpenID Connect Discovery 1.0 §3.
+		"userinfo_endpoint":                     tkIssuer + "/v2/auth/oauth2/userinfo",
+		"end_session_endpoint":                  "https://app.example.com/auth/logout",
+		"id_token_signing_alg_values_supported": []any{"ES256", "EdDSA", "RS256"},
+		"subject_types_supported":               []any{"public"},
+		"claims_supported": []any{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
+			"name", "preferred_username", "zoneinfo", "updated_at", "email", "email_verified"},
+		"prompt_values_supported":         []any{"none", "login", "consent", "select_account"},
+		"claims_parameter_supported":      false,
+		"request_parameter_supported":     false,
+		"request_uri_parameter_supported": false,
 	}
 	for k, v := range want {
 		gb, _ := json.Marshal(m[k])
@@ -813,7 +824,7 @@ func TestMetadata(t *testing.T) {
 		}
 	}
 	scopes, _ := m["scopes_supported"].([]any)
-	if len(scopes) != 30 || scopes[0] != "EVENT_TYPE_READ" || scopes[29] != "ORG_MEMBERSHIP_WRITE" {
+	if len(scopes) != 33 || scopes[0] != "openid" || scopes[1] != "profile" || scopes[2] != "email" || scopes[32] != "ORG_MEMBERSHIP_WRITE" {
 		t.Errorf("scopes_supported = %v", scopes)
 	}
 	if len(m) != len(want)+1 {

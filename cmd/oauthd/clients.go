@@ -18,7 +18,7 @@ func newClientsCommand(o *rootOptions) *cobra.Command {
 	cmd.AddCommand(
 		newClientsCreateCommand(o), newClientsImportCommand(o), newClientsListCommand(o), newClientsShowCommand(o),
 		newClientsApproveCommand(o), newClientsRejectCommand(o), newSecretsCommand(o),
-		newClientsScopesCommand(o), newClientsRedirectURIsCommand(o), newClientsSetCommand(o),
+		newClientsScopesCommand(o), newClientsRedirectURIsCommand(o), newClientsPostLogoutURIsCommand(o), newClientsSetCommand(o),
 	)
 	return cmd
 }
@@ -49,6 +49,9 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 		kv = append(kv, "reject_reason", c.RejectReason)
 	}
 	kv = append(kv, "legacy", strconv.FormatBool(c.Legacy), "redirect_uris", strings.Join(c.RedirectURIs, " "))
+	if len(c.PostLogoutRedirectURIs) > 0 {
+		kv = append(kv, "post_logout_redirect_uris", strings.Join(c.PostLogoutRedirectURIs, " "))
+	}
 	if c.Legacy {
 		kv = append(kv, "scopes", "(none: legacy, unrestricted)")
 	} else {
@@ -100,11 +103,11 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	return nil
 }
 
-// scopeHelp lists the 30 scopes by level, for the commands' help.
+// scopeHelp lists the scopes by level, for the commands' help.
 func scopeHelp() string {
 	var b strings.Builder
 	b.WriteString("The scopes (an ORG_ scope implies the TEAM_ scope of the same suffix; README.md, \"Scopes\", says what each grants):\n")
-	for _, lv := range []scope.Level{scope.User, scope.Team, scope.Organization} {
+	for _, lv := range []scope.Level{scope.Identity, scope.User, scope.Team, scope.Organization} {
 		var names []string
 		for _, s := range scope.All() {
 			if s.Level == lv {
@@ -124,6 +127,9 @@ func changeSummary(p *admin.ChangeView) string {
 	}
 	if len(p.AddRedirectURIs) > 0 {
 		parts = append(parts, "adds redirect URIs "+strings.Join(p.AddRedirectURIs, " "))
+	}
+	if len(p.AddPostLogoutRedirectURIs) > 0 {
+		parts = append(parts, "adds post-logout redirect URIs "+strings.Join(p.AddPostLogoutRedirectURIs, " "))
 	}
 	if p.ClientType != "" {
 		parts = append(parts, "makes the client "+p.ClientType)

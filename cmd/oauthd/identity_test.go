@@ -30,9 +30,9 @@ type settingsUser struct {
 	base string
 }
 
-// signIn signs in at base's login form as login and returns the browser;
+// signInSettings signs in at base's login form as login and returns the browser;
 // it fails the test when the login does not land on the settings pages.
-func signIn(t *testing.T, base string, transport http.RoundTripper, login, password string) *settingsUser {
+func signInSettings(t *testing.T, base string, transport http.RoundTripper, login, password string) *settingsUser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -238,11 +238,11 @@ func TestSettingsOwnershipByID(t *testing.T) {
 	id, _ := e.client(t, e2eRedirect, []string{"PROFILE_READ"})
 	mustOauthd(t, e.db, e2ePassword+"\n", "users", "add", "--email", "sam@plat.test", "--username", "sam", "--name", "Sam", "--password-stdin")
 	for _, login := range []string{"ANN", "\uff41\uff4e\uff4e", "Ann@Example.COM"} {
-		if status, _ := signIn(t, e.base, nil, login, e2ePassword).client(t, id); status != http.StatusOK {
+		if status, _ := signInSettings(t, e.base, nil, login, e2ePassword).client(t, id); status != http.StatusOK {
 			t.Errorf("signed in as %q, ann opens her client: %d; want 200", login, status)
 		}
 	}
-	sam := signIn(t, e.base, nil, "sam@plat.test", e2ePassword)
+	sam := signInSettings(t, e.base, nil, "sam@plat.test", e2ePassword)
 	if status, _ := sam.client(t, id); status != http.StatusNotFound {
 		t.Errorf("sam opens ann's client: %d; want 404", status)
 	}

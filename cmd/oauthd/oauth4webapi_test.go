@@ -23,21 +23,28 @@ import (
 )
 
 // oauth4webapiDir prepares the independent client (npm package
-// oauth4webapi, version pinned by testdata/oauth4webapi/package-lock.json)
-// in a cache directory keyed by the lockfile, running `npm ci` once. It
-// skips the test when node or npm is missing, except in CI (CI=true),
-// where that is a failure.
+// oauth4webapi, version pinned by testdata/oauth4webapi/package-lock.json).
 func oauth4webapiDir(t *testing.T) string {
+	t.Helper()
+	return npmClientDir(t, "oauth4webapi")
+}
+
+// npmClientDir prepares the node client testdata/<name> (client.mjs, with
+// its npm dependencies pinned by package-lock.json) in a cache directory
+// keyed by those files, running `npm ci` once. It skips the test when
+// node or npm is missing, except in CI (CI=true), where that is a
+// failure.
+func npmClientDir(t *testing.T, name string) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required in CI for the oauth4webapi end-to-end test: %v", tool, err)
+				t.Fatalf("%s is required in CI for the %s end-to-end test: %v", tool, name, err)
 			}
-			t.Skipf("skipping the oauth4webapi end-to-end test: %s is not installed", tool)
+			t.Skipf("skipping the %s end-to-end test: %s is not installed", name, tool)
 		}
 	}
-	src := filepath.Join("testdata", "oauth4webapi")
+	src := filepath.Join("testdata", name)
 	h := sha256.New()
 	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
@@ -51,8 +58,8 @@ func oauth4webapiDir(t *testing.T) string {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "oauthd-test", "oauth4webapi-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oauth4webapi", "package.json")); err == nil {
+	dir := filepath.Join(cache, "oauthd-test", name+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
 		return dir
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "tmp-")
@@ -76,7 +83,7 @@ func oauth4webapiDir(t *testing.T) string {
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(tmp)
-		t.Fatalf("npm ci (oauth4webapi): %v\n%s", err, out)
+		t.Fatalf("npm ci (%s): %v\n%s", name, err, out)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp) // another test process won the race: use its copy

@@ -133,13 +133,14 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	// there whatever its scopes.
 	me := issuer.NewGrantVerifier(v)
 	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
+	uiGuard := guard.New(guard.Config{Verifier: me, Table: issuer.UserinfoTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	registerTokenCacheMetrics(reg, v)
 	var shared *throttle.Shared // nil on bbolt: one process counts alone
 	if w.pg != nil {
 		shared, w.throttle = sharedThrottle(w.pg, km.RefreshTokenKey())
 	}
 	iss, err := issuer.New(issuer.Config{
-		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
+		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), UserinfoAuth: uiGuard.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
 		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, Throttle: shared, DPoPWindow: o.dpopWindow,
 	})

@@ -422,7 +422,7 @@ func testUpgradeFrom(t *testing.T, dir string) {
 		}
 		login["\u017fam@example.com"] = "longs" // its email is sam's under the canonical form
 		for _, usr := range fx.Users {
-			b := signIn(t, fx.BaseURL, u.transport(), login[usr.Email], usr.Password)
+			b := signInSettings(t, fx.BaseURL, u.transport(), login[usr.Email], usr.Password)
 			list := b.list(t)
 			for _, c := range fx.Clients {
 				status, _ := b.client(t, c.ID)

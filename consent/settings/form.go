@@ -13,8 +13,10 @@ type clientForm struct {
 	Name         string
 	Public       bool
 	RedirectURIs string // one per line
-	Groups       []choiceGroup
-	Confirm      bool // migration confirmation
+	// PostLogoutURIs are the post-logout redirect URIs, one per line.
+	PostLogoutURIs string
+	Groups         []choiceGroup
+	Confirm        bool // migration confirmation
 }
 
 // choiceGroup is one level of scope checkboxes.
@@ -37,7 +39,7 @@ func choices(checked []string, pending ...string) []choiceGroup {
 	headings := []struct {
 		level   scope.Level
 		heading string
-	}{{scope.User, "User scopes"}, {scope.Team, "Team scopes"}, {scope.Organization, "Organization scopes"}}
+	}{{scope.Identity, "Sign-in (OpenID Connect)"}, {scope.User, "User scopes"}, {scope.Team, "Team scopes"}, {scope.Organization, "Organization scopes"}}
 	var out []choiceGroup
 	for _, hd := range headings {
 		g := choiceGroup{Heading: hd.heading, Level: hd.level.String()}

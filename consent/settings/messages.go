@@ -16,6 +16,7 @@ import (
 var flashes = map[string]string{
 	"secret_revoked":      "The secret was revoked. Calls that still send it are refused from now on; tokens already issued stay valid.",
 	"redirect_uris_saved": "The redirect URIs were saved.",
+	"post_logout_saved":   "The post-logout redirect URIs were saved.",
 	"scopes_saved":        "The scopes were saved.",
 	"protections_saved":   "The protections were saved.",
 	"migrated":            "The client is migrated: scopes now apply to every new authorization request. Tokens issued earlier keep working until users authorize again.",

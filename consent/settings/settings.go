@@ -123,11 +123,12 @@ func (h *Handler) Register(e *echo.Echo) {
 	onClient := func(event string, next handler) echo.HandlerFunc {
 		return h.guard(steps{client: true, post: event}, next)
 	}
-	e.POST(clientsPath+"/:id/redirect-uris", onClient("client_redirect_uris", h.saveRedirectURIs)) // redirect_uris.go
-	e.POST(clientsPath+"/:id/scopes", onClient("client_scopes", h.saveScopes))                     // scopes.go
-	e.POST(clientsPath+"/:id/protections", onClient("client_protections", h.saveProtections))      // protections.go
-	e.POST(clientsPath+"/:id/secrets", onClient("client_secret_generate", h.generateSecret))       // secret_generate.go
-	e.POST(clientsPath+"/:id/secrets/revoke", onClient("client_secret_revoke", h.revokeSecret))    // secret_revoke.go
+	e.POST(clientsPath+"/:id/redirect-uris", onClient("client_redirect_uris", h.saveRedirectURIs))         // redirect_uris.go
+	e.POST(clientsPath+"/:id/post-logout-uris", onClient("client_post_logout_uris", h.savePostLogoutURIs)) // post_logout_uris.go
+	e.POST(clientsPath+"/:id/scopes", onClient("client_scopes", h.saveScopes))                             // scopes.go
+	e.POST(clientsPath+"/:id/protections", onClient("client_protections", h.saveProtections))              // protections.go
+	e.POST(clientsPath+"/:id/secrets", onClient("client_secret_generate", h.generateSecret))               // secret_generate.go
+	e.POST(clientsPath+"/:id/secrets/revoke", onClient("client_secret_revoke", h.revokeSecret))            // secret_revoke.go
 	if h.apps != nil {
 		e.GET(appsPath, h.guard(steps{back: appsPath}, h.listApps))                                     // apps.go
 		e.POST(appsPath+"/:id/revoke", h.guard(steps{back: appsPath, post: "app_revoke"}, h.revokeApp)) // apps_revoke.go

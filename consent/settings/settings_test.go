@@ -683,7 +683,8 @@ func TestSettingsEveryRouteGuarded(t *testing.T) {
 	before := se.client(a.ClientID)
 	sess, _ := se.session(se.alice)
 	form := url.Values{"name": {"X"}, "client_type": {"public"}, "redirect_uris": {"https://x.example/cb"},
-		"scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}, "secret_id": {a.SecretID}}
+		"scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}, "secret_id": {a.SecretID},
+		"post_logout_redirect_uris": {"https://x.example/bye"}}
 	routes := 0
 	for _, r := range se.e.Routes() {
 		if !strings.HasPrefix(r.Path, "/settings/") {
@@ -704,15 +705,52 @@ func TestSettingsEveryRouteGuarded(t *testing.T) {
 			}
 		}
 	}
-	if routes != 11 {
-		t.Errorf("%d settings routes; want 11 (update this test with the new route)", routes)
+	if routes != 12 {
+		t.Errorf("%d settings routes; want 12 (update this test with the new route)", routes)
 	}
 	after := se.client(a.ClientID)
 	if len(after.Secrets) != 1 || after.Secrets[0].ID != before.Secrets[0].ID || after.Name != before.Name ||
-		strings.Join(after.Scopes, " ") != strings.Join(before.Scopes, " ") || after.Pending != nil {
+		strings.Join(after.Scopes, " ") != strings.Join(before.Scopes, " ") || after.Pending != nil || len(after.PostLogoutRedirectURIs) != 0 {
 		t.Errorf("client changed: %+v", after)
 	}
 	if all, _ := se.store.ListClients(context.Background(), ""); len(all) != 1 {
 		t.Errorf("%d clients; want 1", len(all))
+	}
+}
+
+// TestSettingsPostLogoutURIs: the owner's post-logout redirect URIs
+// (OpenID Connect RP-Initiated Logout): checked like redirect URIs, input
+// kept on error; on an approved client a new one waits for review, a
+// removal applies at once.
+func TestSettingsPostLogoutURIs(t *testing.T) {
+	se := newSettingsEnv(t)
+	a := se.create(se.alice, "Alice App", false)
+	sess, csrf := se.session(se.alice)
+	path := clientsPath + "/" + a.ClientID
+	rec := se.post(path+"/post-logout-uris", url.Values{csrfField: {csrf}, "post_logout_redirect_uris": {"http://evil.example/<out>"}}, sess)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "http://evil.example/&lt;out&gt;</textarea>") {
+		t.Fatalf("bad post-logout URI = %d\n%s", rec.Code, rec.Body)
+	}
+	if _, err := se.adm.ApproveClient(context.Background(), a.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	rec = se.post(path+"/post-logout-uris", url.Values{csrfField: {csrf}, "post_logout_redirect_uris": {"https://ok.example/out"}}, sess)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=change_pending" {
+		t.Fatalf("add on an approved client = %d %q; want the change pending", rec.Code, rec.Header().Get("Location"))
+	}
+	c := se.client(a.ClientID)
+	if len(c.PostLogoutRedirectURIs) != 0 || c.Pending == nil || len(c.Pending.AddPostLogoutRedirectURIs) != 1 {
+		t.Fatalf("client %+v; want the URI pending, not in force", c)
+	}
+	page := se.get(path, sess)
+	if !strings.Contains(page.Body.String(), "Post-logout redirect URIs") || !strings.Contains(page.Body.String(), "https://ok.example/out") {
+		t.Fatal("the page does not show the pending post-logout URI")
+	}
+	if _, err := se.adm.ApproveClient(context.Background(), a.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	rec = se.post(path+"/post-logout-uris", url.Values{csrfField: {csrf}, "post_logout_redirect_uris": {""}}, sess)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=post_logout_saved" || len(se.client(a.ClientID).PostLogoutRedirectURIs) != 0 {
+		t.Fatalf("remove = %d %q; want saved at once", rec.Code, rec.Header().Get("Location"))
 	}
 }

@@ -54,6 +54,9 @@ func newChangePanel(cv admin.ClientView, p *admin.ChangeView) *changePanel {
 	if len(p.AddRedirectURIs) > 0 {
 		cp.Rows = append(cp.Rows, changeRow{"Redirect URIs", cv.RedirectURIs, p.AddRedirectURIs})
 	}
+	if len(p.AddPostLogoutRedirectURIs) > 0 {
+		cp.Rows = append(cp.Rows, changeRow{"Post-logout redirect URIs", cv.PostLogoutRedirectURIs, p.AddPostLogoutRedirectURIs})
+	}
 	if p.ClientType != "" {
 		cp.Rows = append(cp.Rows, changeRow{"Client type", []string{typeName(cv.ClientType)}, []string{typeName(p.ClientType)}})
 	}
@@ -116,8 +119,9 @@ func (h *Handler) detail(c echo.Context, status int, rq request, edit func(*sett
 		Client:  cv,
 		Secrets: secretRows(cv.Secrets),
 		Form: clientForm{
-			RedirectURIs: strings.Join(cv.RedirectURIs, "\n"),
-			Groups:       choices(cv.Scopes),
+			RedirectURIs:   strings.Join(cv.RedirectURIs, "\n"),
+			PostLogoutURIs: strings.Join(cv.PostLogoutRedirectURIs, "\n"),
+			Groups:         choices(cv.Scopes),
 		},
 		Pending:  newChangePanel(cv, cv.PendingChange),
 		Rejected: newChangePanel(cv, cv.RejectedChange),
@@ -126,6 +130,7 @@ func (h *Handler) detail(c echo.Context, status int, rq request, edit func(*sett
 		// The forms show what the owner asked for; the panel says which
 		// part of it waits.
 		sv.Form.RedirectURIs = strings.Join(p.RedirectURIs, "\n")
+		sv.Form.PostLogoutURIs = strings.Join(p.PostLogoutRedirectURIs, "\n")
 		sv.Form.Groups = choices(p.Scopes, p.AddScopes...)
 	}
 	sv.CanGenerate = cv.ClientType == string(data.Confidential) && len(cv.Secrets) < data.MaxActiveSecrets

@@ -32,16 +32,30 @@ import (
 //	Used               one byte, 0 or 1
 //	FamilyID           uvarint length, bytes
 //
+// codeV2 (written only for a code with an OpenID Connect nonce or
+// auth_time, so that other codes stay readable by the releases before it)
+// appends:
+//
+//	Nonce              uvarint length, bytes
+//	AuthTime           varint Unix seconds, uvarint nanoseconds
+//
 // As for families, a code has exactly one encoding: a record with bytes
 // left over, cut short, or with a varint longer than its shortest encoding
 // is refused.
-const codeV1 = 1
+const (
+	codeV1 = 1
+	codeV2 = 2
+)
 
 var errCodeRecord = errors.New("malformed authorization code record")
 
 // appendAuthCode appends the codeV1 form of c to b.
 func appendAuthCode(b []byte, c *data.AuthCode) []byte {
-	b = append(b, codeV1)
+	v := byte(codeV1)
+	if c.Nonce != "" || !c.AuthTime.IsZero() {
+		v = codeV2
+	}
+	b = append(b, v)
 	b = appendOptBytes(b, c.Hash)
 	b = appendString(b, c.ClientID)
 	b = binary.AppendVarint(b, c.UserID)
@@ -52,7 +66,12 @@ func appendAuthCode(b []byte, c *data.AuthCode) []byte {
 	b = appendTime(b, c.CreatedAt)
 	b = appendTime(b, c.ExpiresAt)
 	b = appendBool(b, c.Used)
-	return appendString(b, c.FamilyID)
+	b = appendString(b, c.FamilyID)
+	if v == codeV2 {
+		b = appendString(b, c.Nonce)
+		b = appendTime(b, c.AuthTime)
+	}
+	return b
 }
 
 // decodeAuthCode decodes a stored code record, binary or JSON.
@@ -61,7 +80,7 @@ func decodeAuthCode(raw []byte, c *data.AuthCode) error {
 		*c = data.AuthCode{}
 		return json.Unmarshal(raw, c)
 	}
-	if len(raw) == 0 || raw[0] != codeV1 {
+	if len(raw) == 0 || (raw[0] != codeV1 && raw[0] != codeV2) {
 		return errCodeRecord
 	}
 	r := reader{b: raw[1:]}
@@ -77,6 +96,12 @@ func decodeAuthCode(raw []byte, c *data.AuthCode) error {
 	out.ExpiresAt = r.time()
 	out.Used = r.bool()
 	out.FamilyID = r.string()
+	if raw[0] == codeV2 {
+		out.Nonce = r.string()
+		if out.AuthTime = r.time(); out.Nonce == "" && out.AuthTime.IsZero() {
+			r.bad = true // V2 is written only with one of them: one encoding
+		}
+	}
 	if r.bad || len(r.b) != 0 {
 		return errCodeRecord
 	}

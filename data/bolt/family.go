@@ -34,23 +34,30 @@ import (
 //	Tagged             (V2) one byte, 0 or 1
 //	PrevHash, LegacyHash
 //	                   (V2) each uvarint length (0 = nil), bytes
-//	JKT                (V3) uvarint length, bytes
+//	JKT                (V3, V4) uvarint length, bytes
+//	AuthTime           (V4) varint Unix seconds, uvarint nanoseconds
 //
+// familyV4 is written only for a family with an OpenID Connect auth_time
+// (a grant with openid); its JKT may be empty.
 // A record with bytes left over, cut short, or with a varint longer than
 // its shortest encoding is refused: a family has exactly one encoding.
 const (
 	familyV1 = 1
 	familyV2 = 2
 	familyV3 = 3
+	familyV4 = 4
 )
 
 var errFamilyRecord = errors.New("malformed family record")
 
-// appendFamily appends the familyV2 form of f to b.
+// appendFamily appends the binary form of f to b (V2, V3 or V4, see above).
 func appendFamily(b []byte, f *data.Family) []byte {
 	v := byte(familyV2)
 	if f.JKT != "" {
 		v = familyV3
+	}
+	if !f.AuthTime.IsZero() {
+		v = familyV4
 	}
 	b = append(b, v)
 	b = appendString(b, f.ID)
@@ -67,8 +74,11 @@ func appendFamily(b []byte, f *data.Family) []byte {
 	b = appendBool(b, f.Tagged)
 	b = appendLenBytes(b, f.PrevHash)
 	b = appendLenBytes(b, f.LegacyHash)
-	if v == familyV3 {
+	if v >= familyV3 {
 		b = appendString(b, f.JKT)
+	}
+	if v == familyV4 {
+		b = appendTime(b, f.AuthTime)
 	}
 	return b
 }
@@ -91,7 +101,7 @@ func decodeFamily(raw []byte, f *data.Family) error {
 		*f = data.Family{}
 		return json.Unmarshal(raw, f)
 	}
-	if len(raw) == 0 || (raw[0] != familyV1 && raw[0] != familyV2 && raw[0] != familyV3) {
+	if len(raw) == 0 || raw[0] < familyV1 || raw[0] > familyV4 {
 		return errFamilyRecord
 	}
 	r := reader{b: raw[1:]}
@@ -115,6 +125,12 @@ func decodeFamily(raw []byte, f *data.Family) error {
 	if raw[0] == familyV3 {
 		if out.JKT = r.string(); out.JKT == "" {
 			r.bad = true // V3 is written only with a binding: one encoding
+		}
+	}
+	if raw[0] == familyV4 {
+		out.JKT = r.string()
+		if out.AuthTime = r.time(); out.AuthTime.IsZero() {
+			r.bad = true // V4 is written only with an auth_time: one encoding
 		}
 	}
 	if r.bad || len(r.b) != 0 {

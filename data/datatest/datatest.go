@@ -56,6 +56,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"TimesRoundTripInUTC", testUTC},
 		{"RecordsRoundTripNormalized", testNormalized},
 		{"EmptySlicesRoundTripNormalized", testEmptySlices},
+		{"OIDCFields", testOIDCFields},
 		{"CopiesAreIndependent", testCopies},
 		{"CancelledContext", testCancelled},
 		{"Closed", testClosed},

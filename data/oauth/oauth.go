@@ -36,6 +36,13 @@ const (
 	// does not support the request parameter (request objects); the pushed
 	// authorization request endpoint answers it (RFC 9126 §2.3).
 	RequestNotSupported = "request_not_supported"
+	// OpenID Connect Core 1.0 §3.1.2.6: the request_uri is not a pushed
+	// request's (request objects by reference are not supported).
+	RequestURINotSupported = "request_uri_not_supported"
+	// OpenID Connect Core 1.0 §3.1.2.6: prompt=none, and the user must log
+	// in (login_required) or consent (consent_required) first.
+	LoginRequired   = "login_required"
+	ConsentRequired = "consent_required"
 )
 
 // Codes oauthd answers with that no RFC registers. They are kept because

@@ -34,6 +34,10 @@ var registered = map[string]string{
 	"invalid_dpop_proof":        "RFC 9449 §12.2",
 	"use_dpop_nonce":            "RFC 9449 §12.2",
 	"request_not_supported":     "OpenID Connect Core 1.0 §3.1.2.6",
+	"request_uri_not_supported": "OpenID Connect Core 1.0 §3.1.2.6",
+	"login_required":            "OpenID Connect Core 1.0 §3.1.2.6",
+	"consent_required":          "OpenID Connect Core 1.0 §3.1.2.6",
+	"interaction_required":      "OpenID Connect Core 1.0 §3.1.2.6",
 	"invalid_request_uri":       "RFC 9101 §6.3 (OpenID Connect Core 1.0 §3.1.2.6)",
 	"invalid_request_object":    "RFC 9101 §6.3 (OpenID Connect Core 1.0 §3.1.2.6)",
 }

@@ -1,5 +1,7 @@
 // Package scope is the one scope model of oauthd: the 30 scopes of the
-// scheduling API with their plain-language descriptions and levels, the
+// scheduling API and the 3 OpenID Connect scopes (openid, profile, email;
+// lower case, as OpenID Connect Core §5.4 names them) with their
+// plain-language descriptions and levels, the
 // parsing of scope lists as they arrive in authorization requests, and the
 // single implication rule: an ORG_ scope implies the TEAM_ scope of the same
 // suffix, and nothing else implies anything.
@@ -22,6 +24,16 @@ const (
 	User Level = iota + 1
 	Team
 	Organization
+	// Identity is OpenID Connect's: who the user is (the ID token and
+	// userinfo), not the scheduling API.
+	Identity
+)
+
+// The OpenID Connect scopes (OpenID Connect Core §3.1.2.1, §5.4).
+const (
+	OpenID  = "openid"
+	Profile = "profile"
+	Email   = "email"
 )
 
 // String returns the level's lower-case name.
@@ -33,6 +45,8 @@ func (l Level) String() string {
 		return "team"
 	case Organization:
 		return "organization"
+	case Identity:
+		return "identity"
 	}
 	return "unknown"
 }
@@ -44,8 +58,12 @@ type Scope struct {
 	Description string
 }
 
-// All lists every scope in display order: user, team, organization.
+// All lists every scope in display order: identity, user, team,
+// organization.
 var all = []Scope{
+	{OpenID, Identity, "Sign you in: learn which account on the platform is yours (its ID, never your password)."},
+	{Profile, Identity, "See your name, username and time zone."},
+	{Email, Identity, "See your email address."},
 	{"EVENT_TYPE_READ", User, "List and view your event types, their private links and webhooks."},
 	{"EVENT_TYPE_WRITE", User, "Create, update and delete your event types; manage their private links and webhooks."},
 	{"BOOKING_READ", User, "List your bookings; view attendees, recordings, transcripts, calendar links and references."},
@@ -86,11 +104,11 @@ var byName = func() map[string]Scope {
 	return m
 }()
 
-// All returns every scope in display order (user, team, organization).
+// All returns every scope in display order (identity, user, team, organization).
 // The slice is a copy.
 func All() []Scope { return slices.Clone(all) }
 
-// Known reports whether name is one of the 30 scopes.
+// Known reports whether name is one of the 33 scopes.
 func Known(name string) bool {
 	_, ok := byName[name]
 	return ok

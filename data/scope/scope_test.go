@@ -9,12 +9,18 @@ import (
 
 func TestAll(t *testing.T) {
 	all := All()
-	if len(all) != 30 {
-		t.Fatalf("All() has %d scopes; want the seed's 30", len(all))
+	if len(all) != 33 {
+		t.Fatalf("All() has %d scopes; want the seed's 30 and OpenID Connect's 3", len(all))
 	}
 	levels := map[Level]int{}
 	for _, s := range all {
 		levels[s.Level]++
+		if s.Level == Identity {
+			if s.Description == "" || (s.Name != OpenID && s.Name != Profile && s.Name != Email) {
+				t.Errorf("scope %+v: want openid, profile or email with a description", s)
+			}
+			continue
+		}
 		if s.Description == "" || strings.ToUpper(s.Name) != s.Name {
 			t.Errorf("scope %+v: want an upper-case name and a description", s)
 		}
@@ -29,7 +35,7 @@ func TestAll(t *testing.T) {
 			t.Errorf("%s level = %v; want %v", s.Name, s.Level, wantLevel)
 		}
 	}
-	if levels[User] != 10 || levels[Team] != 10 || levels[Organization] != 10 {
+	if levels[User] != 10 || levels[Team] != 10 || levels[Organization] != 10 || levels[Identity] != 3 {
 		t.Errorf("levels = %v; want 10 of each", levels)
 	}
 	all[0].Name = "CHANGED"

@@ -47,8 +47,8 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 	if e.RedirectURIs != nil && len(e.RedirectURIs) == 0 {
 		return EditResult{}, newError(data.ErrInvalid, "at least one redirect URI is required")
 	}
-	if scopes == nil && e.RedirectURIs == nil && typ == "" && e.DPoPBoundAccessTokens == nil && e.RequirePAR == nil {
-		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs, a client type or a protection")
+	if scopes == nil && e.RedirectURIs == nil && e.PostLogoutRedirectURIs == nil && typ == "" && e.DPoPBoundAccessTokens == nil && e.RequirePAR == nil {
+		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs, post-logout redirect URIs, a client type or a protection")
 	}
 	now := l.now().UTC()
 	by := l.actorOf(ctx).String()
@@ -69,6 +69,12 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 		}
 		if e.RedirectURIs != nil {
 			want.RedirectURIs = e.RedirectURIs
+		}
+		if e.PostLogoutRedirectURIs != nil {
+			want.PostLogoutRedirectURIs = e.PostLogoutRedirectURIs
+			if len(want.PostLogoutRedirectURIs) == 0 {
+				want.PostLogoutRedirectURIs = nil
+			}
 		}
 		if typ != "" && typ != want.Type {
 			want.Type, want.Secrets = typ, nil
@@ -113,6 +119,7 @@ func applyDirectly(c, want data.Client) data.Client {
 		c.Usage = nil
 	}
 	c.Scopes, c.Legacy, c.RedirectURIs = want.Scopes, want.Legacy, want.RedirectURIs
+	c.PostLogoutRedirectURIs = want.PostLogoutRedirectURIs
 	c.Type, c.Secrets = want.Type, want.Secrets
 	c.DPoPBoundAccessTokens, c.RequirePAR = want.DPoPBoundAccessTokens, want.RequirePAR
 	c.Pending, c.RejectedChange = nil, nil
@@ -143,6 +150,10 @@ func splitEdit(c, want data.Client, by string, now time.Time) (data.Client, erro
 	}
 	p.AddRedirectURIs = without(want.RedirectURIs, c.RedirectURIs)
 	c.RedirectURIs = kept
+	// Post-logout redirect URIs are reviewed like redirect URIs: removing
+	// one applies at once, a new one waits (none at all is allowed).
+	p.AddPostLogoutRedirectURIs = without(want.PostLogoutRedirectURIs, c.PostLogoutRedirectURIs)
+	c.PostLogoutRedirectURIs = keep(c.PostLogoutRedirectURIs, want.PostLogoutRedirectURIs)
 	// A protection turned on narrows: at once. Turned off widens: review.
 	if want.DPoPBoundAccessTokens {
 		c.DPoPBoundAccessTokens = true
@@ -159,7 +170,7 @@ func splitEdit(c, want data.Client, by string, now time.Time) (data.Client, erro
 			p.Secret = &s
 		}
 	}
-	c.Pending = tidyPending(data.Client{Scopes: c.Scopes, RedirectURIs: c.RedirectURIs, Type: c.Type,
+	c.Pending = tidyPending(data.Client{Scopes: c.Scopes, RedirectURIs: c.RedirectURIs, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs, Type: c.Type,
 		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR, Pending: p})
 	if c.Pending != nil && old != nil && sameChange(old, c.Pending) {
 		c.Pending = old // nothing new to review: keep who asked and when
@@ -199,12 +210,13 @@ func tidyPending(c data.Client) *data.ClientChange {
 	p := c.Pending.Clone()
 	p.AddScopes = without(p.AddScopes, c.Scopes)
 	p.AddRedirectURIs = without(p.AddRedirectURIs, c.RedirectURIs)
+	p.AddPostLogoutRedirectURIs = without(p.AddPostLogoutRedirectURIs, c.PostLogoutRedirectURIs)
 	if p.Type == c.Type {
 		p.Type, p.Secret = "", nil
 	}
 	p.DropDPoPBound = p.DropDPoPBound && c.DPoPBoundAccessTokens
 	p.DropRequirePAR = p.DropRequirePAR && c.RequirePAR
-	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
 		return nil
 	}
 	return p
@@ -218,14 +230,14 @@ func sameChange(a, b *data.ClientChange) bool {
 		return p.Secret.ID
 	}
 	return slices.Equal(a.AddScopes, b.AddScopes) && slices.Equal(a.AddRedirectURIs, b.AddRedirectURIs) &&
-		a.Type == b.Type && secretID(a) == secretID(b) &&
+		slices.Equal(a.AddPostLogoutRedirectURIs, b.AddPostLogoutRedirectURIs) && a.Type == b.Type && secretID(a) == secretID(b) &&
 		a.DropDPoPBound == b.DropDPoPBound && a.DropRequirePAR == b.DropRequirePAR
 }
 
 // sameSettings reports whether a and b have the same settings in force.
 func sameSettings(a, b data.Client) bool {
 	return slices.Equal(a.Scopes, b.Scopes) && slices.Equal(a.RedirectURIs, b.RedirectURIs) &&
-		a.Type == b.Type && a.Legacy == b.Legacy &&
+		slices.Equal(a.PostLogoutRedirectURIs, b.PostLogoutRedirectURIs) && a.Type == b.Type && a.Legacy == b.Legacy &&
 		a.DPoPBoundAccessTokens == b.DPoPBoundAccessTokens && a.RequirePAR == b.RequirePAR
 }
 
@@ -245,6 +257,7 @@ func (l *Local) auditEdit(ctx context.Context, before, after data.Client) {
 			"added_scopes", strings.Join(without(after.Scopes, before.Scopes), " "),
 			"removed_redirect_uris", strings.Join(without(before.RedirectURIs, after.RedirectURIs), " "),
 			"added_redirect_uris", strings.Join(without(after.RedirectURIs, before.RedirectURIs), " "),
+			"removed_post_logout_redirect_uris", strings.Join(without(before.PostLogoutRedirectURIs, after.PostLogoutRedirectURIs), " "),
 			"client_type", string(after.Type),
 			"dpop_bound_access_tokens", after.DPoPBoundAccessTokens,
 			"require_pushed_authorization_requests", after.RequirePAR)
@@ -260,6 +273,7 @@ func (l *Local) auditEdit(ctx context.Context, before, after data.Client) {
 // changeAttrs are the audit attributes of a pending change.
 func changeAttrs(p *data.ClientChange) []any {
 	return []any{"add_scopes", scope.Join(p.AddScopes), "add_redirect_uris", strings.Join(p.AddRedirectURIs, " "),
+		"add_post_logout_redirect_uris", strings.Join(p.AddPostLogoutRedirectURIs, " "),
 		"new_client_type", string(p.Type), "drop_dpop_bound_access_tokens", p.DropDPoPBound,
 		"drop_require_pushed_authorization_requests", p.DropRequirePAR,
 		"proposed_by", p.ProposedBy, "proposed_at", p.ProposedAt}
@@ -274,13 +288,13 @@ func changeView(c data.Client, p *data.ClientChange) *ChangeView {
 	next.Pending = p
 	next = next.WithPending()
 	v := &ChangeView{
-		AddScopes: p.AddScopes, AddRedirectURIs: p.AddRedirectURIs, ClientType: string(p.Type),
+		AddScopes: p.AddScopes, AddRedirectURIs: p.AddRedirectURIs, AddPostLogoutRedirectURIs: p.AddPostLogoutRedirectURIs, ClientType: string(p.Type),
 		DropDPoPBoundAccessTokens: p.DropDPoPBound, DropRequirePAR: p.DropRequirePAR,
-		Scopes: next.Scopes, RedirectURIs: next.RedirectURIs, ResultType: string(next.Type),
+		Scopes: next.Scopes, RedirectURIs: next.RedirectURIs, PostLogoutRedirectURIs: next.PostLogoutRedirectURIs, ResultType: string(next.Type),
 		ProposedBy: p.ProposedBy, ProposedAt: p.ProposedAt, RejectReason: p.RejectReason,
 		AllowedOrigins: data.AllowedOrigins(next),
 	}
-	for _, l := range []*[]string{&v.AddScopes, &v.AddRedirectURIs, &v.Scopes, &v.RedirectURIs, &v.AllowedOrigins} {
+	for _, l := range []*[]string{&v.AddScopes, &v.AddRedirectURIs, &v.Scopes, &v.RedirectURIs, &v.PostLogoutRedirectURIs, &v.AllowedOrigins} {
 		if *l == nil {
 			*l = []string{}
 		}
@@ -295,15 +309,21 @@ func clientRevision(c data.Client) string {
 	var p struct {
 		S, U   []string
 		T      data.ClientType
-		DD, DP bool `json:",omitempty"`
+		DD, DP bool     `json:",omitempty"`
+		L      []string `json:",omitempty"`
 	}
 	if c.Pending != nil {
 		p.S, p.U, p.T = c.Pending.AddScopes, c.Pending.AddRedirectURIs, c.Pending.Type
 		p.DD, p.DP = c.Pending.DropDPoPBound, c.Pending.DropRequirePAR
+		p.L = c.Pending.AddPostLogoutRedirectURIs
 	}
 	parts := []any{c.Type, c.Legacy, c.Status, c.Scopes, c.RedirectURIs, p}
 	if c.DPoPBoundAccessTokens || c.RequirePAR {
 		parts = append(parts, c.DPoPBoundAccessTokens, c.RequirePAR)
+	}
+	if len(c.PostLogoutRedirectURIs) > 0 {
+		// Only when there are some: the revisions of other clients stay.
+		parts = append(parts, c.PostLogoutRedirectURIs)
 	}
 	b, _ := json.Marshal(parts)
 	h := sha256.Sum256(b)

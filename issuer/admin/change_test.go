@@ -361,3 +361,58 @@ func TestProtectionsOffOnlyByReview(t *testing.T) {
 		}
 	})
 }
+
+// TestPostLogoutURIsByReview: post-logout redirect URIs (OpenID Connect
+// RP-Initiated Logout) are reviewed like redirect URIs: the owner's new
+// one on an approved client waits, a removal applies at once, an
+// approval applies it; the operator's set applies at once (also over
+// the admin socket), and an empty list removes them all.
+func TestPostLogoutURIsByReview(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		addDev(t, e.svc)
+		id := approvedClient(t, e.svc).ClientID
+		const out1, out2 = "https://app.example/out", "https://app.example/out2"
+		stored := func() data.Client {
+			c, err := e.store.GetClient(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+
+		r := edit(t, e.svc, id, ClientEdit{PostLogoutRedirectURIs: []string{out1}})
+		if r.Applied || !r.Pending || !slices.Equal(r.Client.PendingChange.AddPostLogoutRedirectURIs, []string{out1}) ||
+			len(r.Client.PostLogoutRedirectURIs) != 0 || !slices.Equal(r.Client.PendingChange.PostLogoutRedirectURIs, []string{out1}) {
+			t.Fatalf("owner adds a post-logout URI: %+v", r)
+		}
+		if c := stored(); len(c.PostLogoutRedirectURIs) != 0 {
+			t.Fatalf("a pending post-logout URI is in force: %v", c.PostLogoutRedirectURIs)
+		}
+		v, err := e.svc.ApproveClient(t.Context(), id)
+		if err != nil || !slices.Equal(v.PostLogoutRedirectURIs, []string{out1}) || v.PendingChange != nil {
+			t.Fatalf("approve = %+v, %v", v, err)
+		}
+		// Removal applies at once; a mixed edit's addition waits.
+		r = edit(t, e.svc, id, ClientEdit{PostLogoutRedirectURIs: []string{out2}})
+		if !r.Applied || !r.Pending || len(stored().PostLogoutRedirectURIs) != 0 ||
+			!slices.Equal(r.Client.PendingChange.AddPostLogoutRedirectURIs, []string{out2}) {
+			t.Fatalf("replace: %+v, stored %v", r, stored().PostLogoutRedirectURIs)
+		}
+		// The operator: at once; the pending change loses what it granted.
+		v, err = e.svc.SetPostLogoutRedirectURIs(t.Context(), id, []string{out1, out2})
+		if err != nil || !slices.Equal(v.PostLogoutRedirectURIs, []string{out1, out2}) || v.PendingChange != nil {
+			t.Fatalf("operator set = %+v, %v", v, err)
+		}
+		if _, err := e.svc.SetPostLogoutRedirectURIs(t.Context(), id, []string{"http://app.example/out"}); !errors.Is(err, data.ErrInvalid) {
+			t.Fatalf("an http post-logout URI: %v; want ErrInvalid", err)
+		}
+		if v, err := e.svc.SetPostLogoutRedirectURIs(t.Context(), id, nil); err != nil || len(v.PostLogoutRedirectURIs) != 0 {
+			t.Fatalf("remove all = %+v, %v", v, err)
+		}
+		// The owner removes them all (an empty list, not "unchanged").
+		e.svc.SetPostLogoutRedirectURIs(t.Context(), id, []string{out1})
+		if r := edit(t, e.svc, id, ClientEdit{PostLogoutRedirectURIs: []string{}}); !r.Applied || len(stored().PostLogoutRedirectURIs) != 0 {
+			t.Fatalf("owner removes all: %+v", r)
+		}
+	})
+}

@@ -212,6 +212,12 @@ func (c *Client) SetRedirectURIs(ctx context.Context, id string, uris []string) 
 	return out, c.call(ctx, "clients/redirect-uris/set", request{ID: id, URIs: uris}, &out)
 }
 
+// SetPostLogoutRedirectURIs implements [Service.SetPostLogoutRedirectURIs].
+func (c *Client) SetPostLogoutRedirectURIs(ctx context.Context, id string, uris []string) (ClientView, error) {
+	var out ClientView
+	return out, c.call(ctx, "clients/post-logout-uris/set", request{ID: id, URIs: uris}, &out)
+}
+
 // SetClientOptions implements [Service.SetClientOptions].
 func (c *Client) SetClientOptions(ctx context.Context, id string, o ClientOptions) (ClientView, error) {
 	var out ClientView

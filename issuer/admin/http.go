@@ -133,6 +133,9 @@ var operations = map[string]operation{
 	"clients/redirect-uris/set": func(ctx context.Context, s Service, r request) (any, error) {
 		return s.SetRedirectURIs(ctx, r.ID, r.URIs)
 	},
+	"clients/post-logout-uris/set": func(ctx context.Context, s Service, r request) (any, error) {
+		return s.SetPostLogoutRedirectURIs(ctx, r.ID, r.URIs)
+	},
 	"clients/options/set": func(ctx context.Context, s Service, r request) (any, error) {
 		if r.Options == nil {
 			return nil, newError(data.ErrInvalid, "missing options")

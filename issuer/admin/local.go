@@ -400,6 +400,7 @@ func (l *Local) clientView(c data.Client, owners map[int64]data.User) ClientView
 	if v.RedirectURIs == nil {
 		v.RedirectURIs = []string{}
 	}
+	v.PostLogoutRedirectURIs = append([]string{}, c.PostLogoutRedirectURIs...)
 	if v.Scopes == nil {
 		v.Scopes = []string{}
 	}
@@ -685,6 +686,25 @@ func (l *Local) SetRedirectURIs(ctx context.Context, id string, uris []string) (
 		return ClientView{}, err
 	}
 	l.audit(ctx, "client_redirect_uris_set", "client_id", id)
+	return l.viewOne(ctx, c)
+}
+
+// SetPostLogoutRedirectURIs implements [Service.SetPostLogoutRedirectURIs]:
+// the operator's change applies at once (the operator is the reviewer); a
+// pending change loses what it already grants.
+func (l *Local) SetPostLogoutRedirectURIs(ctx context.Context, id string, uris []string) (ClientView, error) {
+	if len(uris) == 0 {
+		uris = nil
+	}
+	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
+		c.PostLogoutRedirectURIs = uris
+		c.Pending = tidyPending(c)
+		return c, nil
+	})
+	if err != nil {
+		return ClientView{}, err
+	}
+	l.audit(ctx, "client_post_logout_redirect_uris_set", "client_id", id, "post_logout_redirect_uris", strings.Join(uris, " "))
 	return l.viewOne(ctx, c)
 }
 

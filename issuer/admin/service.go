@@ -55,6 +55,11 @@ type Service interface {
 	SetScopes(ctx context.Context, id string, scopes []string) (ClientView, error)
 	ForceScopes(ctx context.Context, id string, scopes []string) (ClientView, error)
 	SetRedirectURIs(ctx context.Context, id string, uris []string) (ClientView, error)
+	// SetPostLogoutRedirectURIs is the operator's change of where the
+	// end-session endpoint may send the browser after a sign-out (OpenID
+	// Connect RP-Initiated Logout 1.0); it applies at once. An empty list
+	// removes them all.
+	SetPostLogoutRedirectURIs(ctx context.Context, id string, uris []string) (ClientView, error)
 	// SetClientOptions is the operator's change of a client's DPoP and
 	// PAR requirements (RFC 9449 §5.2, RFC 9126 §6): it applies at once,
 	// like SetScopes (the operator is the reviewer).
@@ -155,14 +160,17 @@ type ClientView struct {
 	Owner string `json:"owner"`
 	// UnclaimedOwner is, for an unclaimed client, the owner it was given
 	// (an email that named no user); no user is ever matched to it.
-	UnclaimedOwner string       `json:"unclaimed_owner,omitempty"`
-	ClientType     string       `json:"client_type"`
-	Status         string       `json:"status"`
-	RejectReason   string       `json:"reject_reason,omitempty"`
-	RedirectURIs   []string     `json:"redirect_uris"`
-	Scopes         []string     `json:"scopes"`
-	Legacy         bool         `json:"legacy"`
-	Secrets        []SecretView `json:"secrets"`
+	UnclaimedOwner string   `json:"unclaimed_owner,omitempty"`
+	ClientType     string   `json:"client_type"`
+	Status         string   `json:"status"`
+	RejectReason   string   `json:"reject_reason,omitempty"`
+	RedirectURIs   []string `json:"redirect_uris"`
+	// PostLogoutRedirectURIs are where the end-session endpoint may send
+	// the browser after a sign-out (OpenID Connect RP-Initiated Logout).
+	PostLogoutRedirectURIs []string     `json:"post_logout_redirect_uris"`
+	Scopes                 []string     `json:"scopes"`
+	Legacy                 bool         `json:"legacy"`
+	Secrets                []SecretView `json:"secrets"`
 	// DPoPBoundAccessTokens (RFC 9449 §5.2): every token request needs a
 	// DPoP proof. RequirePAR (RFC 9126 §6): authorization requests must be
 	// pushed first.
@@ -200,6 +208,9 @@ type ClientView struct {
 type ChangeView struct {
 	AddScopes       []string `json:"add_scopes"`
 	AddRedirectURIs []string `json:"add_redirect_uris"`
+	// AddPostLogoutRedirectURIs are post-logout redirect URIs the change
+	// adds (absent when none).
+	AddPostLogoutRedirectURIs []string `json:"add_post_logout_redirect_uris,omitempty"`
 	// ClientType is the type asked for; "" when the type stays.
 	ClientType string `json:"client_type,omitempty"`
 	// DropDPoPBoundAccessTokens and DropRequirePAR: the change turns the
@@ -208,12 +219,14 @@ type ChangeView struct {
 	DropRequirePAR            bool `json:"drop_require_pushed_authorization_requests,omitempty"`
 	// Scopes, RedirectURIs and ResultType are the client's settings once
 	// the change is approved.
-	Scopes       []string  `json:"scopes"`
-	RedirectURIs []string  `json:"redirect_uris"`
-	ResultType   string    `json:"result_client_type"`
-	ProposedBy   string    `json:"proposed_by"`
-	ProposedAt   time.Time `json:"proposed_at"`
-	RejectReason string    `json:"reject_reason,omitempty"`
+	Scopes       []string `json:"scopes"`
+	RedirectURIs []string `json:"redirect_uris"`
+	// PostLogoutRedirectURIs are the client's once approved.
+	PostLogoutRedirectURIs []string  `json:"post_logout_redirect_uris"`
+	ResultType             string    `json:"result_client_type"`
+	ProposedBy             string    `json:"proposed_by"`
+	ProposedAt             time.Time `json:"proposed_at"`
+	RejectReason           string    `json:"reject_reason,omitempty"`
 	// AllowedOrigins are the client's CORS origins once approved.
 	AllowedOrigins []string `json:"allowed_origins"`
 }
@@ -224,7 +237,11 @@ type ChangeView struct {
 type ClientEdit struct {
 	Scopes       []string `json:"scopes,omitempty"`
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
-	ClientType   string   `json:"client_type,omitempty"` // "confidential" or "public"
+	// PostLogoutRedirectURIs, when not nil, are the post-logout redirect
+	// URIs wanted (an empty list removes them all); a new one waits for
+	// review like a new redirect URI.
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	ClientType             string   `json:"client_type,omitempty"` // "confidential" or "public"
 	// Force migrates a legacy client although authorization requests
 	// without a scope parameter came recently (the owner confirmed).
 	Force bool `json:"force,omitempty"`
