@@ -27,13 +27,13 @@ type Record interface {
 func Normalize[R Record](r R) R {
 	switch p := any(&r).(type) {
 	case *User:
-		p.CreatedAt, p.DisabledAt = p.CreatedAt.UTC(), p.DisabledAt.UTC()
+		p.CreatedAt, p.DisabledAt, p.ProfileUpdatedAt = p.CreatedAt.UTC(), p.DisabledAt.UTC(), p.ProfileUpdatedAt.UTC()
 	case *Client:
 		*p = normalizeClient(*p)
 	case *AuthCode:
 		p.Hash = slices.Clone(p.Hash)
 		p.Scopes = slices.Clone(p.Scopes)
-		p.CreatedAt, p.ExpiresAt = p.CreatedAt.UTC(), p.ExpiresAt.UTC()
+		p.CreatedAt, p.ExpiresAt, p.AuthTime = p.CreatedAt.UTC(), p.ExpiresAt.UTC(), p.AuthTime.UTC()
 	case *Family:
 		p.Scopes = slices.Clone(p.Scopes)
 		p.TokenHash = slices.Clone(p.TokenHash)
@@ -41,13 +41,13 @@ func Normalize[R Record](r R) R {
 		p.PrevHash = cloneOmitEmpty(p.PrevHash)
 		p.LegacyHash = cloneOmitEmpty(p.LegacyHash)
 		p.CreatedAt, p.RotatedAt = p.CreatedAt.UTC(), p.RotatedAt.UTC()
-		p.ExpiresAt, p.AbsoluteExp = p.ExpiresAt.UTC(), p.AbsoluteExp.UTC()
+		p.ExpiresAt, p.AbsoluteExp, p.AuthTime = p.ExpiresAt.UTC(), p.AbsoluteExp.UTC(), p.AuthTime.UTC()
 	case *Grant:
 		p.Scopes = slices.Clone(p.Scopes)
 		p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	case *Session:
 		p.Hash = slices.Clone(p.Hash)
-		p.CreatedAt, p.ExpiresAt = p.CreatedAt.UTC(), p.ExpiresAt.UTC()
+		p.CreatedAt, p.ExpiresAt, p.AuthTime = p.CreatedAt.UTC(), p.ExpiresAt.UTC(), p.AuthTime.UTC()
 	case *SigningKey:
 		*p = normalizeKey(*p)
 	case *[]SigningKey:
@@ -73,6 +73,7 @@ func normalizeClient(c Client) Client {
 		c.Secrets[i] = normalizeSecret(c.Secrets[i])
 	}
 	c.Usage = omitEmpty(c.Usage)
+	c.PostLogoutRedirectURIs = omitEmpty(c.PostLogoutRedirectURIs)
 	c.Pending = normalizeChange(c.Pending)
 	c.RejectedChange = normalizeChange(c.RejectedChange)
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
@@ -86,6 +87,7 @@ func normalizeChange(p *ClientChange) *ClientChange {
 	}
 	p.AddScopes = omitEmpty(p.AddScopes)
 	p.AddRedirectURIs = omitEmpty(p.AddRedirectURIs)
+	p.AddPostLogoutRedirectURIs = omitEmpty(p.AddPostLogoutRedirectURIs)
 	if p.Secret != nil {
 		*p.Secret = normalizeSecret(*p.Secret)
 	}

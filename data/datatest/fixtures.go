@@ -154,9 +154,11 @@ func fullRecords() records {
 	approved.Secrets = []data.ClientSecret{secret("cs_a"), secret("cs_b")}
 	approved.Usage = []data.UsageDay{{Day: "2025-03-14", WithScope: 3, WithoutScope: 4}}
 	approved.DPoPBoundAccessTokens, approved.RequirePAR = true, true
+	approved.PostLogoutRedirectURIs = []string{"https://app.example.com/bye"}
 	approved.Pending = &data.ClientChange{
 		AddScopes: []string{"APPS_READ"}, AddRedirectURIs: []string{"https://app.example.com/other"},
-		DropDPoPBound: true, DropRequirePAR: true, ProposedBy: "user 1 (settings page)", ProposedAt: t0,
+		AddPostLogoutRedirectURIs: []string{"https://app.example.com/bye-other"},
+		DropDPoPBound:             true, DropRequirePAR: true, ProposedBy: "user 1 (settings page)", ProposedAt: t0,
 	}
 	approved.RejectedChange = &data.ClientChange{
 		AddScopes: []string{"APPS_WRITE"}, AddRedirectURIs: []string{"https://app.example.com/third"},
@@ -172,14 +174,16 @@ func fullRecords() records {
 
 	code := newCode("oauthd_ac_full", "full")
 	code.Unrestricted, code.Used, code.FamilyID = true, true, "fam-gone"
+	code.Nonce, code.AuthTime = "n-0S6_WzA2Mj", t0.Add(-time.Minute)
 	fam := newFamily("fam-full", "full", "rt-full")
 	fam.Unrestricted, fam.Generation, fam.Tagged, fam.JKT = true, 7, true, "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+	fam.AuthTime = t0.Add(-time.Minute)
 	fam.CodeHash, fam.PrevHash, fam.LegacyHash = data.AuthCodeKey("oauthd_ac_fresh"), data.Hash("rt-prev"), data.Hash("rt-legacy")
 	retired := newKey("k-retired", data.KeyRetired)
 	retired.Sealed, retired.ActivatedAt, retired.RetiredAt = true, t0, t0
 	return records{
 		Users: []data.User{
-			{ID: 1, Email: "a@example.com", Username: "a", Name: "A", TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", CreatedAt: t0, ExternalID: "ext-a"},
+			{ID: 1, Email: "a@example.com", Username: "a", Name: "A", TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", CreatedAt: t0, ExternalID: "ext-a", ProfileUpdatedAt: t0.Add(time.Hour)},
 			{ID: 2, Email: "b@example.com", Username: "b", Name: "B", CreatedAt: t0, Disabled: true, DisabledAt: t0},
 		},
 		Clients:   []data.Client{approved, rejected, public},
@@ -187,7 +191,7 @@ func fullRecords() records {
 		Family:    fam,
 		FreshCode: newCode("oauthd_ac_fresh", "full"),
 		Grant:     data.Grant{UserID: 1, ClientID: "full", Scopes: []string{"BOOKING_READ"}, CreatedAt: t0, UpdatedAt: t0},
-		Session:   data.Session{Hash: data.Hash("ss-full"), UserID: 1, CSRF: "csrf-full", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		Session:   data.Session{Hash: data.Hash("ss-full"), UserID: 1, CSRF: "csrf-full", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), AuthTime: t0.Add(-time.Minute)},
 		Keys:      []data.SigningKey{retired, newKey("k-active", data.KeyActive)},
 	}
 }
