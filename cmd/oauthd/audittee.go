@@ -4,21 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-
-	"oauthd/data/postgres"
+	"time"
 )
 
+// auditStore keeps the audit records of every process (a shared
+// database's database.audit).
+type auditStore interface {
+	AppendAudit(ctx context.Context, at time.Time, event string, body []byte) error
+}
+
 // auditTee is a slog.Handler that passes records to next and also stores
-// every "audit" record (issuer/admin's audit trail) in the PostgreSQL
-// database, so that the records of every replica and of the command line
+// every "audit" record (issuer/admin's audit trail) in the database, so that the records of every replica and of the command line
 // are in one place. Audit records are stored whatever the log level.
 type auditTee struct {
 	next  slog.Handler
-	store *postgres.Store
+	store auditStore
 	attrs []slog.Attr
 }
 
-func newAuditTee(next slog.Handler, store *postgres.Store) slog.Handler {
+func newAuditTee(next slog.Handler, store auditStore) slog.Handler {
 	return &auditTee{next: next, store: store}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/oauthd/internal/loadgen"
-	"oauthd/data/postgres"
 )
 
 // Bounds of `oauthd bench`: it always stops by itself.
@@ -178,9 +177,9 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	defer os.RemoveAll(dir)
 	dbPath := filepath.Join(dir, "bench.db")
-	if postgres.IsURL(root.db) {
-		// On PostgreSQL the in-process server uses that database (its
-		// schema is migrated; the seeded user, client and grants stay).
+	if backendOf(root.db).shared {
+		// On a shared database the in-process server uses that database
+		// (its schema is migrated; the seeded user, client and grants stay).
 		dbPath = root.db
 	}
 	srv, err := startBenchServer(ctx, logger, dbPath)
@@ -216,8 +215,8 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, o.duration, loadgen.Progress{W: stderr, Every: o.progress})
 	rep.Target = "in-process " + srv.w.listenURL
-	if srv.w.pg != nil {
-		rep.Target += " on " + postgres.Redact(root.db)
+	if backendOf(root.db).shared {
+		rep.Target += " on " + redactDB(root.db)
 	}
 	rep.RSSMiB = loadgen.RSSMiB()
 	return o.print(stdout, rep)

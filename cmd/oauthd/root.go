@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,9 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"oauthd/data"
-	"oauthd/data/bolt"
-	"oauthd/data/postgres"
 	"oauthd/issuer/admin"
 	"oauthd/keys"
 )
@@ -152,8 +148,6 @@ func (o *rootOptions) masterKey() ([]byte, error) {
 	return k, nil
 }
 
-func (o *rootOptions) socketPath() string { return o.db + ".sock" }
-
 // connect returns the operator Service for the database: through the running
 // server's admin socket when one answers, otherwise by opening the file.
 // The returned close function must be called.
@@ -162,31 +156,20 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var store data.Store
-	if postgres.IsURL(o.db) {
-		// Any number of servers may run on the database: the CLI works
-		// on it directly, and its changes reach them by notification.
-		pg, err := postgres.Open(cmd.Context(), o.db, postgres.Options{Logger: logger, MaxConns: 4})
-		if err != nil {
-			return nil, nil, fmt.Errorf("open database %s: %w", postgres.Redact(o.db), err)
-		}
-		store = pg
-		logger = slog.New(newAuditTee(logger.Handler(), pg))
-	} else {
-		if c, err := admin.Dial(o.socketPath()); err == nil {
+	if sock := adminSocket(o.db); sock != "" {
+		// One process owns the database: a running server answers on
+		// its admin socket. On a shared database the CLI works on it
+		// directly, and its changes reach the servers by notification.
+		if c, err := admin.Dial(sock); err == nil {
 			return c, c.Close, nil
 		}
-		b, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger, MustExist: true})
-		if errors.Is(err, bolt.ErrNoDatabase) {
-			return nil, nil, noDatabase(o.db, err)
-		}
-		if errors.Is(err, bolt.ErrLocked) {
-			return nil, nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", o.db, o.socketPath())
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("open database %s: %w", o.db, err)
-		}
-		store = b
+	}
+	store, err := openDB(cmd.Context(), o.db, forCLI, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	if store.audit != nil {
+		logger = slog.New(newAuditTee(logger.Handler(), store.audit))
 	}
 	lk := &lazyKeys{open: func(ctx context.Context) (*keys.Manager, error) {
 		mk, err := o.masterKey()

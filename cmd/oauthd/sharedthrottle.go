@@ -8,33 +8,39 @@ import (
 	"sync"
 	"time"
 
-	"oauthd/data/postgres"
 	"oauthd/issuer/throttle"
 )
 
-// pgThrottle is the throttle.Store of the replicas on PostgreSQL: a
-// limiter's key is the row "NAME:" + the key's binary form in the
-// throttle table, and the announcements come from the change listener
-// (wired.follow calls learn).
-type pgThrottle struct {
-	pg *postgres.Store
+// throttleRows is where a database shared by replicas keeps the limiters'
+// failures: one counter per row, each failure announced to every replica
+// (a "throttle" change).
+type throttleRows interface {
+	// Load returns the state of each row.
+	Load(ctx context.Context, rows [][]byte) ([]int64, error)
+	// Fail charges each row whose budget (rules[i]) has room at now and
+	// returns the states after.
+	Fail(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, error)
+}
+
+// rowThrottle is the throttle.Store of the replicas on a shared database:
+// a limiter's key is the row "NAME:" + the key's binary form, and the
+// announcements come from the database's changes (wired.follow calls
+// learn).
+type rowThrottle struct {
+	rows throttleRows
 
 	mu     sync.RWMutex
 	follow map[string][]func(throttle.Key, int64)
 }
 
-func newPGThrottle(pg *postgres.Store) *pgThrottle {
-	return &pgThrottle{pg: pg, follow: map[string][]func(throttle.Key, int64){}}
-}
-
-// sharedThrottle is what serve's limiters share on PostgreSQL. The
+// sharedThrottle is what serve's limiters share on a shared database. The
 // secret their names are hashed with is derived from the refresh-token
 // key, which every replica loads from the database (and never stores
 // elsewhere).
-func sharedThrottle(pg *postgres.Store, refreshKey []byte) (*throttle.Shared, *pgThrottle) {
+func sharedThrottle(rows throttleRows, refreshKey []byte) (*throttle.Shared, *rowThrottle) {
 	m := hmac.New(sha256.New, refreshKey)
 	m.Write([]byte("oauthd throttle names"))
-	st := newPGThrottle(pg)
+	st := &rowThrottle{rows: rows, follow: map[string][]func(throttle.Key, int64){}}
 	return &throttle.Shared{Store: st, Secret: m.Sum(nil)}, st
 }
 
@@ -44,12 +50,12 @@ func throttleRow(limiter string, k throttle.Key) []byte {
 }
 
 // Load implements throttle.Store.
-func (p *pgThrottle) Load(ctx context.Context, limiter string, keys []throttle.StoredKey) error {
+func (p *rowThrottle) Load(ctx context.Context, limiter string, keys []throttle.StoredKey) error {
 	raw := make([][]byte, len(keys))
 	for i, k := range keys {
 		raw[i] = throttleRow(limiter, k.Key)
 	}
-	full, err := p.pg.ThrottleLoad(ctx, raw)
+	full, err := p.rows.Load(ctx, raw)
 	if err != nil {
 		return err
 	}
@@ -60,12 +66,12 @@ func (p *pgThrottle) Load(ctx context.Context, limiter string, keys []throttle.S
 }
 
 // Fail implements throttle.Store.
-func (p *pgThrottle) Fail(ctx context.Context, limiter string, now time.Time, keys []throttle.StoredKey) error {
-	tk := make([]postgres.ThrottleKey, len(keys))
+func (p *rowThrottle) Fail(ctx context.Context, limiter string, now time.Time, keys []throttle.StoredKey) error {
+	raw, rules := make([][]byte, len(keys)), make([]throttle.Rule, len(keys))
 	for i, k := range keys {
-		tk[i] = postgres.ThrottleKey{Key: throttleRow(limiter, k.Key), Rule: postgres.ThrottleRule{Burst: k.Rule.Burst, Every: k.Rule.Every}}
+		raw[i], rules[i] = throttleRow(limiter, k.Key), k.Rule
 	}
-	full, err := p.pg.ThrottleFail(ctx, now, tk)
+	full, err := p.rows.Fail(ctx, now, raw, rules)
 	if err != nil {
 		return err
 	}
@@ -76,19 +82,15 @@ func (p *pgThrottle) Fail(ctx context.Context, limiter string, now time.Time, ke
 }
 
 // Follow implements throttle.Store.
-func (p *pgThrottle) Follow(limiter string, learn func(throttle.Key, int64)) {
+func (p *rowThrottle) Follow(limiter string, learn func(throttle.Key, int64)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.follow[limiter] = append(p.follow[limiter], learn)
 }
 
-// learn passes an announced key (the ID of a "throttle" event) to its
-// limiter.
-func (p *pgThrottle) learn(id string) {
-	row, full, ok := postgres.ParseThrottleEvent(id)
-	if !ok {
-		return
-	}
+// learn passes an announced key (a "throttle" change's row and state)
+// to its limiter.
+func (p *rowThrottle) learn(row []byte, full int64) {
 	limiter, raw, ok := strings.Cut(string(row), ":")
 	var k throttle.Key
 	if !ok || k.UnmarshalBinary([]byte(raw)) != nil {
