@@ -129,3 +129,28 @@ func TestOneBackendBoundary(t *testing.T) {
 		}
 	}
 }
+
+// maxCmdLines bounds a non-test file of cmd (docs/DESIGN.md: one command
+// per file, wiring only): a longer one holds more than one subject.
+const maxCmdLines = 300
+
+// TestCmdFilesShort fails on a non-test file of cmd longer than
+// maxCmdLines.
+func TestCmdFilesShort(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(b), "\n"); n > maxCmdLines {
+			t.Errorf("%s has %d lines; split it by subject to at most %d", path, n, maxCmdLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
