@@ -24,6 +24,7 @@ import (
 	"oauthd/data/bolt"
 	"oauthd/data/memory"
 	"oauthd/data/postgres"
+	"oauthd/issuer/admin"
 	"oauthd/issuer/throttle"
 )
 
@@ -75,10 +76,10 @@ type database struct {
 	collectors []prometheus.Collector // its metrics
 	// audit also stores the audit records (every process's in one place),
 	// or is nil.
-	audit auditStore
+	audit admin.AuditStore
 	// throttle shares the limiters' failures between replicas, or is nil:
 	// each process counts alone.
-	throttle throttleRows
+	throttle throttle.Rows
 	// follow calls fn with every change other processes make, until ctx
 	// is done; nil: no other process changes the database.
 	follow func(ctx context.Context, fn func(context.Context, change))

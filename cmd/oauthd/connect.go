@@ -37,7 +37,7 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 		return nil, nil, err
 	}
 	if store.audit != nil {
-		logger = slog.New(newAuditTee(logger.Handler(), store.audit))
+		logger = slog.New(admin.TeeAudit(logger.Handler(), store.audit))
 	}
 	lk := &lazyKeys{open: func(ctx context.Context) (*keys.Manager, error) {
 		mk, err := o.masterKey()

@@ -106,7 +106,7 @@ func (w *wired) follow(ctx context.Context, logger *slog.Logger) {
 	w.db.follow(ctx, func(ctx context.Context, c change) {
 		if c.Kind == "throttle" {
 			if w.throttle != nil {
-				w.throttle.learn(c.Row, c.Full)
+				w.throttle.Learn(c.Row, c.Full)
 			}
 			return
 		}

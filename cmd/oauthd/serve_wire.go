@@ -37,7 +37,7 @@ type wired struct {
 	iss                  *issuer.Server
 	guard                *guard.Guard
 	local                *admin.Local
-	throttle             *rowThrottle // on a shared database: the limiters' shared failures, or nil
+	throttle             *throttle.RowStore // on a shared database: the limiters' shared failures, or nil
 	e                    *echo.Echo
 	ln                   net.Listener
 	listenURL, base, app string
@@ -129,7 +129,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	me.Bind(iss)
 	adminLog := logger
 	if db.audit != nil {
-		adminLog = slog.New(newAuditTee(logger.Handler(), db.audit))
+		adminLog = slog.New(admin.TeeAudit(logger.Handler(), db.audit))
 	}
 	w.local = admin.NewLocal(store, km, adminLog, now)
 	ho, err := o.handover(ctx, base)
