@@ -1,7 +1,13 @@
 package main
 
 import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -68,4 +74,83 @@ func reverse(s []string) []string {
 		r[len(s)-1-i] = v
 	}
 	return r
+}
+
+// backendPackages are the packages that hold a backend (a data.Store over
+// a database). data/cache wraps one and is not one.
+var backendPackages = map[string]bool{"oauthd/data/bolt": true, "oauthd/data/postgres": true, "oauthd/data/memory": true}
+
+// TestOneBackendBoundary fails when a non-test file of cmd other than
+// cmd/oauthd/backend.go imports a backend package (docs/DESIGN.md "One
+// backend boundary"), and when a package of data/ implements data.Store
+// without being listed here as a backend (or being the cache).
+func TestOneBackendBoundary(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if backendPackages[p] && filepath.ToSlash(path) != "../oauthd/backend.go" {
+				t.Errorf("%s imports %s: only cmd/oauthd/backend.go knows the backends; open the database with openDB and use what it offers", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 30 {
+		t.Fatalf("read %d files of cmd; want all of them", files)
+	}
+
+	impl, err := filepath.Glob("../../data/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range impl {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg := "oauthd/data/" + filepath.Base(filepath.Dir(path))
+		if strings.Contains(string(b), "var _ data.Store = ") && !backendPackages[pkg] && pkg != "oauthd/data/cache" {
+			t.Errorf("%s implements data.Store: add it to backendPackages (and its opener to cmd/oauthd/backend.go)", pkg)
+		}
+	}
+}
+
+// maxCmdLines bounds a non-test file of cmd (docs/DESIGN.md: one command
+// per file, wiring only): a longer one holds more than one subject.
+const maxCmdLines = 300
+
+// TestCmdFilesShort fails on a non-test file of cmd longer than
+// maxCmdLines.
+func TestCmdFilesShort(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(b), "\n"); n > maxCmdLines {
+			t.Errorf("%s has %d lines; split it by subject to at most %d", path, n, maxCmdLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -9,14 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/oauthd/internal/loadgen"
-	"oauthd/data/postgres"
 )
 
 // Bounds of `oauthd bench`: it always stops by itself.
@@ -178,9 +176,9 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	defer os.RemoveAll(dir)
 	dbPath := filepath.Join(dir, "bench.db")
-	if postgres.IsURL(root.db) {
-		// On PostgreSQL the in-process server uses that database (its
-		// schema is migrated; the seeded user, client and grants stay).
+	if backendOf(root.db).shared {
+		// On a shared database the in-process server uses that database
+		// (its schema is migrated; the seeded user, client and grants stay).
 		dbPath = root.db
 	}
 	srv, err := startBenchServer(ctx, logger, dbPath)
@@ -216,8 +214,8 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
 	rep.Target = "in-process " + srv.w.listenURL
-	if srv.w.pg != nil {
-		rep.Target += " on " + postgres.Redact(root.db)
+	if backendOf(root.db).shared {
+		rep.Target += " on " + redactDB(root.db)
 	}
 	rep.RSSMiB = loadgen.RSSMiB()
 	return o.print(stdout, rep)
@@ -245,69 +243,4 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
-}
-
-// runTarget drives a running server with tokens from o.tokens and writes
-// the live chains' newest tokens back to it.
-func (o *benchOptions) runTarget(ctx context.Context, stdout, stderr io.Writer) error {
-	if err := loadgen.CheckLoopback(ctx, o.target); err != nil {
-		return fmt.Errorf("--target %q: %w", o.target, err)
-	}
-	toks, err := loadgen.ReadTokens(o.tokens)
-	if err != nil {
-		return err
-	}
-	if len(toks) < o.concurrency {
-		return fmt.Errorf("%s has %d tokens; --concurrency %d needs at least that many (seed more with --emit-tokens --grants N)", o.tokens, len(toks), o.concurrency)
-	}
-	hc := loadgen.NewHTTPClient(o.concurrency)
-	defer hc.CloseIdleConnections()
-	ep := loadgen.Endpoint{HTTP: hc, TokenURL: o.target, ClientID: o.clientID, ClientSecret: o.clientSecret}
-	rep, live, _ := ep.Refresh(ctx, toks[:o.concurrency], o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
-	rep.Target = o.target
-	// Unused lines are kept; dead chains dropped.
-	if err := loadgen.WriteTokens(o.tokens, append(live, toks[o.concurrency:]...)); err != nil {
-		return err
-	}
-	return o.print(stdout, rep)
-}
-
-// emitReport is what --emit-tokens prints.
-type emitReport struct {
-	ClientID     string `json:"client_id"`
-	ClientSecret string `json:"client_secret"`
-	TokensFile   string `json:"tokens_file"`
-	Grants       int    `json:"grants"`
-	DB           string `json:"db"`
-}
-
-// runEmit seeds grants into --db through an in-process server and writes
-// the refresh tokens.
-func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *rootOptions, stdout io.Writer) error {
-	n := o.grants
-	if n == 0 {
-		n = o.concurrency
-	}
-	mk, err := root.masterKey()
-	if err != nil {
-		return err
-	}
-	s, err := serveBench(ctx, logger, root.db, mk, 4)
-	if err != nil {
-		return err
-	}
-	seededGrants, err := seedBench(ctx, s, n)
-	s.stop(ctx, logger)
-	if err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if err := loadgen.WriteTokens(o.emitTokens, seededGrants.tokens); err != nil {
-		return err
-	}
-	rep := emitReport{ClientID: seededGrants.clientID, ClientSecret: seededGrants.clientSecret, TokensFile: o.emitTokens, Grants: n, DB: root.db}
-	if o.json {
-		return printJSON(stdout, rep)
-	}
-	return fields(stdout, "client_id", rep.ClientID, "client_secret", rep.ClientSecret, "tokens_file", rep.TokensFile,
-		"grants", strconv.Itoa(n), "db", rep.DB)
 }

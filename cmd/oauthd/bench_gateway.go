@@ -14,7 +14,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"oauthd/cmd/oauthd/internal/loadgen"
-	"oauthd/data/memory"
 	"oauthd/keys"
 	"oauthd/keys/guard"
 )
@@ -27,7 +26,7 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 	logger := slog.New(slog.DiscardHandler)
 
 	// The issuer: a key manager as serve has it, its JWKS on loopback.
-	km, err := keys.New(ctx, keys.Config{Store: memory.New()})
+	km, err := keys.New(ctx, keys.Config{Store: scratchStore()})
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}

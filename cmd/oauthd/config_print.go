@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"oauthd/data/postgres"
 )
 
 // configuredCommands are the commands whose settings a file holds, in the
@@ -151,8 +149,8 @@ func shownValue(f *pflag.Flag) any {
 // maskURL replaces the password of a URL (and a PostgreSQL URL's password
 // parameters).
 func maskURL(v string) string {
-	if postgres.IsURL(v) {
-		return postgres.Redact(v)
+	if r := redactDB(v); r != v {
+		return r
 	}
 	u, err := url.Parse(v)
 	if err != nil || u.User == nil {

@@ -1,24 +1,15 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"oauthd/data"
-	"oauthd/data/bolt"
-	"oauthd/data/postgres"
-	"oauthd/issuer/admin"
 	"oauthd/keys"
 )
 
@@ -151,129 +142,4 @@ func (o *rootOptions) masterKey() ([]byte, error) {
 		return nil, fmt.Errorf("the master key in %s is not usable (%w); generate one with `openssl rand -hex 32`", from, err)
 	}
 	return k, nil
-}
-
-func (o *rootOptions) socketPath() string { return o.db + ".sock" }
-
-// connect returns the operator Service for the database: through the running
-// server's admin socket when one answers, otherwise by opening the file.
-// The returned close function must be called.
-func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, error) {
-	logger, err := o.logger(cmd, slog.LevelWarn)
-	if err != nil {
-		return nil, nil, err
-	}
-	var store data.Store
-	if postgres.IsURL(o.db) {
-		// Any number of servers may run on the database: the CLI works
-		// on it directly, and its changes reach them by notification.
-		pg, err := postgres.Open(cmd.Context(), o.db, postgres.Options{Logger: logger, MaxConns: 4})
-		if err != nil {
-			return nil, nil, fmt.Errorf("open database %s: %w", postgres.Redact(o.db), err)
-		}
-		store = pg
-		logger = slog.New(newAuditTee(logger.Handler(), pg))
-	} else {
-		if c, err := admin.Dial(o.socketPath()); err == nil {
-			return c, c.Close, nil
-		}
-		b, err := bolt.Open(o.db, bolt.Options{Timeout: time.Second, Logger: logger, MustExist: true, ReadOnly: isReadOnly(cmd)})
-		if errors.Is(err, bolt.ErrNoDatabase) {
-			return nil, nil, noDatabase(o.db, err)
-		}
-		if errors.Is(err, bolt.ErrLocked) {
-			return nil, nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", o.db, o.socketPath())
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("open database %s: %w", o.db, err)
-		}
-		store = b
-	}
-	lk := &lazyKeys{store: store, open: func(ctx context.Context) (*keys.Manager, error) {
-		mk, err := o.masterKey()
-		if err != nil {
-			return nil, err
-		}
-		return keys.New(ctx, keys.Config{Store: store, Logger: logger, MasterKey: mk})
-	}}
-	local := admin.NewLocal(store, lk, logger, time.Now).WithActor(admin.Actor{Via: "cli", UID: os.Getuid(), PID: os.Getpid()})
-	return local, store.Close, nil
-}
-
-// noDatabase is the error of a command other than serve on a missing or
-// empty database: it names the path it tried and how to point elsewhere.
-// Only serve creates a database.
-func noDatabase(db string, err error) error {
-	where := db
-	if abs, aerr := filepath.Abs(db); aerr == nil && abs != db {
-		where = fmt.Sprintf("%s (%s)", db, abs)
-	}
-	why := "it was never set up by `oauthd serve`"
-	if fi, serr := os.Stat(db); serr != nil {
-		why = "the file does not exist"
-	} else if fi.Size() == 0 {
-		why = "the file is empty"
-	}
-	return &messageError{err: err, msg: fmt.Sprintf("there is no oauthd database at %s: %s. Pass --db PATH or set OAUTHD_DB to use another one; "+
-		"`oauthd serve --db PATH` creates a new database on its first start (no other command creates one)", where, why)}
-}
-
-// messageError is an error with its own sentence that still unwraps to
-// the cause (for errors.Is).
-type messageError struct {
-	msg string
-	err error
-}
-
-func (e *messageError) Error() string { return e.msg }
-func (e *messageError) Unwrap() error { return e.err }
-
-// lazyKeys builds the key manager on first use, so that commands that do not
-// touch keys work without the master key.
-type lazyKeys struct {
-	store data.Store
-	open  func(context.Context) (*keys.Manager, error)
-	once  sync.Once
-	m     *keys.Manager
-	err   error
-}
-
-func (l *lazyKeys) get(ctx context.Context) (*keys.Manager, error) {
-	l.once.Do(func() { l.m, l.err = l.open(ctx) })
-	return l.m, l.err
-}
-
-// List reads the keys without a manager: keys.New would create them on
-// a database that has none, and listing never writes.
-func (l *lazyKeys) List(ctx context.Context) ([]keys.Info, error) {
-	return keys.List(ctx, l.store)
-}
-
-func (l *lazyKeys) Rotate(ctx context.Context, alg string) (keys.RotateResult, error) {
-	m, err := l.get(ctx)
-	if err != nil {
-		return keys.RotateResult{}, err
-	}
-	return m.Rotate(ctx, alg)
-}
-
-func (l *lazyKeys) Revoke(ctx context.Context, kid string) error {
-	m, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return m.Revoke(ctx, kid)
-}
-
-// withService runs fn with the Service and closes it afterwards.
-func (o *rootOptions) withService(cmd *cobra.Command, fn func(ctx context.Context, svc admin.Service) error) error {
-	svc, closeFn, err := o.connect(cmd)
-	if err != nil {
-		return err
-	}
-	err = fn(cmd.Context(), svc)
-	if cerr := closeFn(); cerr != nil && err == nil {
-		err = fmt.Errorf("close database: %w", cerr)
-	}
-	return err
 }

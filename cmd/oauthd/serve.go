@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/data/password"
-	"oauthd/data/postgres"
 	"oauthd/issuer/admin"
 )
 
@@ -90,12 +89,11 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		printDemo(cmd.OutOrStdout(), d)
 	}
 
-	if w.pg == nil {
+	if sockPath := adminSocket(root.db); sockPath != "" {
 		// The admin socket first: once /readyz answers, the CLI can
 		// reach the server too (a CLI call in between would find the
-		// file locked and no socket). On PostgreSQL the CLI works on
-		// the database directly and there is no socket.
-		sockPath := root.socketPath()
+		// file locked and no socket). On a shared database the CLI
+		// works on the database directly and there is no socket.
 		adminLn, err := admin.Listen(sockPath)
 		if err != nil {
 			return err
@@ -114,14 +112,10 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { km.Run(loopCtx) })
-	if w.pg != nil {
-		wg.Go(func() { w.follow(loopCtx, logger, postgres.ListenOptions{}) })
+	if w.db.follow != nil {
+		wg.Go(func() { w.follow(loopCtx, logger) })
 	}
-	var throttleGC func(context.Context, time.Time) (int, error)
-	if w.pg != nil {
-		throttleGC = w.pg.ThrottleGC
-	}
-	wg.Go(func() { gcLoop(loopCtx, logger, store, throttleGC) })
+	wg.Go(func() { gcLoop(loopCtx, logger, store, w.db.gc) })
 
 	select {
 	case <-ctx.Done():

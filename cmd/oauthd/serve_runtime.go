@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,10 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"oauthd/data"
-	"oauthd/data/bolt"
 	"oauthd/data/password"
 	"oauthd/issuer"
 )
@@ -99,27 +97,26 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store, throttle
 	}
 }
 
-// registerStoreMetrics exports the group committer's counters: the mean
-// batch is ops/commits, the mean commit latency seconds/commits.
-func registerStoreMetrics(reg prometheus.Registerer, db *bolt.Store) {
-	counter := func(name, help string, f func(bolt.CommitStats) float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return f(db.CommitStats()) })
-	}
-	reg.MustRegister(
-		counter("oauthd_store_commits_total", "Batches of writes run by the group committer.",
-			func(s bolt.CommitStats) float64 { return float64(s.Commits) }),
-		counter("oauthd_store_committed_writes_total", "Writes carried by those batches.",
-			func(s bolt.CommitStats) float64 { return float64(s.Ops) }),
-		counter("oauthd_store_commit_seconds_total", "Time from the start of those batches to their answers, fsyncs included.",
-			func(s bolt.CommitStats) float64 { return s.Time.Seconds() }),
-		counter("oauthd_store_wal_syncs_total", "fdatasyncs of the write-ahead log.",
-			func(s bolt.CommitStats) float64 { return float64(s.Syncs) }),
-		counter("oauthd_store_wal_sync_seconds_total", "Time spent in them.",
-			func(s bolt.CommitStats) float64 { return s.SyncTime.Seconds() }),
-		counter("oauthd_store_checkpoints_total", "Copies of the write-ahead log into the database file.",
-			func(s bolt.CommitStats) float64 { return float64(s.Checkpoints) }),
-		counter("oauthd_store_checkpoint_seconds_total", "Time spent in them; the group committer answers no write meanwhile.",
-			func(s bolt.CommitStats) float64 { return s.CheckpointTime.Seconds() }),
-	)
+// follow applies the changes other processes make to the database to
+// this replica's caches until ctx is done: a client change drops the cached
+// clients, a key-set change reloads the keys, and a reset (the feed
+// connected or reconnected, or the periodic resync is due) does both.
+// Grants and families are not cached, so their changes need nothing here.
+func (w *wired) follow(ctx context.Context, logger *slog.Logger) {
+	w.db.follow(ctx, func(ctx context.Context, c change) {
+		if c.Kind == "throttle" {
+			if w.throttle != nil {
+				w.throttle.Learn(c.Row, c.Full)
+			}
+			return
+		}
+		if c.Reset || c.Kind == "client" {
+			w.store.Invalidate()
+		}
+		if c.Reset || c.Kind == "keys" {
+			if err := w.km.Reload(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				logger.ErrorContext(ctx, "reload signing keys after a change", "err", err)
+			}
+		}
+	})
 }

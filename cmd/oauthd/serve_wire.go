@@ -19,10 +19,7 @@ import (
 	"oauthd/consent"
 	"oauthd/consent/handover"
 	"oauthd/consent/settings"
-	"oauthd/data"
-	"oauthd/data/bolt"
 	"oauthd/data/cache"
-	"oauthd/data/postgres"
 	"oauthd/issuer"
 	"oauthd/issuer/admin"
 	"oauthd/issuer/throttle"
@@ -34,14 +31,13 @@ import (
 // wired is a server wired as `serve` runs it, listening but not yet
 // serving: serve and bench both start from it.
 type wired struct {
-	bolt                 *bolt.Store     // the bbolt backend, or nil
-	pg                   *postgres.Store // the PostgreSQL backend, or nil
-	store                *cache.Store    // the backend with client records cached; every write of this process goes through it
+	db                   *database    // the opened --db
+	store                *cache.Store // the backend with client records cached; every write of this process goes through it
 	km                   *keys.Manager
 	iss                  *issuer.Server
 	guard                *guard.Guard
 	local                *admin.Local
-	throttle             *pgThrottle // on PostgreSQL: the limiters' shared failures, or nil
+	throttle             *throttle.RowStore // on a shared database: the limiters' shared failures, or nil
 	e                    *echo.Echo
 	ln                   net.Listener
 	listenURL, base, app string
@@ -72,25 +68,12 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	app := strings.TrimSuffix(cmp.Or(o.appURL, w.listenURL), "/")
 	w.base, w.app = base, app
 
-	var db data.Store
-	if postgres.IsURL(dbPath) {
-		// Replicas that start together migrate once (advisory lock).
-		w.pg, err = postgres.Open(ctx, dbPath, postgres.Options{Migrate: true, Logger: logger})
-		if err != nil {
-			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(dbPath), err)
-		}
-		db = w.pg
-	} else {
-		w.bolt, err = bolt.Open(dbPath, bolt.Options{Timeout: time.Second, Logger: logger})
-		if errors.Is(err, bolt.ErrLocked) {
-			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("open database %s: %w", dbPath, err)
-		}
-		db = w.bolt
+	db, err := openDB(ctx, dbPath, forServe, logger)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { // db, not w.bolt: an error return sets w to nil
+	w.db = db
+	defer func() {
 		if err != nil {
 			db.Close()
 		}
@@ -123,11 +106,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.guard = g
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if w.bolt != nil {
-		registerStoreMetrics(reg, w.bolt)
-	} else {
-		registerPoolMetrics(reg, w.pg)
-	}
+	reg.MustRegister(db.collectors...)
 	// /v2/me has its own guard, whose verifier also checks the token's
 	// grant (bound to the issuer once it exists): a revoked token is 401
 	// there whatever its scopes.
@@ -135,9 +114,9 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	meGuard := guard.New(guard.Config{Verifier: me, Table: guard.DefaultTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	uiGuard := guard.New(guard.Config{Verifier: me, Table: issuer.UserinfoTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	registerTokenCacheMetrics(reg, v)
-	var shared *throttle.Shared // nil on bbolt: one process counts alone
-	if w.pg != nil {
-		shared, w.throttle = sharedThrottle(w.pg, km.RefreshTokenKey())
+	var shared *throttle.Shared // nil: one process counts alone
+	if db.throttle != nil {
+		shared, w.throttle = sharedThrottle(db.throttle, km.RefreshTokenKey())
 	}
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), UserinfoAuth: uiGuard.Echo(), Logger: logger, Registerer: reg,
@@ -150,8 +129,8 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.iss = iss
 	me.Bind(iss)
 	adminLog := logger
-	if w.pg != nil {
-		adminLog = slog.New(newAuditTee(logger.Handler(), w.pg))
+	if db.audit != nil {
+		adminLog = slog.New(admin.TeeAudit(logger.Handler(), db.audit))
 	}
 	w.local = admin.NewLocal(store, km, adminLog, now)
 	ho, err := o.handover(ctx, base)

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
-
-	"oauthd/data/postgres"
 )
 
 func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
@@ -16,16 +14,17 @@ func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
 		Short: "Create or upgrade the PostgreSQL schema (serve also does it at start, under the same lock)",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !postgres.IsURL(root.db) {
+			b := backendOf(root.db)
+			if b.migrate == nil {
 				return fmt.Errorf("--db %s is a bbolt file, which needs no migration; pass a postgres:// URL", root.db)
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			from, to, err := postgres.Migrate(cmd.Context(), root.db, logger)
+			from, to, err := b.migrate(cmd.Context(), root.db, logger)
 			if err != nil {
-				return fmt.Errorf("migrate %s: %w", postgres.Redact(root.db), err)
+				return fmt.Errorf("migrate %s: %w", redactDB(root.db), err)
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]int{"from_version": from, "to_version": to})

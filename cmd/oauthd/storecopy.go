@@ -5,18 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"oauthd/data"
-	"oauthd/data/bolt"
-	"oauthd/data/postgres"
 )
 
-// copyEnd is one side of `oauthd store copy`: a bbolt file or a PostgreSQL
-// database.
+// copyEnd is what `oauthd store copy` needs of a store.
 type copyEnd interface {
 	Export(ctx context.Context) (data.Dump, error)
 	Import(ctx context.Context, d data.Dump) error
@@ -62,7 +57,7 @@ A bbolt --from must not be in use: stop its server first. A PostgreSQL
 				return err
 			}
 			ctx := cmd.Context()
-			src, err := openCopyEnd(ctx, logger, from, false)
+			src, err := openCopyEnd(ctx, logger, from, forCopyFrom)
 			if err != nil {
 				return fmt.Errorf("--from: %w", err)
 			}
@@ -71,19 +66,14 @@ A bbolt --from must not be in use: stop its server first. A PostgreSQL
 			if err != nil {
 				return fmt.Errorf("read %s: %w", redactDB(from), err)
 			}
-			if !postgres.IsURL(to) {
-				if _, err := os.Stat(to); err == nil {
-					return fmt.Errorf("--to %s exists; copy into a new file", to)
-				}
-			}
-			dst, err := openCopyEnd(ctx, logger, to, true)
+			dst, err := openCopyEnd(ctx, logger, to, forCopyTo)
 			if err != nil {
 				return fmt.Errorf("--to: %w", err)
 			}
 			if err := dst.Import(ctx, d); err != nil {
 				dst.Close()
-				if !postgres.IsURL(to) && !errors.Is(err, bolt.ErrNotEmpty) {
-					os.Remove(to) // half-filled, and new: we made it
+				if dst.discard != nil {
+					dst.discard(err)
 				}
 				return fmt.Errorf("write %s: %w", redactDB(to), err)
 			}
@@ -106,27 +96,24 @@ A bbolt --from must not be in use: stop its server first. A PostgreSQL
 	return cmd
 }
 
-// openCopyEnd opens db; target creates it (a bbolt file, or the PostgreSQL
-// schema).
-func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, target bool) (copyEnd, error) {
-	if postgres.IsURL(db) {
-		s, err := postgres.Open(ctx, db, postgres.Options{Migrate: target, Logger: logger, MaxConns: 4})
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", postgres.Redact(db), err)
-		}
-		return s, nil
-	}
-	if !target {
-		if _, err := os.Stat(db); err != nil {
-			return nil, fmt.Errorf("open %s: %w", db, err)
-		}
-	}
-	s, err := bolt.Open(db, bolt.Options{Timeout: time.Second, Logger: logger})
-	if errors.Is(err, bolt.ErrLocked) {
-		return nil, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
-	}
+// openCopyEnd opens one side of the copy.
+func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, mode openMode) (*copyDB, error) {
+	d, err := openDB(ctx, db, mode, logger)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", db, err)
+		return nil, err
 	}
-	return s, nil
+	c, ok := d.Store.(copyEnd)
+	if !ok {
+		d.Close()
+		return nil, fmt.Errorf("%s cannot be copied: its backend has no export", redactDB(db))
+	}
+	return &copyDB{copyEnd: c, database: d}, nil
 }
+
+// copyDB is an opened side of the copy.
+type copyDB struct {
+	copyEnd
+	*database
+}
+
+func (c *copyDB) Close() error { return c.copyEnd.Close() }

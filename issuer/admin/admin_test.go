@@ -69,7 +69,7 @@ func both(t *testing.T, fn func(t *testing.T, e env)) {
 	})
 }
 
-func serveSocket(t *testing.T, h http.Handler) *Client {
+func serveSocket(t *testing.T, h http.Handler) *SocketClient {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "admin") // short: socket paths are limited to ~100 bytes
 	if err != nil {

@@ -6,7 +6,7 @@
 // slice of data.Store it uses) and a key manager (the server's own, or one
 // the CLI builds when no server runs);
 // [Handler] serves a Service as JSON over HTTP on the admin Unix socket beside
-// the database file ([Listen] opens it, mode 0600), and [Client] (from [Dial]) implements the same Service
+// the database file ([Listen] opens it, mode 0600), and [SocketClient] (from [Dial]) implements the same Service
 // over that socket, so a change made through the CLI takes effect in a running
 // server at once. Errors cross the socket as a kind plus a message and come
 // back wrapping the same data sentinels (data.ErrNotFound, ...), so callers

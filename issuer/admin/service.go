@@ -8,7 +8,7 @@ import (
 	"oauthd/keys"
 )
 
-// Service is everything the operator can do. [Local] and [Client] implement it.
+// Service is everything the operator can do. [Local] and [SocketClient] implement it.
 type Service interface {
 	AddUser(ctx context.Context, u NewUser) (UserView, error)
 	ListUsers(ctx context.Context) ([]UserView, error)

@@ -1,24 +1,31 @@
-package main
+package admin
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
-
-	"oauthd/data/postgres"
+	"time"
 )
 
+// AuditStore keeps the audit records of every process (a database
+// shared by replicas and the command line).
+type AuditStore interface {
+	AppendAudit(ctx context.Context, at time.Time, event string, body []byte) error
+}
+
 // auditTee is a slog.Handler that passes records to next and also stores
-// every "audit" record (issuer/admin's audit trail) in the PostgreSQL
-// database, so that the records of every replica and of the command line
-// are in one place. Audit records are stored whatever the log level.
+// every "audit" record (the audit trail of [Local]) in the database, so
+// that the records of every replica and of the command line are in one
+// place. Audit records are stored whatever the log level.
 type auditTee struct {
 	next  slog.Handler
-	store *postgres.Store
+	store AuditStore
 	attrs []slog.Attr
 }
 
-func newAuditTee(next slog.Handler, store *postgres.Store) slog.Handler {
+// TeeAudit returns a handler that passes records to next and also
+// stores every "audit" record in store, whatever the log level.
+func TeeAudit(next slog.Handler, store AuditStore) slog.Handler {
 	return &auditTee{next: next, store: store}
 }
 

@@ -1,0 +1,211 @@
+package main
+
+// The one backend boundary (docs/DESIGN.md "One backend boundary"): this is
+// the only file of cmd that imports a backend package or knows which one
+// runs. Every command opens --db with openDB and uses what the database
+// offers (metrics, audit trail, shared throttle, change feed) without
+// asking which backend it is. TestOneBackendBoundary keeps it so.
+//
+// To add a backend: give its package an Open, write its entry below
+// (schemes, its opener) and run data/datatest's suite in its package.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"oauthd/data"
+	"oauthd/data/bolt"
+	"oauthd/data/memory"
+	"oauthd/data/postgres"
+	"oauthd/issuer/admin"
+	"oauthd/issuer/throttle"
+)
+
+// backend is a kind of database --db may name.
+type backend struct {
+	// shared: any number of processes use the database at once (a
+	// database server). The CLI opens it itself and its changes reach the
+	// servers by notification; bench runs on it. Otherwise one process
+	// owns it (a file): serve listens on an admin socket beside it, the
+	// CLI talks to that server, and bench runs on a temporary one.
+	shared bool
+	// redact is a --db for messages and logs: no password.
+	redact func(db string) string
+	open   func(ctx context.Context, db string, mode openMode, logger *slog.Logger) (*database, error)
+	// migrate creates or upgrades the schema; nil: the backend needs none.
+	migrate func(ctx context.Context, db string, logger *slog.Logger) (from, to int, err error)
+}
+
+// schemes maps the scheme of a --db URL to its backend. Any other --db is
+// a bbolt file (fileBackend).
+var schemes = map[string]*backend{"postgres": &pgBackend, "postgresql": &pgBackend}
+
+var fileBackend = &boltBackend
+
+// backendOf is the backend --db names.
+func backendOf(db string) *backend {
+	if scheme, _, ok := strings.Cut(db, "://"); ok {
+		if b, ok := schemes[scheme]; ok {
+			return b
+		}
+	}
+	return fileBackend
+}
+
+// openMode is what a command opens the database for.
+type openMode int
+
+const (
+	forServe    openMode = iota // serve and bench: created or migrated when needed, tuned for serving
+	forCLI                      // an operator command: must exist; a small pool
+	forCLIRead                  // an operator command that only reads (list, show): as forCLI, and opened read-only where the backend can
+	forCopyFrom                 // store copy's --from: must exist
+	forCopyTo                   // store copy's --to: new or empty; created
+)
+
+// database is an opened --db and what its backend offers besides the
+// records.
+type database struct {
+	data.Store
+	collectors []prometheus.Collector // its metrics
+	// audit also stores the audit records (every process's in one place),
+	// or is nil.
+	audit admin.AuditStore
+	// throttle shares the limiters' failures between replicas, or is nil:
+	// each process counts alone.
+	throttle throttle.Rows
+	// follow calls fn with every change other processes make, until ctx
+	// is done; nil: no other process changes the database.
+	follow func(ctx context.Context, fn func(context.Context, change))
+	// gc removes the backend's own expired records, or is nil.
+	gc func(ctx context.Context, now time.Time) (int, error)
+	// discard removes what open made after a failed store copy (err);
+	// nil: nothing to remove.
+	discard func(err error)
+}
+
+// change is a change another process made to the database.
+type change struct {
+	Reset bool   // changes may have been missed: re-read everything cached
+	Kind  string // "client", "keys", "throttle" (Row, Full), …
+	Row   []byte
+	Full  int64
+}
+
+// openDB opens db for mode.
+func openDB(ctx context.Context, db string, mode openMode, logger *slog.Logger) (*database, error) {
+	return backendOf(db).open(ctx, db, mode, logger)
+}
+
+// redactDB is db for messages and logs: a URL without its password.
+func redactDB(db string) string { return backendOf(db).redact(db) }
+
+// adminSocket is the path of serve's admin socket for db, or "" when the
+// backend is shared and the CLI works on the database itself.
+func adminSocket(db string) string {
+	if backendOf(db).shared {
+		return ""
+	}
+	return socketBeside(db)
+}
+
+func socketBeside(file string) string { return file + ".sock" }
+
+// scratchStore is an empty store in memory, for what needs no database
+// (bench's gateway mode).
+func scratchStore() data.Store { return memory.New() }
+
+var pgBackend = backend{
+	shared:  true,
+	redact:  postgres.Redact,
+	migrate: postgres.Migrate,
+	open: func(ctx context.Context, db string, mode openMode, logger *slog.Logger) (*database, error) {
+		opts := postgres.Options{Logger: logger, MaxConns: 4, Migrate: mode == forCopyTo}
+		if mode == forServe {
+			// Replicas that start together migrate once (advisory lock).
+			opts = postgres.Options{Logger: logger, Migrate: true}
+		}
+		s, err := postgres.Open(ctx, db, opts)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
+		}
+		return &database{Store: s, collectors: s.Collectors(), audit: s, throttle: pgRows{s}, gc: s.ThrottleGC,
+			follow: func(ctx context.Context, fn func(context.Context, change)) {
+				s.Listen(ctx, postgres.ListenOptions{}, func(ctx context.Context, e postgres.Event) {
+					c := change{Reset: e.Reset, Kind: e.Kind}
+					if e.Kind == "throttle" {
+						var ok bool
+						if c.Row, c.Full, ok = postgres.ParseThrottleEvent(e.ID); !ok {
+							return
+						}
+					}
+					fn(ctx, c)
+				})
+			}}, nil
+	},
+}
+
+// pgRows stores the shared throttle's rows in PostgreSQL.
+type pgRows struct{ s *postgres.Store }
+
+func (p pgRows) Load(ctx context.Context, rows [][]byte) ([]int64, error) {
+	return p.s.ThrottleLoad(ctx, rows)
+}
+
+func (p pgRows) Fail(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, error) {
+	tk := make([]postgres.ThrottleKey, len(rows))
+	for i := range rows {
+		tk[i] = postgres.ThrottleKey{Key: rows[i], Rule: postgres.ThrottleRule{Burst: rules[i].Burst, Every: rules[i].Every}}
+	}
+	return p.s.ThrottleFail(ctx, now, tk)
+}
+
+var boltBackend = backend{
+	redact: func(db string) string { return db },
+	open: func(_ context.Context, db string, mode openMode, logger *slog.Logger) (*database, error) {
+		opts := bolt.Options{Timeout: time.Second, Logger: logger}
+		switch mode {
+		case forCLI:
+			opts.MustExist = true
+		case forCLIRead:
+			opts.MustExist, opts.ReadOnly = true, true
+		case forCopyFrom:
+			if _, err := os.Stat(db); err != nil {
+				return nil, fmt.Errorf("open %s: %w", db, err)
+			}
+		case forCopyTo:
+			if _, err := os.Stat(db); err == nil {
+				return nil, fmt.Errorf("%s exists; copy into a new file", db)
+			}
+		}
+		s, err := bolt.Open(db, opts)
+		switch {
+		case errors.Is(err, bolt.ErrNoDatabase):
+			return nil, noDatabase(db, err)
+		case errors.Is(err, bolt.ErrLocked) && mode == forServe:
+			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", db)
+		case errors.Is(err, bolt.ErrLocked) && (mode == forCLI || mode == forCLIRead):
+			return nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", db, socketBeside(db))
+		case errors.Is(err, bolt.ErrLocked):
+			return nil, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
+		case err != nil:
+			return nil, fmt.Errorf("open database %s: %w", db, err)
+		}
+		d := &database{Store: s, collectors: s.Collectors()}
+		if mode == forCopyTo {
+			d.discard = func(err error) {
+				if !errors.Is(err, bolt.ErrNotEmpty) {
+					os.Remove(db) // half-filled, and new: we made it
+				}
+			}
+		}
+		return d, nil
+	},
+}
