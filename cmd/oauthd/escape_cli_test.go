@@ -56,6 +56,7 @@ var textCommands = []struct {
 	{path: "clients list", args: []string{"--status", "rejected"}},
 	{path: "clients approve", args: []string{"{pending}"}},
 	{path: "clients set", args: []string{"{pending}", "--require-par=true"}},
+	{path: "clients post-logout-uris set", args: []string{"{old}", "https://a.example/bye"}},
 	{path: "clients redirect-uris set", args: []string{"{legacy}", "https://a.example/cb", "https://b.example/cb"}},
 	{path: "clients scopes set", args: []string{"{legacy}", "PROFILE_READ", "--force"}},
 	{path: "clients secrets generate", args: []string{"{legacy}"}},
