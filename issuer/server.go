@@ -101,12 +101,13 @@ type Server struct {
 	tok     *tokenState // token side: limiter, metadata (token.go)
 	signers *workerPool // access tokens are signed on these (accesstoken.go)
 
-	refreshKey []byte              // Config.RefreshTokenKey
-	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
-	grace      time.Duration       // Config.RefreshReuseGrace
-	dpop       *verify.DPoP        // token endpoint proofs; jti in the store
-	par        cipher.AEAD         // seals pushed authorization requests (par.go)
-	cors       *corsState          // cors.go; nil until Register
+	refreshKey []byte               // Config.RefreshTokenKey
+	tagger     *data.RefreshTagger  // tags refresh tokens under refreshKey
+	grace      time.Duration        // Config.RefreshReuseGrace
+	dpop       *verify.DPoP         // token endpoint proofs (dpop.go)
+	jtis       *verify.MemoryNonces // their jti, spent first in memory (dpop.go)
+	par        cipher.AEAD          // seals pushed authorization requests (par.go)
+	cors       *corsState           // cors.go; nil until Register
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -162,6 +163,7 @@ func New(cfg Config) (*Server, error) {
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.par = newPARSealer(cfg.RefreshTokenKey)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
+	s.jtis = verify.NewMemoryNonces(localJTIs, cfg.Now)
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil
