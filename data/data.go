@@ -36,6 +36,13 @@ var (
 	// ErrUserDisabled: the user is disabled ([User.Disabled]); nothing new
 	// (session, authorization code, consent grant) is stored for them.
 	ErrUserDisabled = errors.New("user is disabled")
+	// ErrUnavailable: the store cannot be reached or cannot serve now
+	// (PostgreSQL down, restarting or refusing connections; a bbolt
+	// store closed, or failed after a write error). The operation may
+	// succeed later: servers answer 503 with Retry-After, never 500.
+	// Backends wrap it around the cause, in one place each
+	// (data/postgres: classify; data/bolt: unavailable).
+	ErrUnavailable = errors.New("the database is unavailable")
 )
 
 // Limits from the seed.

@@ -108,7 +108,7 @@ func (s *Server) openPushed(uri string) (pushedRequest, bool) {
 func (s *Server) handlePAR(c echo.Context) error {
 	uri, err := s.push(c)
 	if err != nil {
-		return writeOAuthError(c, toOAuthError(c, s.log, err))
+		return writeOAuthError(c, toOAuthError(c, s.log, s.cfg.Outage, err))
 	}
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")

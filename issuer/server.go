@@ -82,6 +82,9 @@ type Config struct {
 	// nil counts them in this process.
 	Throttle *throttle.Shared
 
+	// Outage is told of every request answered 503 because the store was
+	// unavailable (outage.go). Default nil: the 503s are not logged.
+	Outage *Outage
 	// DPoPWindow is how far a DPoP proof's iat may be from now, either
 	// way (RFC 9449 §11.1). Default verify.DefaultDPoPWindow (60 s).
 	DPoPWindow time.Duration

@@ -62,7 +62,7 @@ func (s *Server) handleToken(c echo.Context) error {
 	}
 	result := "ok"
 	if err != nil {
-		oe := toOAuthError(c, s.log, err)
+		oe := toOAuthError(c, s.log, s.cfg.Outage, err)
 		result = oe.Code
 		err = writeOAuthError(c, oe)
 	} else {

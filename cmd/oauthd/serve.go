@@ -186,6 +186,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { km.Run(loopCtx) })
+	wg.Go(func() { w.outage.Run(loopCtx) })
 	if w.pg != nil {
 		wg.Go(func() { w.follow(loopCtx, logger, postgres.ListenOptions{}) })
 	}
@@ -263,7 +264,8 @@ type wired struct {
 	iss                  *issuer.Server
 	guard                *guard.Guard
 	local                *admin.Local
-	throttle             *pgThrottle // on PostgreSQL: the limiters' shared failures, or nil
+	throttle             *pgThrottle    // on PostgreSQL: the limiters' shared failures, or nil
+	outage               *issuer.Outage // database outages: 503s, logged when they start and end
 	e                    *echo.Echo
 	ln                   net.Listener
 	listenURL, base, app string
@@ -345,6 +347,10 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.guard = g
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// While the database cannot be reached, every endpoint that needs it
+	// answers 503; the outage is logged when it starts and, once
+	// readiness (the key store) answers again, when it ends.
+	w.outage = issuer.NewOutage(issuer.OutageConfig{Logger: logger, Probe: km.Ready, Registerer: reg})
 	if w.bolt != nil {
 		registerStoreMetrics(reg, w.bolt)
 	} else {
@@ -364,6 +370,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
 		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, Throttle: shared, DPoPWindow: o.dpopWindow,
+		Outage: w.outage,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
@@ -380,7 +387,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, err
 	}
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Registerer: reg,
-		PasswordSlots: o.pwSlots, Handover: ho, Now: now, Throttle: shared})
+		PasswordSlots: o.pwSlots, Handover: ho, Now: now, Throttle: shared, Outage: w.outage})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
@@ -393,13 +400,13 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	if err != nil {
 		return nil, fmt.Errorf("--trusted-proxy %w", err)
 	}
-	e := issuer.NewEcho(logger, reg, ipx)
+	e := issuer.NewEcho(logger, reg, ipx, w.outage)
 	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
 	devPages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
-	if err := registerFeed(e, store, km, base, logger); err != nil {
+	if err := registerFeed(e, store, km, base, logger, w.outage); err != nil {
 		return nil, err
 	}
 	e.GET("/healthz", func(c echo.Context) error {

@@ -71,7 +71,7 @@ func (s *Store) lock(ctx context.Context, op string) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: %w", op, ErrClosed)
+		return fmt.Errorf("%s: %w: %w", op, data.ErrUnavailable, ErrClosed)
 	}
 	return nil
 }
