@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -109,7 +108,7 @@ type Server struct {
 	grace      time.Duration        // Config.RefreshReuseGrace
 	dpop       *verify.DPoP         // token endpoint proofs (dpop.go)
 	jtis       *verify.MemoryNonces // their jti, spent first in memory (dpop.go)
-	par        cipher.AEAD          // seals pushed authorization requests (par.go)
+	par        *parState            // pushed authorization requests: sealing, limits, first uses (par.go)
 	cors       *corsState           // cors.go; nil until Register
 }
 
@@ -164,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
-	s.par = newPARSealer(cfg.RefreshTokenKey)
+	s.par = newPARState(cfg)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.jtis = verify.NewMemoryNonces(localJTIs, cfg.Now)
 	s.metrics = newMetrics(cfg.Registerer)
