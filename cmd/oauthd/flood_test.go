@@ -176,6 +176,13 @@ func TestAnonymousFloodStoresNothingBolt(t *testing.T) {
 	start := time.Now()
 	n := anonFlood(t, s.base, pub, 400)
 	t.Logf("%d anonymous requests in %s", n, time.Since(start).Round(time.Millisecond))
+	// The refusals are counted, not stored.
+	_, metrics := e2eGet(t, s.base+"/metrics", "", nil)
+	for _, ev := range []string{"client_auth_failed", "login_failed", "login_throttled"} {
+		if !regexp.MustCompile(`oauthd_audit_events_total\{event="` + ev + `"\} [1-9]`).MatchString(metrics) {
+			t.Errorf("/metrics has no count of %s refusals", ev)
+		}
+	}
 	stopServe(t, s)
 	size1, recs1 := fileSize(t, e.db), boltRecords(t, e.db)
 	if size1 != size0 {

@@ -347,6 +347,9 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.guard = g
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Audit records are counted by event (refusals of anonymous callers
+	// included), whatever the log level.
+	logger = slog.New(newAuditCounter(logger.Handler(), reg))
 	// While the database cannot be reached, every endpoint that needs it
 	// answers 503; the outage is logged when it starts and, once
 	// readiness (the key store) answers again, when it ends.
