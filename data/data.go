@@ -451,6 +451,11 @@ type Store interface {
 	// any number of processes sharing the store, exactly one succeeds.
 	// The record is durable like every other write.
 	UseNonce(ctx context.Context, key []byte, expires time.Time) error
+	// NonceUsed reports whether key is recorded by UseNonce (until
+	// GarbageCollect removes it). It writes nothing: the token endpoint
+	// asks it before a grant is used, and records a DPoP proof's jti
+	// with UseNonce only once the grant has passed.
+	NonceUsed(ctx context.Context, key []byte) (bool, error)
 
 	// GarbageCollect removes auth codes, families and sessions whose
 	// ExpiresAt (or AbsoluteExp) is before now, and revocations whose

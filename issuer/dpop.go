@@ -21,13 +21,15 @@ import (
 //   - The jti is spent in two steps, so that nothing an unauthenticated
 //     caller sends is stored (a public client's ID is public): first in
 //     this replica's bounded memory (localJTIs: a replay to the same
-//     replica is refused before any store access), then durably in the
-//     store (every replica) only once the client and the grant have
-//     passed, before the tokens are sent (spendProof). A proof found
-//     replayed at that point revokes the grant it was just used for: the
-//     credential and a proof that was already used travel together, the
-//     mark of a stolen request. A full memory cache (a flood) skips the
-//     first step, never the second.
+//     replica is refused before any store access) and checked against
+//     the store with a read (NonceUsed: a proof spent on another replica
+//     is refused before the grant is used); then durably in the store
+//     (every replica) only once the client and the grant have passed,
+//     before the tokens are sent (spendProof). A proof found spent at
+//     that point (two requests with one proof racing on two replicas)
+//     revokes the grant it was just used for: the credential and a proof
+//     already used travel together, the mark of a stolen request. A full
+//     memory cache (a flood) skips the first step, never the others.
 //   - A client with dpop_bound_access_tokens must send one.
 //   - A public client's refresh tokens are bound to the key of the proof
 //     its grant was made with (Family.JKT): a refresh needs a proof by the
@@ -57,14 +59,25 @@ func (s *Server) tokenProof(c echo.Context, client data.Client) (*verify.Proof, 
 	case len(proofs) == 0:
 		return nil, nil
 	}
+	ctx := c.Request().Context()
 	p, err := s.dpop.Verify(proofs[0], "POST", s.cfg.Issuer+tokenEndpointPath, "")
 	if err == nil {
-		switch lerr := s.jtis.UseNonce(c.Request().Context(), p.ReplayKey, p.Expires); {
+		switch lerr := s.jtis.UseNonce(ctx, p.ReplayKey, p.Expires); {
 		case errors.Is(lerr, data.ErrExists):
 			err = fmt.Errorf("%w: replayed (jti already used)", verify.ErrInvalidProof)
 		case lerr != nil:
 			// Full: a flood of proofs; the store still decides.
 			s.metrics.dpopLocalFull.Inc()
+		}
+	}
+	if err == nil {
+		// Spent on another replica (or evicted here): refused before
+		// the grant is used. A read; nothing is written.
+		switch used, rerr := s.store.NonceUsed(ctx, p.ReplayKey); {
+		case rerr != nil:
+			return nil, fmt.Errorf("token: check the DPoP proof's jti: %w", rerr)
+		case used:
+			err = fmt.Errorf("%w: replayed (jti already used)", verify.ErrInvalidProof)
 		}
 	}
 	if errors.Is(err, verify.ErrInvalidProof) {

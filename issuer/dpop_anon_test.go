@@ -51,14 +51,23 @@ func TestTokenDPoPAnonymousFloodStoresNothing(t *testing.T) {
 	}
 }
 
+// raceStore is a Store whose NonceUsed never sees a spent jti: it stands
+// for two requests with one proof racing on two replicas, both past the
+// read before either spent it.
+type raceStore struct{ Store }
+
+func (raceStore) NonceUsed(context.Context, []byte) (bool, error) { return false, nil }
+
 // TestTokenDPoPReplayAcrossReplicas: a proof already spent is refused
-// by the replica that saw it before any store access (the grant it came
-// with is untouched), and by another replica sharing the store once the
-// grant has passed: that grant is then revoked and no token is sent.
+// before its grant is used, by the replica that saw it (from memory) and
+// by another replica sharing the store (a read); one that races past the
+// read is refused once the grant has passed, and that grant is revoked,
+// no token sent.
 func TestTokenDPoPReplayAcrossReplicas(t *testing.T) {
 	key := make([]byte, data.RefreshKeySize)
 	a := newTkEnv(t, func(c *Config) { c.RefreshTokenKey = key })
 	b := newTkEnv(t, func(c *Config) { c.RefreshTokenKey = key; c.Store = a.store })
+	racing := newTkEnv(t, func(c *Config) { c.RefreshTokenKey = key; c.Store = raceStore{a.store} })
 	k := dpoptest.NewES256()
 	grant := func() tkTokens {
 		code := a.code(tkCodeOpts{client: "pub", challenge: tkChallenge(tkVerifier), scopes: []string{"PROFILE_READ"}})
@@ -84,10 +93,17 @@ func TestTokenDPoPReplayAcrossReplicas(t *testing.T) {
 	if !a.familyExists(second.RefreshToken) {
 		t.Fatal("a replay refused from memory revoked the grant it came with")
 	}
-	// Another replica: the store refuses the jti once the grant passed;
-	// the grant is revoked.
+	// Another replica: refused by the store's read, before the grant.
 	if code, e := refresh(b, second.RefreshToken, p); code != http.StatusBadRequest || e != "invalid_dpop_proof" {
 		t.Fatalf("replay to another replica = %d %s; want 400 invalid_dpop_proof", code, e)
+	}
+	if !a.familyExists(second.RefreshToken) {
+		t.Fatal("a replay refused by the store's read revoked the grant it came with")
+	}
+	// A replay racing past the read: the store refuses the jti once the
+	// grant passed; the grant is revoked.
+	if code, e := refresh(racing, second.RefreshToken, p); code != http.StatusBadRequest || e != "invalid_dpop_proof" {
+		t.Fatalf("racing replay = %d %s; want 400 invalid_dpop_proof", code, e)
 	}
 	if a.familyExists(second.RefreshToken) {
 		t.Fatal("the grant a replayed proof was used with is still live")

@@ -285,6 +285,19 @@ func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) err
 	})
 }
 
+// NonceUsed implements [data.Store.NonceUsed]: a point read, the log's
+// overlay first.
+func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
+	if err := s.begin(ctx, "nonce used"); err != nil {
+		return false, err
+	}
+	raw, err := s.log.Get(hotNonces, key)
+	if err != nil {
+		return false, fmt.Errorf("nonce used: %w", unavailable(err))
+	}
+	return raw != nil, nil
+}
+
 // GetSession implements [data.Store.GetSession].
 func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
 	if err := s.begin(ctx, "get session"); err != nil {

@@ -554,6 +554,16 @@ func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) err
 	return nil
 }
 
+// NonceUsed implements [data.Store.NonceUsed].
+func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
+	if err := s.lock(ctx, "nonce used"); err != nil {
+		return false, err
+	}
+	defer s.mu.Unlock()
+	_, ok := s.nonces[string(key)]
+	return ok, nil
+}
+
 // Sessions.
 
 // CreateSession implements [data.Store.CreateSession].

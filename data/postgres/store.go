@@ -939,6 +939,18 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	return nil
 }
 
+// NonceUsed implements [data.Store.NonceUsed].
+func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
+	if err := s.begin(ctx, "nonce used"); err != nil {
+		return false, err
+	}
+	var used bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM nonces WHERE key = $1)", key).Scan(&used); err != nil {
+		return false, fmt.Errorf("nonce used: %w", err)
+	}
+	return used, nil
+}
+
 // UseNonce implements [data.Store.UseNonce]: the primary key decides
 // between concurrent inserts, on any replica.
 func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) error {
