@@ -28,8 +28,9 @@ import (
 //     before the tokens are sent (spendProof). A proof found spent at
 //     that point (two requests with one proof racing on two replicas)
 //     revokes the grant it was just used for: the credential and a proof
-//     already used travel together, the mark of a stolen request. A full
-//     memory cache (a flood) skips the first step, never the others.
+//     already used travel together, the mark of a stolen request. The memory
+//     cache, when full (a flood), forgets its oldest entries; the store
+//     still decides.
 //   - A client with dpop_bound_access_tokens must send one.
 //   - A public client's refresh tokens are bound to the key of the proof
 //     its grant was made with (Family.JKT): a refresh needs a proof by the
@@ -62,12 +63,10 @@ func (s *Server) tokenProof(c echo.Context, client data.Client) (*verify.Proof, 
 	ctx := c.Request().Context()
 	p, err := s.dpop.Verify(proofs[0], "POST", s.cfg.Issuer+tokenEndpointPath, "")
 	if err == nil {
-		switch lerr := s.jtis.UseNonce(ctx, p.ReplayKey, p.Expires); {
-		case errors.Is(lerr, data.ErrExists):
+		// A filter: when full it forgets its oldest entry (the store
+		// still decides), so only ErrExists comes back.
+		if lerr := s.jtis.UseNonce(ctx, p.ReplayKey, p.Expires); errors.Is(lerr, data.ErrExists) {
 			err = fmt.Errorf("%w: replayed (jti already used)", verify.ErrInvalidProof)
-		case lerr != nil:
-			// Full: a flood of proofs; the store still decides.
-			s.metrics.dpopLocalFull.Inc()
 		}
 	}
 	if err == nil {

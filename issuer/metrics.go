@@ -19,7 +19,6 @@ type metrics struct {
 	refreshForged   prometheus.Counter
 	refreshGrace    prometheus.Counter
 	dpopRefused     prometheus.Counter // token requests refused for their DPoP proof
-	dpopLocalFull   prometheus.Counter // proofs not remembered in memory (cache full); the store decided
 	refreshNarrowed *prometheus.CounterVec
 	// grantRefused counts access tokens refused by /v2/me and introspection
 	// because their grant is revoked or their client no longer approved.
@@ -60,10 +59,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "oauthd_dpop_proof_refused_total",
 			Help: "Token requests refused for an invalid DPoP proof (malformed, wrong htm/htu, outside the iat window, replayed jti).",
 		}),
-		dpopLocalFull: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "oauthd_dpop_local_cache_full_total",
-			Help: "Token endpoint DPoP proofs whose jti the in-memory replay cache had no room for (a flood); the store still refused any replay once the grant passed.",
-		}),
 		grantRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oauthd_access_token_grant_revoked_total",
 			Help: "Access tokens refused at /v2/me or introspection because their grant was revoked or their client is no longer approved.",
@@ -78,7 +73,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.refreshNarrowed = registerCollector(reg, m.refreshNarrowed)
 		m.grantRefused = registerCollector(reg, m.grantRefused)
 		m.dpopRefused = registerCollector(reg, m.dpopRefused)
-		m.dpopLocalFull = registerCollector(reg, m.dpopLocalFull)
 	}
 	return m
 }

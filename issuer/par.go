@@ -72,8 +72,8 @@ const (
 	// one replica within parRequestTTL.
 	parMaxOutstanding = 1000
 	// parSeenMax bounds the request_uris whose first use is remembered
-	// in memory (≈150 bytes each). When full, a first use is not
-	// remembered: the decision's nonce still holds.
+	// in memory (≈150 bytes each). When full, the oldest is forgotten:
+	// the decision's nonce still holds.
 	parSeenMax = 1 << 16
 )
 
@@ -102,7 +102,7 @@ func newPARState(cfg Config) *parState {
 	return &parState{
 		aead:    newPARSealer(cfg.RefreshTokenKey),
 		limiter: throttle.New(throttle.Config{Name: "par", Rules: parLimits, Now: cfg.Now, Registerer: cfg.Registerer}),
-		seen:    verify.NewMemoryNonces(parSeenMax, cfg.Now),
+		seen:    verify.NewMemoryNoncesFilter(parSeenMax, cfg.Now),
 		issued:  map[string]*parWindow{},
 	}
 }
@@ -296,8 +296,8 @@ func (s *Server) resolvePushed(ctx context.Context, q url.Values, mode authzMode
 	if !p.Consent {
 		const used = "This authorization request was already used. Go back to the application and start again."
 		key := nonceKey(parNonceRequest, p.ID)
-		// First in this replica's memory (a full cache remembers
-		// nothing more: the decision's nonce still holds) ...
+		// First in this replica's memory (a full cache forgets its
+		// oldest: the decision's nonce still holds) ...
 		if err := s.par.seen.UseNonce(ctx, key, exp); errors.Is(err, data.ErrExists) {
 			return bad(used)
 		}

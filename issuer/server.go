@@ -165,7 +165,7 @@ func New(cfg Config) (*Server, error) {
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.par = newPARState(cfg)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
-	s.jtis = verify.NewMemoryNonces(localJTIs, cfg.Now)
+	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil

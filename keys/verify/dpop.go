@@ -312,8 +312,9 @@ const DefaultMemoryNonces = 1 << 20
 // it holds max live entries it refuses new ones (with
 // [ErrReplayCacheFull]) rather than forget live ones.
 type MemoryNonces struct {
-	mu   sync.Mutex
-	max  int
+	mu    sync.Mutex
+	max   int
+	evict bool // when full, forget the oldest entry instead of refusing
 	now  func() time.Time
 	m    map[[32]byte]time.Time
 	fifo []nonceEntry // in order of insertion; expiry is not monotonic, so it is a sweep hint
@@ -332,6 +333,17 @@ func NewMemoryNonces(max int, now func() time.Time) *MemoryNonces {
 	return &MemoryNonces{max: max, now: now, m: make(map[[32]byte]time.Time)}
 }
 
+// NewMemoryNoncesFilter returns an empty cache of at most max entries
+// that, when full, forgets its oldest entry to make room (never refusing,
+// in O(1)): for a cache that only filters before a check that decides
+// (the token endpoint's, before the store). A flood then costs no scan
+// and refuses nobody; a forgotten jti is caught by the check behind it.
+func NewMemoryNoncesFilter(max int, now func() time.Time) *MemoryNonces {
+	n := NewMemoryNonces(max, now)
+	n.evict = true
+	return n
+}
+
 // UseNonce implements [NonceStore].
 func (n *MemoryNonces) UseNonce(_ context.Context, key []byte, expires time.Time) error {
 	k := sha256.Sum256(key)
@@ -344,6 +356,13 @@ func (n *MemoryNonces) UseNonce(_ context.Context, key []byte, expires time.Time
 	// Drop expired entries from the front; a live one at the front stops
 	// the sweep (entries behind it are swept on later calls or when full).
 	for len(n.fifo) > 0 && n.fifo[0].exp.Before(now) {
+		e := n.fifo[0]
+		if exp, ok := n.m[e.key]; ok && exp.Equal(e.exp) {
+			delete(n.m, e.key)
+		}
+		n.fifo = n.fifo[1:]
+	}
+	for n.evict && len(n.m) >= n.max && len(n.fifo) > 0 {
 		e := n.fifo[0]
 		if exp, ok := n.m[e.key]; ok && exp.Equal(e.exp) {
 			delete(n.m, e.key)
