@@ -315,9 +315,9 @@ type MemoryNonces struct {
 	mu    sync.Mutex
 	max   int
 	evict bool // when full, forget the oldest entry instead of refusing
-	now  func() time.Time
-	m    map[[32]byte]time.Time
-	fifo []nonceEntry // in order of insertion; expiry is not monotonic, so it is a sweep hint
+	now   func() time.Time
+	m     map[[32]byte]time.Time
+	fifo  []nonceEntry // in order of insertion; expiry is not monotonic, so it is a sweep hint
 }
 
 type nonceEntry struct {
