@@ -199,8 +199,8 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 			t.Errorf("replica %d logged %d outage starts and %d ends; want one (or a very few) of each, in pairs:\n%s", i, down, up,
 				strings.Join(sink.grep("database"), "\n"))
 		}
-		if n := len(sink.grep("server error")); n > 0 {
-			t.Errorf("replica %d logged %d server errors, e.g. %s", i, n, sink.grep("server error")[0])
+		if n := len(sink.grep(`msg="server error"`)); n > 0 {
+			t.Errorf("replica %d logged %d server errors, e.g. %s", i, n, sink.grep(`msg="server error"`)[0])
 		}
 	}
 	// Every chain goes on.
