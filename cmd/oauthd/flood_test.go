@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -256,6 +259,84 @@ func TestAnonymousFloodStoresNothingPostgres(t *testing.T) {
 			t.Logf("throttle: %d rows before, %d after", before[tb], c)
 		case c != before[tb]:
 			t.Errorf("table %s: %d rows before the flood, %d after", tb, before[tb], c)
+		}
+	}
+}
+
+// TestAnonymousFloodStoresNothingHandover: with the login handed over to
+// the platform, browsers that start a login and come back with forged,
+// expired or garbage assertions leave the bbolt file as it was.
+func TestAnonymousFloodStoresNothingHandover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the server twice")
+	}
+	h := startHandover(t)
+	id, _ := h.client(t, e2eRedirect, []string{"PROFILE_READ"}, "--public")
+	stopServe(t, h.server)
+	size0, recs0 := fileSize(t, h.db), boltRecords(t, h.db)
+	s := startServe(t, h.db, "--login-url", h.p.URL+"/login", "--login-issuer", h.p.iss, "--login-jwks", h.p.URL+"/jwks.json")
+	h.p.mu.Lock()
+	h.p.aud = s.base
+	h.p.mu.Unlock()
+	forger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz := url.Values{"client_id": {id}, "response_type": {"code"}, "redirect_uri": {e2eRedirect}, "scope": {"PROFILE_READ"},
+		"code_challenge": {pkceChallenge(strings.Repeat("v", 43))}, "code_challenge_method": {"S256"}}
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	n := 0
+	for i := range 150 {
+		jar := newJar(t)
+		c := &http.Client{Jar: jar, CheckRedirect: noRedirect, Timeout: 10 * time.Second}
+		// Start a login: oauthd sets the handover cookie and sends the
+		// browser to the platform with a challenge.
+		resp, err := c.Get(s.base + "/auth/oauth2/authorize?" + authz.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for resp.StatusCode == http.StatusSeeOther && strings.HasPrefix(resp.Header.Get("Location"), "/") {
+			if resp, err = c.Get(s.base + resp.Header.Get("Location")); err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		challenge := loc.Query().Get("challenge")
+		claims := h.p.claims(challenge)
+		var assertion string
+		switch i % 3 {
+		case 0:
+			h.p.mu.Lock()
+			kid := h.p.kid
+			h.p.mu.Unlock()
+			assertion = signWith(t, forger, kid, claims) // forged
+		case 1:
+			claims["iat"], claims["exp"] = time.Now().Add(-2*time.Minute).Unix(), time.Now().Add(-70*time.Second).Unix()
+			assertion = h.p.sign(claims) // expired
+		default:
+			assertion = "eyJhbGciOiJFUzI1NiJ9.e30.x" // garbage
+		}
+		resp, err = c.Get(s.base + "/auth/login/handover?assertion=" + url.QueryEscape(assertion))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		n += 2
+		if resp.StatusCode >= 500 || resp.StatusCode < 400 {
+			t.Fatalf("assertion %d = %d; want a 4xx refusal", i, resp.StatusCode)
+		}
+	}
+	t.Logf("%d anonymous handover requests", n)
+	stopServe(t, s)
+	size1, recs1 := fileSize(t, h.db), boltRecords(t, h.db)
+	if size1 != size0 {
+		t.Errorf("the bbolt file grew from %d to %d bytes", size0, size1)
+	}
+	for b, c := range recs1 {
+		if c != recs0[b] {
+			t.Errorf("bucket %s: %d records before the flood, %d after", b, recs0[b], c)
 		}
 	}
 }
