@@ -380,6 +380,10 @@ func (s *Server) authzCountUsage(ctx context.Context, clientID string, withScope
 		c.Usage = authzAddUsage(c.Usage, day, withScope)
 		return c, nil
 	})
+	if Unavailable(err) {
+		s.cfg.Outage.Noticed(ctx, err) // logged once per outage, not per request
+		return
+	}
 	if err != nil && !errors.Is(err, errAuthzNotLegacy) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "count legacy usage failed",
 			slog.String("client_id", clientID), slog.String("err", err.Error()))

@@ -56,7 +56,6 @@ type Outage struct {
 	down    bool
 	since   time.Time
 	refused int64
-	first   string // the error that started the outage
 	wake    chan struct{}
 	gauge   prometheus.Gauge
 	count   prometheus.Counter
@@ -94,13 +93,28 @@ func (o *Outage) Refused(ctx context.Context, err error) {
 		return
 	}
 	o.count.Inc()
+	o.noticed(ctx, err, 1)
+}
+
+// Noticed records a failure for err (which wraps data.ErrUnavailable) of
+// work that answers no request by itself (a secret's last use, a legacy
+// client's usage count): logged like the start of an outage, not counted
+// as a refused request.
+func (o *Outage) Noticed(ctx context.Context, err error) {
+	if o == nil {
+		return
+	}
+	o.noticed(ctx, err, 0)
+}
+
+func (o *Outage) noticed(ctx context.Context, err error, refused int64) {
 	o.mu.Lock()
-	o.refused++
+	o.refused += refused
 	if o.down {
 		o.mu.Unlock()
 		return
 	}
-	o.down, o.since, o.refused, o.first = true, o.cfg.Now(), 1, err.Error()
+	o.down, o.since, o.refused = true, o.cfg.Now(), refused
 	o.mu.Unlock()
 	o.gauge.Set(1)
 	o.cfg.Logger.LogAttrs(ctx, slog.LevelError, "database unavailable: answering 503 until it is back",

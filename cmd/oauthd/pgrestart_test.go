@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -198,6 +199,24 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		if down < 1 || down > 3 || up != down {
 			t.Errorf("replica %d logged %d outage starts and %d ends; want one (or a very few) of each, in pairs:\n%s", i, down, up,
 				strings.Join(sink.grep("database"), "\n"))
+		}
+		// Nothing is logged per request during the outage: every warning
+		// or error line is one of a few (the outage's two, the change
+		// listener's reconnections, a background loop's failure).
+		msgs := map[string]int{}
+		for _, lvl := range []string{"level=WARN", "level=ERROR"} {
+			for _, l := range sink.grep(lvl) {
+				m := regexp.MustCompile(`msg=("[^"]*"|\S+)`).FindStringSubmatch(l)
+				if m != nil {
+					msgs[m[1]]++
+				}
+			}
+		}
+		t.Logf("replica %d warnings and errors: %v", i, msgs)
+		for m, c := range msgs {
+			if c > 10 {
+				t.Errorf("replica %d logged %q %d times during the outage; want a few lines, not one per request", i, m, c)
+			}
 		}
 		if n := len(sink.grep(`msg="server error"`)); n > 0 {
 			t.Errorf("replica %d logged %d server errors, e.g. %s", i, n, sink.grep(`msg="server error"`)[0])
