@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -86,6 +87,9 @@ type Config struct {
 	// replica that has the same (issuer/throttle.Shared); nil counts them
 	// in this process.
 	Throttle *throttle.Shared
+	// Outage is told of every page answered 503 because the store was
+	// unavailable (issuer.Outage); nil: not logged.
+	Outage *issuer.Outage
 }
 
 // Limits of failed logins (issuer/throttle). Per account (by user ID,
@@ -123,6 +127,7 @@ type Handler struct {
 	handoverName                    string // the handover cookie's name
 	appURL                          string // AppURL without a trailing slash
 	handoverLimiter                 *throttle.Limiter
+	outage                          *issuer.Outage
 }
 
 //go:embed templates/*.html
@@ -155,6 +160,7 @@ func New(cfg Config) (*Handler, error) {
 		sessionTTL: cfg.SessionTTL,
 		css:        cssFile,
 		pages:      map[string]*template.Template{},
+		outage:     cfg.Outage,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -303,8 +309,16 @@ func (h *Handler) errorPage(c echo.Context, status int, title, message string) e
 	return h.render(c, status, pageError, view{Title: title, ErrorTitle: title, Message: message}, "")
 }
 
-// internalError logs err and renders a generic 500 page.
+// internalError logs err and renders a generic 500 page; a store outage
+// (data.ErrUnavailable) is the 503 page with Retry-After instead, reported
+// to the Outage (logged once per outage).
 func (h *Handler) internalError(c echo.Context, op string, err error) error {
+	if issuer.Unavailable(err) {
+		h.outage.Refused(c.Request().Context(), err)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(issuer.RetryAfterUnavailable))
+		return h.errorPage(c, http.StatusServiceUnavailable, "Temporarily unavailable",
+			"The service cannot reach its database right now. Please try again in a moment.")
+	}
 	h.log.ErrorContext(c.Request().Context(), op, slog.Any("err", err))
 	return h.errorPage(c, http.StatusInternalServerError, "Something went wrong",
 		"The server could not complete your request. Please try again in a moment.")

@@ -2,6 +2,7 @@ package consent
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -611,6 +612,15 @@ func TestDecisionAuthorizerErrors(t *testing.T) {
 	rec = en.post(authorizePath, f, sess)
 	if rec.Code != http.StatusInternalServerError || strings.Contains(rec.Body.String(), "deadline") {
 		t.Errorf("other error on Allow = %d; want 500 with a generic page", rec.Code)
+	}
+
+	// A store outage: the 503 page with Retry-After, never a 500.
+	en.authz.approve = func(url.Values, int64) (string, error) {
+		return "", fmt.Errorf("create authorization code: %w: connection refused", data.ErrUnavailable)
+	}
+	rec = en.post(authorizePath, f, sess)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "Temporarily unavailable") {
+		t.Errorf("store outage on Allow = %d Retry-After %q; want the 503 page with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
 }
 

@@ -36,6 +36,13 @@ var (
 	// ErrUserDisabled: the user is disabled ([User.Disabled]); nothing new
 	// (session, authorization code, consent grant) is stored for them.
 	ErrUserDisabled = errors.New("user is disabled")
+	// ErrUnavailable: the store cannot be reached or cannot serve now
+	// (PostgreSQL down, restarting or refusing connections; a bbolt
+	// store closed, or failed after a write error). The operation may
+	// succeed later: servers answer 503 with Retry-After, never 500.
+	// Backends wrap it around the cause, in one place each
+	// (data/postgres: classify; data/bolt: unavailable).
+	ErrUnavailable = errors.New("the database is unavailable")
 )
 
 // Limits from the seed.
@@ -540,6 +547,11 @@ type Store interface {
 	// any number of processes sharing the store, exactly one succeeds.
 	// The record is durable like every other write.
 	UseNonce(ctx context.Context, key []byte, expires time.Time) error
+	// NonceUsed reports whether key is recorded by UseNonce (until
+	// GarbageCollect removes it). It writes nothing: the token endpoint
+	// asks it before a grant is used, and records a DPoP proof's jti
+	// with UseNonce only once the grant has passed.
+	NonceUsed(ctx context.Context, key []byte) (bool, error)
 
 	// GarbageCollect removes auth codes, families and sessions whose
 	// ExpiresAt (or AbsoluteExp) is before now, and revocations whose

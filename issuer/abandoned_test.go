@@ -40,7 +40,7 @@ func TestAbandonedRequestIsNoServerError(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/v2/auth/oauth2/token", nil).WithContext(ctx)
 			rec := httptest.NewRecorder()
 			c := echo.New().NewContext(req, rec)
-			oe := toOAuthError(c, logger, tc.err)
+			oe := toOAuthError(c, logger, nil, tc.err)
 			if oe.Status != tc.wantCode {
 				t.Errorf("status = %d; want %d", oe.Status, tc.wantCode)
 			}

@@ -356,6 +356,11 @@ func (s *Server) redirectError(redirectURI, state string, e *Error) *RedirectErr
 // authzServerError logs a storage failure met after the redirect URI was
 // validated and returns the server_error redirect (RFC 6749 §4.1.2.1).
 func (s *Server) authzServerError(ctx context.Context, req *AuthorizeRequest, op string, err error) error {
+	if Unavailable(err) {
+		// RFC 6749 §4.1.2.1: the client may retry the request later.
+		s.cfg.Outage.Refused(ctx, err)
+		return s.redirectError(req.RedirectURI, req.State, WithDescription(ErrTemporarilyUnavailable, "the database is unavailable; try again in a moment"))
+	}
 	s.log.LogAttrs(ctx, slog.LevelError, "authorize failed",
 		slog.String("op", op), slog.String("client_id", req.Client.ID), slog.String("err", err.Error()))
 	return s.redirectError(req.RedirectURI, req.State, WithDescription(ErrServerError, "the authorization server could not complete the request; try again"))
@@ -406,6 +411,10 @@ func (s *Server) authzCountUsage(ctx context.Context, clientID string, withScope
 		c.Usage = authzAddUsage(c.Usage, day, withScope)
 		return c, nil
 	})
+	if Unavailable(err) {
+		s.cfg.Outage.Noticed(ctx, err) // logged once per outage, not per request
+		return
+	}
 	if err != nil && !errors.Is(err, errAuthzNotLegacy) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "count legacy usage failed",
 			slog.String("client_id", clientID), slog.String("err", err.Error()))

@@ -127,7 +127,10 @@ func (s *Server) touchSecret(ctx context.Context, clientID, secretID string, now
 		}
 		return c, nil
 	})
-	if err != nil {
+	switch {
+	case Unavailable(err):
+		s.cfg.Outage.Noticed(ctx, err) // logged once per outage, not per request
+	case err != nil:
 		s.log.WarnContext(ctx, "record secret use", slog.String("client_id", clientID), slog.Any("err", err))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"oauthd/keys/verify"
 )
 
 // MaxBody bounds every request body (a bigger one is 413
@@ -43,16 +45,25 @@ func TrustedProxies(cidrs []string) (echo.IPExtractor, error) {
 	return echo.ExtractIPFromXFFHeader(opts...), nil
 }
 
+// machineRoutes are polled by machines (gateways' feed and JWKS fetches,
+// probes, scrapers): their request lines are logged at debug, not info,
+// unless they fail with a 5xx. A gateway polls the feed every 2 s.
+var machineRoutes = map[string]bool{
+	"/healthz": true, "/readyz": true, "/metrics": true,
+	"/.well-known/jwks.json": true, verify.FeedPath: true, metadataPath: true,
+}
+
 // NewEcho returns the Echo app the server's routes are registered on:
-// [HTTPErrorHandler] as its one error handler, the source address found
+// [HTTPErrorHandler] as its one error handler (store outages reported to
+// outage, which may be nil), the source address found
 // by ipx ([TrustedProxies]), a log line and the oauthd_http_* metrics
 // (registered with reg) per request, panic recovery, and bodies of at most
-// [MaxBody]. The log line has the path only, never the query, which may
+// [MaxBody]. The log line (debug for [machineRoutes], else info) has the path only, never the query, which may
 // carry codes or state.
-func NewEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtractor) *echo.Echo {
+func NewEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtractor, outage *Outage) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = HTTPErrorHandler(logger)
+	e.HTTPErrorHandler = HTTPErrorHandler(logger, outage)
 	e.IPExtractor = ipx
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oauthd_http_requests_total", Help: "HTTP requests by method, route and status.",
@@ -76,7 +87,11 @@ func NewEcho(logger *slog.Logger, reg prometheus.Registerer, ipx echo.IPExtracto
 			d := time.Since(start)
 			requests.WithLabelValues(req.Method, route, strconv.Itoa(status)).Inc()
 			duration.WithLabelValues(req.Method, route).Observe(d.Seconds())
-			logger.LogAttrs(req.Context(), slog.LevelInfo, "request",
+			level := slog.LevelInfo
+			if machineRoutes[route] && status < 500 {
+				level = slog.LevelDebug
+			}
+			logger.LogAttrs(req.Context(), level, "request",
 				slog.String("method", req.Method), slog.String("path", req.URL.Path), slog.Int("status", status),
 				slog.Duration("duration", d), slog.String("remote_addr", req.RemoteAddr))
 			return nil

@@ -64,7 +64,7 @@ func TestNewEcho(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
-	e := issuer.NewEcho(logger, reg, echo.ExtractIPDirect())
+	e := issuer.NewEcho(logger, reg, echo.ExtractIPDirect(), nil)
 	e.GET("/things/:id", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/panic", func(echo.Context) error { panic("boom") })
 	e.POST("/upload", func(c echo.Context) error {
@@ -145,4 +145,29 @@ func requestCount(t *testing.T, reg *prometheus.Registry, method, route, status 
 		}
 	}
 	return 0
+}
+
+// TestMachineTrafficAtDebug: the routes machines poll (gateways' feed and
+// JWKS, probes, scrapers) log their request line at debug, everything
+// else at info; a machine route that fails with a 5xx at info.
+func TestMachineTrafficAtDebug(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := issuer.NewEcho(logger, prometheus.NewRegistry(), echo.ExtractIPDirect(), nil)
+	ok := func(c echo.Context) error { return c.String(http.StatusOK, "ok") }
+	for _, p := range []string{"/healthz", "/metrics", "/.well-known/jwks.json", "/.well-known/revoked-grants", "/.well-known/oauth-authorization-server", "/v2/me"} {
+		e.GET(p, ok)
+	}
+	e.GET("/readyz", func(c echo.Context) error { return c.String(http.StatusServiceUnavailable, "down") })
+	for _, tc := range []struct{ path, level string }{
+		{"/healthz", "DEBUG"}, {"/metrics", "DEBUG"}, {"/.well-known/jwks.json", "DEBUG"},
+		{"/.well-known/revoked-grants", "DEBUG"}, {"/.well-known/oauth-authorization-server", "DEBUG"},
+		{"/readyz", "INFO"}, {"/v2/me", "INFO"},
+	} {
+		logs.Reset()
+		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if want := `"level":"` + tc.level + `","msg":"request"`; !strings.Contains(logs.String(), want) {
+			t.Errorf("GET %s logged %s; want level %s", tc.path, logs.String(), tc.level)
+		}
+	}
 }

@@ -139,9 +139,11 @@ func usedBasic(r *http.Request) bool {
 // HTTPErrorHandler returns the Echo error handler for the API: an *[Error]
 // is written as RFC 6749 §5.2 JSON; Echo's 413 (the body limit) becomes
 // invalid_request with status 413; 404 and 405 and other client errors are
-// JSON too; anything else is a 500 server_error, logged in full and never
+// JSON too; a store outage (data.ErrUnavailable) is 503
+// temporarily_unavailable with Retry-After, reported to outage (which may
+// be nil); anything else is a 500 server_error, logged in full and never
 // described to the client. The consent pages render their own HTML errors.
-func HTTPErrorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
+func HTTPErrorHandler(logger *slog.Logger, outage *Outage) echo.HTTPErrorHandler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -151,15 +153,15 @@ func HTTPErrorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 				slog.String("path", c.Path()), slog.Any("err", err))
 			return
 		}
-		if werr := writeOAuthError(c, toOAuthError(c, logger, err)); werr != nil {
+		if werr := writeOAuthError(c, toOAuthError(c, logger, outage, err)); werr != nil {
 			logger.DebugContext(c.Request().Context(), "write error response", slog.Any("err", werr))
 		}
 	}
 }
 
 // toOAuthError maps any handler error to the *Error to send, logging
-// server errors in full.
-func toOAuthError(c echo.Context, logger *slog.Logger, err error) *Error {
+// server errors in full (a store outage once, through outage).
+func toOAuthError(c echo.Context, logger *slog.Logger, outage *Outage, err error) *Error {
 	var oe *Error
 	if errors.As(err, &oe) {
 		if oe.Status >= 500 {
@@ -180,6 +182,10 @@ func toOAuthError(c echo.Context, logger *slog.Logger, err error) *Error {
 		case he.Code >= 400 && he.Code < 500:
 			return &Error{Code: oauth.InvalidRequest, Description: http.StatusText(he.Code), Status: he.Code}
 		}
+	}
+	if Unavailable(err) {
+		outage.Refused(c.Request().Context(), err)
+		return errUnavailable
 	}
 	if ctx := c.Request().Context(); ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// The client hung up (or its deadline passed) while the request

@@ -72,22 +72,36 @@ func TestErrorWire(t *testing.T) {
 func TestMeErrorWire(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
+		auth   string
 		claims *verify.Claims
 		status int
+		www    string
 		want   string
 	}{
-		{"no claims", nil, http.StatusUnauthorized,
+		// RFC 6750 §3.1: no credentials, no error information.
+		{"no token", "", nil, http.StatusUnauthorized, "Bearer", ""},
+		{"no claims", "Bearer x", nil, http.StatusUnauthorized, `Bearer error="invalid_token"`,
 			`{"error":"invalid_token","error_description":"the request carries no valid access token"}`},
-		{"wrong scope (guard bypassed)", &verify.Claims{Subject: "1", ClientID: "conf", Scopes: []string{"PROFILE_WRITE"}}, http.StatusForbidden,
+		{"wrong scope (guard bypassed)", "Bearer x", &verify.Claims{Subject: "1", ClientID: "conf", Scopes: []string{"PROFILE_WRITE"}}, http.StatusForbidden,
+			`Bearer error="insufficient_scope", scope="PROFILE_READ"`,
 			`{"error":"insufficient_scope","error_description":"the token's scopes do not cover this route: it requires PROFILE_READ","required_scopes":["PROFILE_READ"],"granted_scopes":["PROFILE_WRITE"]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			claims := tc.claims
 			e := meRouter(t, &claims)
 			rec := httptest.NewRecorder()
-			e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v2/me", nil))
-			if rec.Code != tc.status || rec.Body.String() != tc.want+"\n" || rec.Header().Get("Content-Type") != "application/json" {
-				t.Errorf("GET /v2/me = %d %q %s; want %d application/json %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body, tc.status, tc.want)
+			req := httptest.NewRequest(http.MethodGet, "/v2/me", nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			e.ServeHTTP(rec, req)
+			wantBody, wantType := tc.want+"\n", "application/json"
+			if tc.want == "" {
+				wantBody, wantType = "", ""
+			}
+			if rec.Code != tc.status || rec.Body.String() != wantBody || rec.Header().Get("Content-Type") != wantType || rec.Header().Get("WWW-Authenticate") != tc.www {
+				t.Errorf("GET /v2/me = %d %q %q %s; want %d %q %q %s", rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("WWW-Authenticate"), rec.Body,
+					tc.status, wantType, tc.www, tc.want)
 			}
 		})
 	}

@@ -49,6 +49,10 @@ type FeedConfig struct {
 	Lifetime time.Duration
 	Logger   *slog.Logger     // default: discard
 	Now      func() time.Time // default: time.Now
+	// Outage is told of a document refused because the store was
+	// unavailable (logged once per outage); nil: such failures are
+	// logged like any other.
+	Outage *Outage
 }
 
 // Feed serves GET {base_url}/.well-known/revoked-grants: the grants revoked
@@ -109,7 +113,11 @@ func (f *Feed) handle(c echo.Context) error {
 	h.Set("Access-Control-Allow-Origin", "*")
 	doc, etag, err := f.current(ctx)
 	if err != nil {
-		f.cfg.Logger.ErrorContext(ctx, "revoked-grants feed", "err", err)
+		if Unavailable(err) && f.cfg.Outage != nil {
+			f.cfg.Outage.Refused(ctx, err)
+		} else {
+			f.cfg.Logger.ErrorContext(ctx, "revoked-grants feed", "err", err)
+		}
 		h.Set("Cache-Control", "no-store")
 		h.Set("Retry-After", "1")
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": oauth.TemporarilyUnavailable})

@@ -47,7 +47,7 @@ func (s *Server) grantLive(ctx context.Context, claims *verify.Claims) (bool, er
 // like an invalid token, so /v2/me answers 401 invalid_token before any
 // scope is judged (RFC 6750 §3.1), not 403 insufficient_scope. A store
 // error is not the token's fault: CheckGrant lets it pass, and handleMe,
-// which checks again, answers 500.
+// which checks again, answers the error (503 during a store outage).
 func (s *Server) CheckGrant(ctx context.Context, claims *verify.Claims) error {
 	live, err := s.grantLive(ctx, claims)
 	if err != nil || live {

@@ -43,7 +43,7 @@ type cnf struct {
 func (s *Server) handleIntrospect(c echo.Context) error {
 	resp, err := s.introspect(c)
 	if err != nil {
-		return writeOAuthError(c, toOAuthError(c, s.log, err))
+		return writeOAuthError(c, toOAuthError(c, s.log, s.cfg.Outage, err))
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {

@@ -41,6 +41,12 @@ func (s *Server) handleMe(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
 	claims, ok := guard.ClaimsFrom(ctx)
+	if !ok && len(c.Request().Header.Values("Authorization")) == 0 {
+		// No credentials at all: a bare challenge, no error information
+		// (RFC 6750 §3.1).
+		h.Set("WWW-Authenticate", "Bearer")
+		return c.NoContent(http.StatusUnauthorized)
+	}
 	if !ok {
 		return meInvalidToken(c, "the request carries no valid access token")
 	}

@@ -101,7 +101,9 @@ func TestMe(t *testing.T) {
 			claims := tc.claims
 			e := meRouter(t, &claims)
 			rec := httptest.NewRecorder()
-			e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v2/me", nil))
+			req := httptest.NewRequest(http.MethodGet, "/v2/me", nil)
+			req.Header.Set("Authorization", "Bearer x") // the fake guard's claims stand for it; no token at all: TestMeErrorWire
+			e.ServeHTTP(rec, req)
 			if rec.Code != tc.wantStatus {
 				t.Fatalf("status = %d; want %d (body %s)", rec.Code, tc.wantStatus, rec.Body)
 			}

@@ -13,12 +13,15 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/crypto/chacha20poly1305"
 
 	"oauthd/data"
+	"oauthd/issuer/throttle"
+	"oauthd/keys/verify"
 )
 
 // Pushed authorization requests (RFC 9126), in one place:
@@ -33,12 +36,26 @@ import (
 //     and nothing is stored until it is used.
 //   - The authorization endpoint accepts request_uri with client_id and
 //     nothing else (mixing pushed and query parameters is refused). The
-//     first use records the request_uri as used (data.Store.UseNonce, on
-//     every replica) and turns it into a consent continuation that the
-//     login and consent pages carry for parConsentTTL (a user may take
-//     longer than a minute to log in); Approve or Deny use the
-//     continuation up, so one pushed request yields at most one code or
-//     one denial, and a second use of either is refused.
+//     first use turns it into a consent continuation that the login and
+//     consent pages carry for parConsentTTL (a user may take longer than
+//     a minute to log in); Approve or Deny use the continuation up
+//     (data.Store.UseNonce, on every replica), so one pushed request
+//     yields at most one code or one denial, and a second use of either
+//     is refused.
+//   - Nothing an unauthenticated caller sends is stored: a public
+//     client's push needs only its (public) client_id, and a browser with
+//     no session may follow the request_uri. So the first use before
+//     login is recorded in this replica's bounded memory (parSeen; a
+//     second use there is refused), and durably only once a user is
+//     signed in (the consent page: UseNonce of the request_uri) and at
+//     the decision. Across replicas a request_uri may thus yield two
+//     continuations before login; the decision's nonce still allows one
+//     code or denial.
+//   - A public client's pushes are limited per source address
+//     (parLimits) and per client (parMaxOutstanding request_uris within
+//     their lifetime, per replica): a flood of valid pushes costs
+//     nothing durable and bounded memory. A confidential client
+//     authenticates and is not limited here.
 //   - A client with require_pushed_authorization_requests must come
 //     through the endpoint.
 
@@ -51,7 +68,69 @@ const (
 	parNonceRequest = "par-request\x00"
 	parNonceConsent = "par-consent\x00"
 	parAAD          = "oauthd pushed authorization request v1"
+	// parMaxOutstanding bounds a public client's request_uris issued by
+	// one replica within parRequestTTL.
+	parMaxOutstanding = 1000
+	// parSeenMax bounds the request_uris whose first use is remembered
+	// in memory (≈150 bytes each). When full, the oldest is forgotten:
+	// the decision's nonce still holds.
+	parSeenMax = 1 << 16
 )
+
+// parLimits limit a public client's pushes per source address: 30 at
+// once, then one every 2 s.
+var parLimits = throttle.Rules{throttle.Addr: {Burst: 30, Every: 2 * time.Second}}
+
+// parState is a server's memory of pushed requests (par.go).
+type parState struct {
+	aead    cipher.AEAD
+	limiter *throttle.Limiter    // public clients' pushes per address
+	seen    *verify.MemoryNonces // request_uris used before login
+	mu      sync.Mutex
+	issued  map[string]*parWindow // per public client
+}
+
+// parWindow counts a client's pushes in two consecutive windows of
+// parRequestTTL: the outstanding ones are about cur + prev × the part of
+// the previous window still alive.
+type parWindow struct {
+	start     time.Time
+	cur, prev int
+}
+
+func newPARState(cfg Config) *parState {
+	return &parState{
+		aead:    newPARSealer(cfg.RefreshTokenKey),
+		limiter: throttle.New(throttle.Config{Name: "par", Rules: parLimits, Now: cfg.Now, Registerer: cfg.Registerer}),
+		seen:    verify.NewMemoryNoncesFilter(parSeenMax, cfg.Now),
+		issued:  map[string]*parWindow{},
+	}
+}
+
+// take counts one push of clientID at now, unless it has
+// parMaxOutstanding request_uris outstanding; then it reports false and
+// how long until one expires, about.
+func (p *parState) take(clientID string, now time.Time) (bool, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.issued[clientID]
+	if w == nil {
+		w = &parWindow{start: now}
+		p.issued[clientID] = w
+	}
+	switch el := now.Sub(w.start); {
+	case el >= 2*parRequestTTL:
+		w.start, w.cur, w.prev = now, 0, 0
+	case el >= parRequestTTL:
+		w.start, w.cur, w.prev = w.start.Add(parRequestTTL), 0, w.cur
+	}
+	left := 1 - float64(now.Sub(w.start))/float64(parRequestTTL)
+	if float64(w.cur)+float64(w.prev)*left >= parMaxOutstanding {
+		return false, w.start.Add(parRequestTTL).Sub(now)
+	}
+	w.cur++
+	return true, 0
+}
 
 // pushedParams are the authorization request parameters a pushed request
 // keeps.
@@ -88,9 +167,10 @@ func newPARSealer(refreshKey []byte) cipher.AEAD {
 
 func (s *Server) sealPushed(p pushedRequest, prefix string) string {
 	plain, _ := json.Marshal(p) // strings and numbers cannot fail
-	nonce := make([]byte, s.par.NonceSize(), s.par.NonceSize()+len(plain)+s.par.Overhead())
+	aead := s.par.aead
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
 	rand.Read(nonce)
-	return prefix + base64.RawURLEncoding.EncodeToString(s.par.Seal(nonce, nonce, plain, []byte(parAAD+prefix)))
+	return prefix + base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(parAAD+prefix)))
 }
 
 func (s *Server) openPushed(uri string) (pushedRequest, bool) {
@@ -101,12 +181,13 @@ func (s *Server) openPushed(uri string) (pushedRequest, bool) {
 	} else if !strings.HasPrefix(uri, parURIPrefix) {
 		return p, false
 	}
+	aead := s.par.aead
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(uri[len(prefix):])
-	if err != nil || len(raw) < s.par.NonceSize()+s.par.Overhead() {
+	if err != nil || len(raw) < aead.NonceSize()+aead.Overhead() {
 		return p, false
 	}
-	ns := s.par.NonceSize()
-	plain, err := s.par.Open(nil, raw[:ns], raw[ns:], []byte(parAAD+prefix))
+	ns := aead.NonceSize()
+	plain, err := aead.Open(nil, raw[:ns], raw[ns:], []byte(parAAD+prefix))
 	if err != nil || json.Unmarshal(plain, &p) != nil || p.Consent != (prefix == parConsentURI) {
 		return pushedRequest{}, false
 	}
@@ -117,7 +198,7 @@ func (s *Server) openPushed(uri string) (pushedRequest, bool) {
 func (s *Server) handlePAR(c echo.Context) error {
 	uri, err := s.push(c)
 	if err != nil {
-		return writeOAuthError(c, toOAuthError(c, s.log, err))
+		return writeOAuthError(c, toOAuthError(c, s.log, s.cfg.Outage, err))
 	}
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
@@ -133,6 +214,11 @@ func (s *Server) push(c echo.Context) (string, error) {
 	client, err := s.authenticateClient(ctx, c, &req)
 	if err != nil {
 		return "", err
+	}
+	if client.Type == data.Public {
+		if err := s.admitPush(c, client.ID); err != nil {
+			return "", err
+		}
 	}
 	switch {
 	case req.Form.Has("request_uri"):
@@ -168,6 +254,30 @@ func (s *Server) push(c echo.Context) (string, error) {
 	}, parURIPrefix), nil
 }
 
+// admitPush applies a public client's push limits: per source address
+// (parLimits) and per client (parMaxOutstanding).
+func (s *Server) admitPush(c echo.Context, clientID string) error {
+	ctx := c.Request().Context()
+	var ks throttle.Keys
+	ks.Add(throttle.AddrKey(throttle.ParseAddr(c.RealIP())))
+	if wait, ok := s.par.limiter.Check(ctx, ks); !ok {
+		return tooManyPushes(wait, "too many pushed authorization requests from this address")
+	}
+	if ok, wait := s.par.take(clientID, s.now()); !ok {
+		return tooManyPushes(wait, "too many pushed authorization requests outstanding for this client")
+	}
+	s.par.limiter.Fail(ctx, ks) // counts the push
+	return nil
+}
+
+// tooManyPushes is the 429 of a limited push.
+func tooManyPushes(wait time.Duration, why string) *Error {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	e := WithDescription(ErrTooManyRequests, "%s; retry after %d seconds", why, secs)
+	e.retryAfter = secs
+	return e
+}
+
 // resolvePushed turns an authorization request by reference (client_id
 // and request_uri) into the pushed parameters, and returns with them the
 // query the consent pages carry on (a consent continuation).
@@ -193,11 +303,22 @@ func (s *Server) resolvePushed(ctx context.Context, q url.Values, mode authzMode
 	}
 	exp := time.Unix(p.Exp, 0)
 	if !p.Consent {
-		switch err := s.store.UseNonce(ctx, nonceKey(parNonceRequest, p.ID), exp); {
-		case errors.Is(err, data.ErrExists):
-			return bad("This authorization request was already used. Go back to the application and start again.")
-		case err != nil:
-			return nil, nil, fmt.Errorf("authorize: use request_uri: %w", err)
+		const used = "This authorization request was already used. Go back to the application and start again."
+		key := nonceKey(parNonceRequest, p.ID)
+		// First in this replica's memory (a full cache forgets its
+		// oldest: the decision's nonce still holds) ...
+		if err := s.par.seen.UseNonce(ctx, key, exp); errors.Is(err, data.ErrExists) {
+			return bad(used)
+		}
+		// ... and durably once a user is signed in (not before login:
+		// nothing an unauthenticated caller sends is stored).
+		if mode != modeCheck {
+			switch err := s.store.UseNonce(ctx, key, exp); {
+			case errors.Is(err, data.ErrExists):
+				return bad(used)
+			case err != nil:
+				return nil, nil, fmt.Errorf("authorize: use request_uri: %w", err)
+			}
 		}
 		c := p
 		c.Consent = true

@@ -11,6 +11,7 @@ import (
 
 	"oauthd/data"
 	"oauthd/data/scope"
+	"oauthd/keys/verify"
 )
 
 // The refresh_token grant's rules, in one place (docs/DESIGN.md "What each
@@ -106,7 +107,8 @@ func keptScopes(granted, client []string) []string {
 
 // refresh runs the refresh_token grant (RFC 6749 §6) with rotation (RFC
 // 9700 §4.14.2).
-func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, jkt string) (tokenResponse, error) {
+func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
+	jkt := proofJKT(proof)
 	if req.RefreshToken == "" {
 		return tokenResponse{}, tokBadRequest("refresh_token is required")
 	}
@@ -223,6 +225,9 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 	}
 	if lostScopes {
 		s.metrics.refreshNarrowed.WithLabelValues("narrowed").Inc()
+	}
+	if err := s.spendProof(ctx, c, proof, client, fam); err != nil {
+		return tokenResponse{}, err
 	}
 	scopes, unrestricted := fam.Scopes, fam.Unrestricted
 	if len(narrowed) > 0 {

@@ -25,7 +25,7 @@ import (
 // search every type anyway.
 func (s *Server) handleRevoke(c echo.Context) error {
 	if err := s.revoke(c); err != nil {
-		return writeOAuthError(c, toOAuthError(c, s.log, err))
+		return writeOAuthError(c, toOAuthError(c, s.log, s.cfg.Outage, err))
 	}
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")

@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -86,6 +85,9 @@ type Config struct {
 	// nil counts them in this process.
 	Throttle *throttle.Shared
 
+	// Outage is told of every request answered 503 because the store was
+	// unavailable (outage.go). Default nil: the 503s are not logged.
+	Outage *Outage
 	// DPoPWindow is how far a DPoP proof's iat may be from now, either
 	// way (RFC 9449 §11.1). Default verify.DefaultDPoPWindow (60 s).
 	DPoPWindow time.Duration
@@ -112,14 +114,15 @@ type Server struct {
 	tok     *tokenState // token side: limiter, metadata (token.go)
 	signers *workerPool // access tokens are signed on these (accesstoken.go)
 
-	refreshKey []byte              // Config.RefreshTokenKey
-	tagger     *data.RefreshTagger // tags refresh tokens under refreshKey
-	grace      time.Duration       // Config.RefreshReuseGrace
-	dpop       *verify.DPoP        // token endpoint proofs; jti in the store
-	par        cipher.AEAD         // seals pushed authorization requests (par.go)
-	cors       *corsState          // cors.go; nil until Register
-	idSigner   IDTokenSigner       // Config.IDSigner (oidc.go)
-	keys       verify.KeySource    // Config.Keys
+	refreshKey []byte               // Config.RefreshTokenKey
+	tagger     *data.RefreshTagger  // tags refresh tokens under refreshKey
+	grace      time.Duration        // Config.RefreshReuseGrace
+	dpop       *verify.DPoP         // token endpoint proofs (dpop.go)
+	jtis       *verify.MemoryNonces // their jti, spent first in memory (dpop.go)
+	par        *parState            // pushed authorization requests: sealing, limits, first uses (par.go)
+	cors       *corsState           // cors.go; nil until Register
+	idSigner   IDTokenSigner        // Config.IDSigner (oidc.go)
+	keys       verify.KeySource     // Config.Keys
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -186,8 +189,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
-	s.par = newPARSealer(cfg.RefreshTokenKey)
+	s.par = newPARState(cfg)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
+	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
 	return s, nil

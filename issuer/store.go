@@ -19,8 +19,10 @@ type Store interface {
 	FamilyStore
 	UserStore
 	// UseNonce spends a DPoP proof's jti (dpop.go) and a pushed
-	// request_uri (par.go) once, across replicas.
+	// request_uri (par.go) once, across replicas; NonceUsed tells,
+	// without writing, whether a proof's jti was spent (dpop.go).
 	verify.NonceStore
+	NonceUsed(ctx context.Context, key []byte) (bool, error)
 }
 
 // ClientStore is what the issuer reads of clients: the authorization

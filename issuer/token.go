@@ -19,6 +19,7 @@ import (
 	"oauthd/data"
 	"oauthd/data/scope"
 	"oauthd/issuer/throttle"
+	"oauthd/keys/verify"
 )
 
 // tokenState is the token side's part of a [Server]: the failed-
@@ -63,7 +64,7 @@ func (s *Server) handleToken(c echo.Context) error {
 	}
 	result := "ok"
 	if err != nil {
-		oe := toOAuthError(c, s.log, err)
+		oe := toOAuthError(c, s.log, s.cfg.Outage, err)
 		result = oe.Code
 		err = writeOAuthError(c, oe)
 	} else {
@@ -87,18 +88,19 @@ func (s *Server) token(ctx context.Context, c echo.Context, req *tokenRequest) (
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	jkt, err := s.tokenProof(ctx, c, client)
+	proof, err := s.tokenProof(c, client)
 	if err != nil {
 		return tokenResponse{}, err
 	}
 	if req.GrantType == "authorization_code" {
-		return s.exchangeCode(ctx, c, client, req, jkt)
+		return s.exchangeCode(ctx, c, client, req, proof)
 	}
-	return s.refresh(ctx, c, client, req, jkt)
+	return s.refresh(ctx, c, client, req, proof)
 }
 
 // exchangeCode runs the authorization_code grant.
-func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, jkt string) (tokenResponse, error) {
+func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
+	jkt := proofJKT(proof)
 	if req.Code == "" {
 		return tokenResponse{}, tokBadRequest("code is required")
 	}
@@ -181,6 +183,9 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 			return tokenResponse{}, fmt.Errorf("exchange code: revoke the grant of a client no longer approved: %w", derr)
 		}
 		return tokenResponse{}, WithDescription(ErrInvalidClient, "client is not approved")
+	}
+	if err := s.spendProof(ctx, c, proof, client, fam); err != nil {
+		return tokenResponse{}, err
 	}
 	tok, err := access.wait()
 	if err != nil {

@@ -166,7 +166,7 @@ func newTkEnv(t testing.TB, mutate ...func(*Config)) *tkEnv {
 		t.Fatal(err)
 	}
 	env.e = echo.New()
-	env.e.HTTPErrorHandler = HTTPErrorHandler(logger)
+	env.e.HTTPErrorHandler = HTTPErrorHandler(logger, nil)
 	env.s.Register(env.e)
 
 	env.secretA = data.NewSecret(data.PrefixClientSecret)

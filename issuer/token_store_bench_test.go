@@ -61,7 +61,7 @@ func newProdEnvOn(b *testing.B, under data.Store) *prodEnv {
 		b.Fatal(err)
 	}
 	env := &prodEnv{e: echo.New(), store: store, secret: data.NewSecret(data.PrefixClientSecret)}
-	env.e.HTTPErrorHandler = HTTPErrorHandler(logger)
+	env.e.HTTPErrorHandler = HTTPErrorHandler(logger, nil)
 	s.Register(env.e)
 	now := time.Now().UTC()
 	err = store.CreateClient(ctx, data.Client{

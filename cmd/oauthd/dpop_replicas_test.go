@@ -12,7 +12,8 @@ import (
 
 // TestDPoPReplayAcrossReplicas: the jti of a DPoP proof is recorded in
 // PostgreSQL, so a proof used on one replica is refused on another, at
-// the token endpoint and at /v2/me.
+// the token endpoint (before the grant is used: it stays live) and at
+// /v2/me.
 func TestDPoPReplayAcrossReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two servers")
@@ -43,7 +44,6 @@ func TestDPoPReplayAcrossReplicas(t *testing.T) {
 		!strings.Contains(r2.str("error_description"), "replayed") {
 		t.Fatalf("the same proof on replica 1 = %d %v; want 400 invalid_dpop_proof (replayed)", r2.Status, r2.Body)
 	}
-
 	at := r.str("access_token")
 	meProof := k.Proof("GET", front.base+"/v2/me", at)
 	if res := dpopGet(t, direct[1].base+"/v2/me", at, meProof); res.StatusCode != http.StatusOK {

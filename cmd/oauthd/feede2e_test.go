@@ -52,7 +52,8 @@ func TestGatewayRevocationFeed(t *testing.T) {
 	t.Cleanup(spy.Close)
 	cmd := exec.Command(oauthdBin, "gateway", "--listen", "127.0.0.1:0", "--upstream", upSrv.URL, "--issuer", e.base,
 		"--jwks-url", spy.URL+"/.well-known/jwks.json", "--revocation-feed-url", spy.URL+"/.well-known/revoked-grants", "--dpop-trust-host")
-	addr, _ := startProcess(t, cmd, "gateway", gatewayListenRE, &logSink{})
+	gwLog := &logSink{}
+	addr, _ := startProcess(t, cmd, "gateway", gatewayListenRE, gwLog)
 	gw := "http://" + addr
 
 	const n = 24
@@ -146,8 +147,14 @@ func TestGatewayRevocationFeed(t *testing.T) {
 	if status, body := e2eGet(t, gw+"/v2/bookings", keep.AccessToken, nil); status != http.StatusOK {
 		t.Errorf("gateway with the grant not revoked = %d %s; want 200", status, body)
 	}
-	if status, _ := e2eGet(t, gw+"/v2/bookings", toks[0].AccessToken, nil); status != http.StatusUnauthorized {
-		t.Errorf("gateway with a revoked grant later = %d; want 401", status)
+	// The refusal says why, and the gateway logs it once per grant.
+	for range 3 {
+		if status, body := e2eGet(t, gw+"/v2/bookings", toks[0].AccessToken, nil); status != http.StatusUnauthorized || !strings.Contains(body, `"error_description":"grant revoked`) {
+			t.Errorf("gateway with a revoked grant later = %d %s; want 401 grant revoked", status, body)
+		}
+	}
+	if lines := gwLog.grep("refusing the tokens of a revoked grant"); len(lines) != n {
+		t.Errorf("the gateway logged %d revoked-grant lines for %d revoked grants; want one each:\n%s", len(lines), n, strings.Join(lines, "\n"))
 	}
 	pathsMu.Lock()
 	defer pathsMu.Unlock()

@@ -152,7 +152,7 @@ func TestGatewayRealVerifier(t *testing.T) {
 		{"scope missing", "GET", "/v2/teams", profile, 403, false, `Bearer error="insufficient_scope", scope="TEAM_PROFILE_READ"`},
 		{"not in table", "GET", "/v2/unknown", profile, 403, false, `Bearer error="insufficient_scope", error_description="this route is not available to third-party tokens"`},
 		{"unrestricted not in table", "GET", "/v2/unknown", legacy, 200, true, ""},
-		{"no token", "GET", "/v2/me", "", 401, false, `Bearer error="invalid_token", error_description="missing bearer token"`},
+		{"no token", "GET", "/v2/me", "", 401, false, `Bearer`},
 		{"expired", "GET", "/v2/me", expired, 401, false, ""},
 		{"wrong audience", "GET", "/v2/me", otherAud, 401, false, ""},
 		{"public", "GET", "/v2/slots", "", 200, true, ""},
@@ -174,7 +174,7 @@ func TestGatewayRealVerifier(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d (%s); want %d", resp.StatusCode, body, tc.status)
 			}
-			if www := resp.Header.Get("WWW-Authenticate"); tc.status == 401 && !strings.HasPrefix(www, `Bearer error="invalid_token"`) || tc.www != "" && www != tc.www {
+			if www := resp.Header.Get("WWW-Authenticate"); tc.status == 401 && tc.www == "" && !strings.HasPrefix(www, `Bearer error="invalid_token"`) || tc.www != "" && www != tc.www {
 				t.Errorf("WWW-Authenticate %q; want %q", www, tc.www)
 			}
 			var s seen

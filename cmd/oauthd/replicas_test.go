@@ -99,11 +99,16 @@ type replicaSet struct {
 	proxy *rrProxy
 	front *httptest.Server
 	reps  []*server
+	sinks []*logSink // each replica's stderr, when set (else the test log)
 }
 
 func (rs *replicaSet) start(t *testing.T, i int) {
 	t.Helper()
-	s := startServe(t, rs.db, "--base-url", rs.front.URL, "--app-url", rs.front.URL)
+	var sink *logSink
+	if rs.sinks != nil {
+		sink = rs.sinks[i]
+	}
+	s := startServeSink(t, rs.db, sink, "--base-url", rs.front.URL, "--app-url", rs.front.URL)
 	u, _ := url.Parse(s.base)
 	rs.proxy.mu.Lock()
 	rs.reps[i] = s
@@ -113,7 +118,14 @@ func (rs *replicaSet) start(t *testing.T, i int) {
 
 func startReplicas(t *testing.T, n int) *replicaSet {
 	t.Helper()
-	rs := &replicaSet{db: pgtest.New(t), proxy: newRRProxy(), reps: make([]*server, n)}
+	return startReplicasSinks(t, n, nil)
+}
+
+// startReplicasSinks is startReplicas with each replica's stderr in
+// sinks[i] (nil: the test log).
+func startReplicasSinks(t *testing.T, n int, sinks []*logSink) *replicaSet {
+	t.Helper()
+	rs := &replicaSet{db: pgtest.New(t), proxy: newRRProxy(), reps: make([]*server, n), sinks: sinks}
 	rs.proxy.backends = make([]string, n)
 	rs.front = httptest.NewServer(rs.proxy)
 	t.Cleanup(rs.front.Close)

@@ -112,6 +112,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { km.Run(loopCtx) })
+	wg.Go(func() { w.outage.Run(loopCtx) })
 	if w.db.follow != nil {
 		wg.Go(func() { w.follow(loopCtx, logger) })
 	}

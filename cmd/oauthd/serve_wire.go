@@ -38,6 +38,7 @@ type wired struct {
 	guard                *guard.Guard
 	local                *admin.Local
 	throttle             *throttle.RowStore // on a shared database: the limiters' shared failures, or nil
+	outage               *issuer.Outage     // database outages: 503s, logged when they start and end
 	e                    *echo.Echo
 	ln                   net.Listener
 	listenURL, base, app string
@@ -107,6 +108,13 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(db.collectors...)
+	// Audit records are counted by event (refusals of anonymous callers
+	// included), whatever the log level.
+	logger = slog.New(admin.NewAuditCounter(logger.Handler(), reg))
+	// While the database cannot be reached, every endpoint that needs it
+	// answers 503; the outage is logged when it starts and, once
+	// readiness (the key store) answers again, when it ends.
+	w.outage = issuer.NewOutage(issuer.OutageConfig{Logger: logger, Probe: km.Ready, Registerer: reg})
 	// /v2/me has its own guard, whose verifier also checks the token's
 	// grant (bound to the issuer once it exists): a revoked token is 401
 	// there whatever its scopes.
@@ -122,6 +130,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), UserinfoAuth: uiGuard.Echo(), Logger: logger, Registerer: reg,
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
 		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, Throttle: shared, DPoPWindow: o.dpopWindow,
+		Outage: w.outage,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
@@ -138,7 +147,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, err
 	}
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Registerer: reg,
-		PasswordSlots: o.pwSlots, Handover: ho, Now: now, Throttle: shared})
+		PasswordSlots: o.pwSlots, Handover: ho, Now: now, Throttle: shared, Outage: w.outage})
 	if err != nil {
 		return nil, fmt.Errorf("consent pages: %w", err)
 	}
@@ -151,13 +160,13 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	if err != nil {
 		return nil, fmt.Errorf("--trusted-proxy %w", err)
 	}
-	e := issuer.NewEcho(logger, reg, ipx)
+	e := issuer.NewEcho(logger, reg, ipx, w.outage)
 	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)
 	devPages.Register(e)
 	e.GET("/.well-known/jwks.json", km.ServeJWKS)
-	if err := registerFeed(e, store, km, base, logger); err != nil {
+	if err := registerFeed(e, store, km, base, logger, w.outage); err != nil {
 		return nil, err
 	}
 	e.GET("/healthz", func(c echo.Context) error {

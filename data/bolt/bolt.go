@@ -335,9 +335,24 @@ func (s *Store) begin(ctx context.Context, op string) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if s.closed.Load() {
-		return fmt.Errorf("%s: %w", op, ErrClosed)
+		return fmt.Errorf("%s: %w: %w", op, data.ErrUnavailable, ErrClosed)
 	}
 	return nil
+}
+
+// unavailable is the one place that says which of the engine's errors
+// mean the store cannot serve now: closed (a shutdown under way) or
+// failed (a write to the log failed; nothing is written until a reopen).
+// They are wrapped in [data.ErrUnavailable]; anything else is returned
+// as it is.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, data.ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, ErrClosed) || errors.Is(err, ErrFailed) || errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("%w: %w", data.ErrUnavailable, err)
+	}
+	return err
 }
 
 // view runs fn in a read transaction.
@@ -345,7 +360,7 @@ func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error
 	if err := s.begin(ctx, op); err != nil {
 		return err
 	}
-	return s.db.View(fn)
+	return unavailable(s.db.View(fn))
 }
 
 // update runs fn in its own write transaction (the path of the writes that
@@ -357,7 +372,17 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) err
 	if s.db.IsReadOnly() {
 		return fmt.Errorf("%s: %w", op, ErrReadOnly)
 	}
-	return s.db.Update(fn)
+	return unavailable(s.db.Update(fn))
+}
+
+// write runs fn as one op of the write-ahead log's group commit.
+func (s *Store) write(ctx context.Context, op string, fn func(w *wal.Tx) error) error {
+	return unavailable(s.log.Write(ctx, op, fn))
+}
+
+// exclusive runs fn alone on the bbolt file (wal.Log.Exclusive).
+func (s *Store) exclusive(ctx context.Context, op string, writable bool, fn func(tx *bbolt.Tx) error) error {
+	return unavailable(s.log.Exclusive(ctx, op, writable, fn))
 }
 
 // Encoding helpers.

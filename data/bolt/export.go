@@ -16,7 +16,7 @@ import (
 // snapshot.
 func (s *Store) Export(ctx context.Context) (data.Dump, error) {
 	var d data.Dump
-	err := s.log.Exclusive(ctx, "export", false, func(tx *bbolt.Tx) error {
+	err := s.exclusive(ctx, "export", false, func(tx *bbolt.Tx) error {
 		if err := exportBucket(tx, bucketUsers, &d.Users); err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ var ErrNotEmpty = errors.New("the target database is not empty")
 // already expired and is removed by the next garbage collection.
 func (s *Store) Import(ctx context.Context, d data.Dump) error {
 	empty := true
-	err := s.log.Exclusive(ctx, "import", false, func(tx *bbolt.Tx) error {
+	err := s.exclusive(ctx, "import", false, func(tx *bbolt.Tx) error {
 		for _, b := range allBuckets {
 			if bytes.Equal(b, bucketMeta) {
 				continue

@@ -110,7 +110,7 @@ func (s *Store) UpdateKeys(ctx context.Context, update func([]data.SigningKey) (
 // checkpoint, on the bbolt file, and writes to it directly.
 func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
 	var r data.GCResult
-	err := s.log.Exclusive(ctx, "garbage collect", true, func(tx *bbolt.Tx) error {
+	err := s.exclusive(ctx, "garbage collect", true, func(tx *bbolt.Tx) error {
 		r = data.GCResult{}
 		var err error
 		if r.AuthCodes, err = sweep(tx.Bucket(bucketCodes), func(c *data.AuthCode) bool {

@@ -29,7 +29,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	c = data.Normalize(c)
 	key := bytes.Clone(c.Hash)
 	raw := appendAuthCode(make([]byte, 0, 256), &c)
-	return s.log.Write(ctx, "create auth code", func(w *wal.Tx) error {
+	return s.write(ctx, "create auth code", func(w *wal.Tx) error {
 		if w.Get(hotCodes, key) != nil {
 			return fmt.Errorf("create auth code: %w", data.ErrExists)
 		}
@@ -48,7 +48,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		code data.AuthCode
 		fam  data.Family
 	)
-	err := s.log.Write(ctx, "exchange auth code", func(w *wal.Tx) error {
+	err := s.write(ctx, "exchange auth code", func(w *wal.Tx) error {
 		code, fam = data.AuthCode{}, data.Family{}
 		raw := w.Get(hotCodes, key)
 		if raw == nil {
@@ -176,14 +176,14 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 	}
 	raw, err := s.log.Get(hotFamilies, []byte(id))
 	if err != nil {
-		return data.Family{}, fmt.Errorf("get family %q: %w", id, err)
+		return data.Family{}, fmt.Errorf("get family %q: %w", id, unavailable(err))
 	}
 	if raw == nil {
 		return data.Family{}, fmt.Errorf("get family %q: %w", id, data.ErrNotFound)
 	}
 	var f data.Family
 	if err := jsonUnmarshal(raw, &f); err != nil {
-		return data.Family{}, fmt.Errorf("get family %q: %w", id, err)
+		return data.Family{}, fmt.Errorf("get family %q: %w", id, unavailable(err))
 	}
 	return f, nil
 }
@@ -193,7 +193,7 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	var out data.Family
 	key := []byte(id)
-	err := s.log.Write(ctx, "rotate refresh token", func(w *wal.Tx) error {
+	err := s.write(ctx, "rotate refresh token", func(w *wal.Tx) error {
 		out = data.Family{}
 		raw := w.Get(hotFamilies, key)
 		if raw == nil {
@@ -238,7 +238,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 // DeleteFamily implements [data.Store.DeleteFamily].
 func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 	key := []byte(id)
-	return s.log.Write(ctx, "delete family", func(w *wal.Tx) error {
+	return s.write(ctx, "delete family", func(w *wal.Tx) error {
 		raw := w.Get(hotFamilies, key)
 		if raw == nil {
 			return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
@@ -255,7 +255,7 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 // runs after a checkpoint, on the bbolt file.
 func (s *Store) ListFamilies(ctx context.Context, clientID string) ([]data.Family, error) {
 	var out []data.Family
-	err := s.log.Exclusive(ctx, "list families", false, func(tx *bbolt.Tx) error {
+	err := s.exclusive(ctx, "list families", false, func(tx *bbolt.Tx) error {
 		fams := tx.Bucket(bucketFamilies)
 		if clientID == "" {
 			var err error
@@ -410,7 +410,7 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session: encode: %w", err)
 	}
-	return s.log.Write(ctx, "create session", func(w *wal.Tx) error {
+	return s.write(ctx, "create session", func(w *wal.Tx) error {
 		if w.Get(hotSessions, key) != nil {
 			return fmt.Errorf("create session: %w", data.ErrExists)
 		}
@@ -429,12 +429,25 @@ func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) err
 	}
 	k := bytes.Clone(key)
 	val := binary.BigEndian.AppendUint64(nil, uint64(expires.UnixNano()))
-	return s.log.Write(ctx, "use nonce", func(w *wal.Tx) error {
+	return s.write(ctx, "use nonce", func(w *wal.Tx) error {
 		if w.Get(hotNonces, k) != nil {
 			return fmt.Errorf("use nonce: %w", data.ErrExists)
 		}
 		return w.Put(hotNonces, k, val)
 	})
+}
+
+// NonceUsed implements [data.Store.NonceUsed]: a point read, the log's
+// overlay first.
+func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
+	if err := s.begin(ctx, "nonce used"); err != nil {
+		return false, err
+	}
+	raw, err := s.log.Get(hotNonces, key)
+	if err != nil {
+		return false, fmt.Errorf("nonce used: %w", unavailable(err))
+	}
+	return raw != nil, nil
 }
 
 // GetSession implements [data.Store.GetSession].
@@ -444,14 +457,14 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, erro
 	}
 	raw, err := s.log.Get(hotSessions, hash)
 	if err != nil {
-		return data.Session{}, fmt.Errorf("get session: %w", err)
+		return data.Session{}, fmt.Errorf("get session: %w", unavailable(err))
 	}
 	if raw == nil {
 		return data.Session{}, fmt.Errorf("get session: %w", data.ErrNotFound)
 	}
 	var sess data.Session
 	if err := jsonUnmarshal(raw, &sess); err != nil {
-		return data.Session{}, fmt.Errorf("get session: %w", err)
+		return data.Session{}, fmt.Errorf("get session: %w", unavailable(err))
 	}
 	return sess, nil
 }
@@ -459,7 +472,7 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, erro
 // DeleteSession implements [data.Store.DeleteSession].
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	key := bytes.Clone(hash)
-	return s.log.Write(ctx, "delete session", func(w *wal.Tx) error {
+	return s.write(ctx, "delete session", func(w *wal.Tx) error {
 		if w.Get(hotSessions, key) == nil {
 			return fmt.Errorf("delete session: %w", data.ErrNotFound)
 		}

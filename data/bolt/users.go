@@ -186,7 +186,7 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 	}
 	err := s.update(ctx, "update user", apply(false))
 	if errors.Is(err, errDisabling) {
-		err = s.log.Exclusive(ctx, "disable user", true, apply(true))
+		err = s.exclusive(ctx, "disable user", true, apply(true))
 	}
 	if err != nil {
 		return data.User{}, err

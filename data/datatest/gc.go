@@ -93,7 +93,13 @@ func testGC(t *testing.T, s data.Store) {
 func testNoncesOnce(t *testing.T, s data.Store) {
 	ctx := context.Background()
 	exp := time.Now().Add(time.Minute)
+	if used, err := s.NonceUsed(ctx, []byte("jti-1")); err != nil || used {
+		t.Fatalf("NonceUsed before UseNonce = %v, %v; want false", used, err)
+	}
 	wantErr(t, "UseNonce", s.UseNonce(ctx, []byte("jti-1"), exp), nil)
+	if used, err := s.NonceUsed(ctx, []byte("jti-1")); err != nil || !used {
+		t.Fatalf("NonceUsed after UseNonce = %v, %v; want true", used, err)
+	}
 	wantErr(t, "UseNonce(replay)", s.UseNonce(ctx, []byte("jti-1"), exp), data.ErrExists)
 	wantErr(t, "UseNonce(other)", s.UseNonce(ctx, []byte("jti-2"), exp), nil)
 	wantErr(t, "UseNonce(empty)", s.UseNonce(ctx, nil, exp), data.ErrInvalid)

@@ -253,13 +253,14 @@ func testCancelled(t *testing.T, s data.Store) {
 func testClosed(t *testing.T, s data.Store) {
 	wantErr(t, "CreateClient", s.CreateClient(ctx, newClient("a")), nil)
 	wantErr(t, "Close", s.Close(), nil)
-	if _, err := s.GetClient(ctx, "a"); err == nil {
-		t.Fatal("GetClient after Close succeeded")
-	}
-	if err := s.CreateAuthCode(ctx, newCode("oauthd_ac_x", "a")); err == nil {
-		t.Fatal("CreateAuthCode after Close succeeded")
-	}
-	if _, err := s.RotateRefreshToken(ctx, "f", presenting("t", rotateTo("u", t0))); err == nil {
-		t.Fatal("RotateRefreshToken after Close succeeded")
-	}
+	// A closed store cannot serve: data.ErrUnavailable (a server
+	// shutting down answers 503, never 500).
+	_, err := s.GetClient(ctx, "a")
+	wantErr(t, "GetClient after Close", err, data.ErrUnavailable)
+	wantErr(t, "CreateAuthCode after Close", s.CreateAuthCode(ctx, newCode("oauthd_ac_x", "a")), data.ErrUnavailable)
+	_, err = s.RotateRefreshToken(ctx, "f", presenting("t", rotateTo("u", t0)))
+	wantErr(t, "RotateRefreshToken after Close", err, data.ErrUnavailable)
+	wantErr(t, "UseNonce after Close", s.UseNonce(ctx, []byte("n"), t0), data.ErrUnavailable)
+	_, err = s.GetFamily(ctx, "f")
+	wantErr(t, "GetFamily after Close", err, data.ErrUnavailable)
 }

@@ -71,7 +71,7 @@ func (s *Store) lock(ctx context.Context, op string) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: %w", op, ErrClosed)
+		return fmt.Errorf("%s: %w: %w", op, data.ErrUnavailable, ErrClosed)
 	}
 	return nil
 }
@@ -607,6 +607,16 @@ func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) err
 	}
 	s.nonces[string(key)] = expires
 	return nil
+}
+
+// NonceUsed implements [data.Store.NonceUsed].
+func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
+	if err := s.lock(ctx, "nonce used"); err != nil {
+		return false, err
+	}
+	defer s.mu.Unlock()
+	_, ok := s.nonces[string(key)]
+	return ok, nil
 }
 
 // Sessions.

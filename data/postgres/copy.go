@@ -48,6 +48,7 @@ func (s *Store) Export(ctx context.Context) (data.Dump, error) {
 		d.Keys, err = queryOne[[]data.SigningKey](ctx, tx, "SELECT body FROM key_set WHERE id = 1")
 		return err
 	})
+	err = classify(err)
 	if err != nil {
 		return data.Dump{}, fmt.Errorf("export: %w", err)
 	}
@@ -125,6 +126,7 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 		b.Queue("SELECT pg_notify($1, 'keys')", Channel)
 		return tx.SendBatch(ctx, b).Close()
 	})
+	err = classify(err)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}

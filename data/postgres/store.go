@@ -72,7 +72,7 @@ type Options struct {
 
 // Store is a [data.Store] on PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	pool   *pgxpool.Pool
+	pool   pool // *pgxpool.Pool, its errors classified (unavailable.go)
 	url    string
 	log    *slog.Logger
 	closed atomic.Bool
@@ -122,11 +122,21 @@ func parseConfig(raw string, opts Options) (*pgxpool.Config, error) {
 	// PgBouncer's transaction pooling, default_query_exec_mode=exec or
 	// simple_protocol: a prepared statement does not outlive the
 	// transaction's server connection there).
+	if !urlSets(raw, "connect_timeout") {
+		// A database host that does not answer at all (a network
+		// partition) must not hold requests for the kernel's TCP
+		// timeout: give up and answer 503.
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
 	if !urlSets(raw, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
 	}
 	return cfg, nil
 }
+
+// defaultConnectTimeout bounds a connection attempt unless the URL sets
+// connect_timeout.
+const defaultConnectTimeout = 5 * time.Second
 
 // urlSets reports whether the connection string raw (a postgres:// URL or
 // libpq's key=value form) sets the parameter key.
@@ -159,15 +169,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", Redact(url), err)
 	}
-	if err := checkSchema(ctx, pool, url); err != nil {
-		pool.Close()
+	if err := checkSchema(ctx, p, url); err != nil {
+		p.Close()
 		return nil, err
 	}
-	return &Store{pool: pool, url: url, log: opts.Logger, stop: func() {}}, nil
+	return &Store{pool: pool{p}, url: url, log: opts.Logger, stop: func() {}}, nil
 }
 
 // Close closes the pool; later calls fail with [ErrClosed]. It may be
@@ -184,14 +194,14 @@ func (s *Store) Close() error {
 // Ping checks that the database answers (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return fmt.Errorf("%w: %w", data.ErrUnavailable, ErrClosed)
 	}
 	return s.pool.Ping(ctx)
 }
 
 // Pool returns the connection pool (for tools and tests on the same
 // database).
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.pool.Pool }
 
 // querier is what a pool, a connection and a transaction share.
 type querier interface {
@@ -206,7 +216,7 @@ func (s *Store) begin(ctx context.Context, op string) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if s.closed.Load() {
-		return fmt.Errorf("%s: %w", op, ErrClosed)
+		return fmt.Errorf("%s: %w: %w", op, data.ErrUnavailable, ErrClosed)
 	}
 	return nil
 }
@@ -257,7 +267,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		if retryable(err) {
 			s.stats.retries.Add(1)
 		}
-		return err
+		return classify(err)
 	})
 }
 
@@ -971,6 +981,18 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 		return fmt.Errorf("create session: %w", err)
 	}
 	return nil
+}
+
+// NonceUsed implements [data.Store.NonceUsed].
+func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
+	if err := s.begin(ctx, "nonce used"); err != nil {
+		return false, err
+	}
+	var used bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM nonces WHERE key = $1)", key).Scan(&used); err != nil {
+		return false, fmt.Errorf("nonce used: %w", err)
+	}
+	return used, nil
 }
 
 // UseNonce implements [data.Store.UseNonce]: the primary key decides

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // AuditStore keeps the audit records of every process (a database
@@ -78,4 +80,57 @@ func (h *auditTee) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *auditTee) WithGroup(name string) slog.Handler {
 	return &auditTee{next: h.next.WithGroup(name), store: h.store, attrs: h.attrs}
+}
+
+// NewAuditCounter returns an auditCounter over next, its counter registered
+// on reg.
+//
+// auditCounter is a slog.Handler that passes records to next and counts
+// every "audit" record by its event in oauthd_audit_events_total, whatever
+// the log level: refusals of unauthenticated callers (client_auth_failed,
+// login_failed, login_throttled, consent_csrf_failed, …) are counted and
+// logged, never stored one row per request (docs/DESIGN.md "Nothing an
+// unauthenticated caller sends is stored").
+type auditCounter struct {
+	next   slog.Handler
+	events *prometheus.CounterVec
+}
+
+func NewAuditCounter(next slog.Handler, reg prometheus.Registerer) slog.Handler {
+	events := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oauthd_audit_events_total",
+		Help: "Audit records by event (successes and refusals alike), whatever the log level.",
+	}, []string{"event"})
+	reg.MustRegister(events)
+	return &auditCounter{next: next, events: events}
+}
+
+func (h *auditCounter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.next.Enabled(ctx, l)
+}
+
+func (h *auditCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "audit" {
+		event := "unknown"
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "event" {
+				event = a.Value.String()
+				return false
+			}
+			return true
+		})
+		h.events.WithLabelValues(event).Inc()
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *auditCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return &auditCounter{next: h.next.WithAttrs(as), events: h.events}
+}
+
+func (h *auditCounter) WithGroup(name string) slog.Handler {
+	return &auditCounter{next: h.next.WithGroup(name), events: h.events}
 }

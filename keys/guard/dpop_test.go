@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"oauthd/keys/verify"
 	"oauthd/keys/verify/dpoptest"
@@ -70,5 +71,29 @@ func TestGuardDPoP(t *testing.T) {
 	}
 	if rec := call("Bearer plain", ""); rec.Code != http.StatusOK {
 		t.Errorf("plain bearer token = %d", rec.Code)
+	}
+}
+
+// downNonces is a replay store that cannot be reached.
+type downNonces struct{}
+
+func (downNonces) UseNonce(context.Context, []byte, time.Time) error {
+	return errors.New("dial tcp: connection refused")
+}
+
+// TestGuardDPoPStoreDown: when the replay store does not answer, a bound
+// token's request is 503 temporarily_unavailable with Retry-After, not a
+// refusal of the token.
+func TestGuardDPoPStoreDown(t *testing.T) {
+	k := dpoptest.NewES256()
+	g := New(Config{Verifier: boundVerifier{k.JKT()}, Logger: slog.New(slog.DiscardHandler), PublicURL: "https://api.example.com",
+		DPoP: verify.NewDPoP(verify.DPoPConfig{Nonces: downNonces{}})})
+	req := httptest.NewRequest(http.MethodGet, "http://10.0.0.1/v2/me", nil)
+	req.Header.Set("Authorization", "DPoP bound")
+	req.Header.Set("DPoP", k.Proof("GET", "https://api.example.com/v2/me", "bound"))
+	rec := httptest.NewRecorder()
+	g.HTTP(http.NotFoundHandler()).ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), `"temporarily_unavailable"`) {
+		t.Errorf("store down = %d Retry-After %q %s; want 503 temporarily_unavailable with Retry-After", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
 }

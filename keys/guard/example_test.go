@@ -48,7 +48,7 @@ func ExampleGuard_HTTP() {
 		}
 	}
 	// Output:
-	// 401 Bearer error="invalid_token", error_description="missing bearer token"
+	// 401 Bearer
 	// 200 hello user 42
 	// 403 Bearer error="insufficient_scope", scope="PROFILE_READ"
 }

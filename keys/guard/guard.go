@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -76,6 +77,9 @@ type Guard struct {
 	logger    *slog.Logger
 	dpop      *verify.DPoP
 	publicURL string
+
+	revokedMu sync.Mutex
+	revoked   map[string]struct{} // grants whose refusal was logged (revokedSeen)
 }
 
 // New returns a Guard. It panics when cfg.Verifier is nil: a guard that
@@ -85,7 +89,7 @@ func New(cfg Config) *Guard {
 		panic("guard.New: Config.Verifier is nil")
 	}
 	g := &Guard{verifier: cfg.Verifier, table: cfg.Table, logger: cfg.Logger, dpop: cfg.DPoP,
-		publicURL: strings.TrimRight(cfg.PublicURL, "/")}
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"), revoked: map[string]struct{}{}}
 	if g.dpop == nil {
 		g.dpop = verify.NewDPoP(verify.DPoPConfig{})
 	}
@@ -148,12 +152,16 @@ const (
 	descMissing    = "missing bearer token"
 	descMalformed  = "malformed Authorization header: expected Bearer <token>"
 	descInvalid    = "the access token is invalid, expired or not signed by the issuer"
+	descRevoked    = "grant revoked: the access token's grant was revoked; the user must authorize the application again"
 	descNotInTable = "this route is not available to third-party tokens"
 	descBadPath    = "the request path is not canonical (empty, '.' or '..' segments, or an encoded slash)"
 
-	wwwMissing    = `Bearer error="` + oauth.InvalidToken + `", error_description="` + descMissing + `"`
+	// wwwMissing is the challenge of a request without any credentials:
+	// no error code nor other error information (RFC 6750 §3.1).
+	wwwMissing    = `Bearer`
 	wwwMalformed  = `Bearer error="` + oauth.InvalidToken + `", error_description="malformed Authorization header"`
 	wwwInvalid    = `Bearer error="` + oauth.InvalidToken + `", error_description="` + descInvalid + `"`
+	wwwRevoked    = `Bearer error="` + oauth.InvalidToken + `", error_description="` + descRevoked + `"`
 	wwwNotInTable = `Bearer error="` + oauth.InsufficientScope + `", error_description="` + descNotInTable + `"`
 
 	descBoundAsBearer = "the access token is DPoP-bound: send it with Authorization: DPoP and a DPoP proof"
@@ -162,6 +170,7 @@ const (
 
 	dpopAlgs         = `algs="` + verify.DPoPChallengeAlgs + `"`
 	wwwDPoPInvalid   = `DPoP error="` + oauth.InvalidToken + `", error_description="` + descInvalid + `", ` + dpopAlgs
+	wwwDPoPRevoked   = `DPoP error="` + oauth.InvalidToken + `", error_description="` + descRevoked + `", ` + dpopAlgs
 	wwwBoundAsBearer = `DPoP error="` + oauth.InvalidToken + `", error_description="` + descBoundAsBearer + `", ` + dpopAlgs
 	wwwNotBound      = `Bearer error="` + oauth.InvalidToken + `", error_description="` + descNotBound + `"`
 	wwwBadProof      = `DPoP error="` + oauth.InvalidDPoPProof + `", error_description="the DPoP proof is invalid", ` + dpopAlgs
@@ -189,11 +198,20 @@ func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
 
 	switch {
 	case !present:
-		return nil, &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descMissing, wwwAuth: wwwMissing, path: p}
+		// No credentials at all: a bare challenge (RFC 6750 §3.1).
+		return nil, &denial{status: http.StatusUnauthorized, desc: descMissing, wwwAuth: wwwMissing, path: p}
 	case !ok:
 		return nil, &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descMalformed, wwwAuth: wwwMalformed, path: p}
 	}
 	c, err := g.verifier.Verify(ctx, token)
+	if ge, ok := errors.AsType[*verify.GrantError](err); ok && errors.Is(err, verify.ErrGrantRevoked) {
+		g.revokedSeen(ctx, ge.GrantID)
+		www := wwwRevoked
+		if isDPoP {
+			www = wwwDPoPRevoked
+		}
+		return nil, &denial{status: http.StatusUnauthorized, code: oauth.InvalidToken, desc: descRevoked, wwwAuth: www, path: p, err: err}
+	}
 	if err != nil || c == nil {
 		www := wwwInvalid
 		if isDPoP {
@@ -341,6 +359,31 @@ func b64token(v string) (string, bool) {
 	return t, true
 }
 
+// retryAfterUnavailable is the Retry-After of a 503 (the DPoP replay
+// store did not answer), in seconds.
+const retryAfterUnavailable = "2"
+
+// maxRevokedSeen bounds the grants whose refusal was logged; past it the
+// set starts over (a grant may then be logged once more).
+const maxRevokedSeen = 8192
+
+// revokedSeen logs the first refusal of a token of revoked grant id (at
+// info), not every request that presents one.
+func (g *Guard) revokedSeen(ctx context.Context, id string) {
+	g.revokedMu.Lock()
+	_, seen := g.revoked[id]
+	if !seen {
+		if len(g.revoked) >= maxRevokedSeen {
+			clear(g.revoked)
+		}
+		g.revoked[id] = struct{}{}
+	}
+	g.revokedMu.Unlock()
+	if !seen {
+		g.logger.LogAttrs(ctx, slog.LevelInfo, "refusing the tokens of a revoked grant", slog.String("grant_id", id))
+	}
+}
+
 // deny writes the response for d and logs it (without the token).
 func (g *Guard) deny(w http.ResponseWriter, r *http.Request, d *denial) {
 	level := slog.LevelDebug
@@ -367,11 +410,19 @@ func (g *Guard) deny(w http.ResponseWriter, r *http.Request, d *denial) {
 	}
 
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	if d.wwwAuth != "" {
 		h.Set("WWW-Authenticate", d.wwwAuth)
 	}
+	if d.status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", retryAfterUnavailable)
+	}
+	if d.code == "" {
+		// No error information at all (RFC 6750 §3.1): no body.
+		w.WriteHeader(d.status)
+		return
+	}
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(d.status)
 	var body any
 	if d.status == http.StatusForbidden {

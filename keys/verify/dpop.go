@@ -118,11 +118,58 @@ type proofClaims struct {
 // URL the client called; query and fragment are ignored) and returns the
 // thumbprint (RFC 7638, base64url SHA-256) of its key. accessToken is the
 // token the request presents ("" at the token endpoint): the proof's ath
-// must then be its hash. The jti is recorded as used; a second Check of
-// the same proof fails. Errors wrap [ErrInvalidProof], except a failure of
-// the nonce store, which is the server's.
+// must then be its hash. The jti is recorded as used in the checker's
+// NonceStore; a second Check of the same proof fails. Errors wrap
+// [ErrInvalidProof], except a failure of the nonce store, which is the
+// server's. It is [DPoP.Verify] then [Proof.Spend].
 func (d *DPoP) Check(ctx context.Context, proof, method, htu, accessToken string) (string, error) {
-	bad := func(why string) (string, error) { return "", fmt.Errorf("%w: %s", ErrInvalidProof, why) }
+	p, err := d.Verify(proof, method, htu, accessToken)
+	if err != nil {
+		return "", err
+	}
+	if err := p.Spend(ctx, d.nonces); err != nil {
+		return "", err
+	}
+	return p.JKT, nil
+}
+
+// Proof is a DPoP proof that passed every check of [DPoP.Verify]; its jti
+// is not spent yet.
+type Proof struct {
+	// JKT is the RFC 7638 thumbprint (base64url SHA-256) of its key.
+	JKT string
+	// ReplayKey is the one-time value that stands for its jti (per key),
+	// for a [NonceStore].
+	ReplayKey []byte
+	// Expires is when the proof stops being acceptable (iat + window):
+	// how long its jti must be remembered.
+	Expires time.Time
+}
+
+// Spend records p's jti in nonces. A jti already recorded is an error
+// wrapping [ErrInvalidProof] ("replayed"); so is a full in-memory cache
+// ([ErrReplayCacheFull]), which refuses rather than forgets. Any other
+// error is the store's.
+func (p Proof) Spend(ctx context.Context, nonces NonceStore) error {
+	switch err := nonces.UseNonce(ctx, p.ReplayKey, p.Expires); {
+	case err == nil:
+		return nil
+	case errors.Is(err, data.ErrExists):
+		return fmt.Errorf("%w: replayed (jti already used)", ErrInvalidProof)
+	case errors.Is(err, ErrReplayCacheFull):
+		return fmt.Errorf("%w: replay cache full, try again", ErrInvalidProof)
+	default:
+		return fmt.Errorf("dpop: record jti: %w", err)
+	}
+}
+
+// Verify checks the DPoP proof like [DPoP.Check] but does not spend its
+// jti: the caller records p.ReplayKey where and when it decides (the token
+// endpoint first in a local cache, and durably only once the client and
+// the grant have passed, so that nothing an unauthenticated caller sends
+// is stored). Errors wrap [ErrInvalidProof].
+func (d *DPoP) Verify(proof, method, htu, accessToken string) (Proof, error) {
+	bad := func(why string) (Proof, error) { return Proof{}, fmt.Errorf("%w: %s", ErrInvalidProof, why) }
 	if proof == "" {
 		return bad("missing")
 	}
@@ -198,7 +245,7 @@ func (d *DPoP) Check(ctx context.Context, proof, method, htu, accessToken string
 	}
 	want, err := NormalizeHTU(htu)
 	if err != nil {
-		return "", fmt.Errorf("dpop: the request URL %q: %w", htu, err)
+		return Proof{}, fmt.Errorf("dpop: the request URL %q: %w", htu, err)
 	}
 	if got, err := NormalizeHTU(c.HTU); err != nil || got != want {
 		return bad("htu does not match the request URL")
@@ -227,16 +274,7 @@ func (d *DPoP) Check(ctx context.Context, proof, method, htu, accessToken string
 	// The jti is remembered per key for as long as the proof is
 	// acceptable (its iat plus the window).
 	nk := sha256.Sum256([]byte("dpop-jti\x00" + jkt + "\x00" + c.JTI))
-	switch err := d.nonces.UseNonce(ctx, nk[:], iat.Add(d.window)); {
-	case err == nil:
-	case errors.Is(err, data.ErrExists):
-		return bad("replayed (jti already used)")
-	case errors.Is(err, ErrReplayCacheFull):
-		return bad("replay cache full, try again")
-	default:
-		return "", fmt.Errorf("dpop: record jti: %w", err)
-	}
-	return jkt, nil
+	return Proof{JKT: jkt, ReplayKey: nk[:], Expires: iat.Add(d.window)}, nil
 }
 
 // NormalizeHTU returns u without query and fragment, normalised as RFC
@@ -282,11 +320,12 @@ const DefaultMemoryNonces = 1 << 20
 // it holds max live entries it refuses new ones (with
 // [ErrReplayCacheFull]) rather than forget live ones.
 type MemoryNonces struct {
-	mu   sync.Mutex
-	max  int
-	now  func() time.Time
-	m    map[[32]byte]time.Time
-	fifo []nonceEntry // in order of insertion; expiry is not monotonic, so it is a sweep hint
+	mu    sync.Mutex
+	max   int
+	evict bool // when full, forget the oldest entry instead of refusing
+	now   func() time.Time
+	m     map[[32]byte]time.Time
+	fifo  []nonceEntry // in order of insertion; expiry is not monotonic, so it is a sweep hint
 }
 
 type nonceEntry struct {
@@ -302,6 +341,17 @@ func NewMemoryNonces(max int, now func() time.Time) *MemoryNonces {
 	return &MemoryNonces{max: max, now: now, m: make(map[[32]byte]time.Time)}
 }
 
+// NewMemoryNoncesFilter returns an empty cache of at most max entries
+// that, when full, forgets its oldest entry to make room (never refusing,
+// in O(1)): for a cache that only filters before a check that decides
+// (the token endpoint's, before the store). A flood then costs no scan
+// and refuses nobody; a forgotten jti is caught by the check behind it.
+func NewMemoryNoncesFilter(max int, now func() time.Time) *MemoryNonces {
+	n := NewMemoryNonces(max, now)
+	n.evict = true
+	return n
+}
+
 // UseNonce implements [NonceStore].
 func (n *MemoryNonces) UseNonce(_ context.Context, key []byte, expires time.Time) error {
 	k := sha256.Sum256(key)
@@ -314,6 +364,13 @@ func (n *MemoryNonces) UseNonce(_ context.Context, key []byte, expires time.Time
 	// Drop expired entries from the front; a live one at the front stops
 	// the sweep (entries behind it are swept on later calls or when full).
 	for len(n.fifo) > 0 && n.fifo[0].exp.Before(now) {
+		e := n.fifo[0]
+		if exp, ok := n.m[e.key]; ok && exp.Equal(e.exp) {
+			delete(n.m, e.key)
+		}
+		n.fifo = n.fifo[1:]
+	}
+	for n.evict && len(n.m) >= n.max && len(n.fifo) > 0 {
 		e := n.fifo[0]
 		if exp, ok := n.m[e.key]; ok && exp.Equal(e.exp) {
 			delete(n.m, e.key)

@@ -149,3 +149,25 @@ func TestMemoryNonces(t *testing.T) {
 		t.Fatalf("Len %d, want 1", n.Len())
 	}
 }
+
+// TestMemoryNoncesFilter: a filter cache never refuses; when full it
+// forgets its oldest entry, and remembers the rest.
+func TestMemoryNoncesFilter(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	n := verify.NewMemoryNoncesFilter(3, func() time.Time { return now })
+	exp := now.Add(time.Minute)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if err := n.UseNonce(context.Background(), []byte(k), exp); err != nil {
+			t.Fatalf("UseNonce(%s) = %v; want nil (a filter never refuses)", k, err)
+		}
+	}
+	if n.Len() != 3 {
+		t.Fatalf("Len = %d; want 3", n.Len())
+	}
+	if err := n.UseNonce(context.Background(), []byte("a"), exp); err != nil {
+		t.Errorf("the oldest entry (a) was not forgotten: %v", err)
+	}
+	if err := n.UseNonce(context.Background(), []byte("d"), exp); !errors.Is(err, data.ErrExists) {
+		t.Errorf("a remembered entry (d): %v; want ErrExists", err)
+	}
+}

@@ -313,10 +313,21 @@ func (v *Verifier) CheckGrant(grantID string) error {
 		return nil
 	}
 	if err := v.revoked.CheckGrant(grantID); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return fmt.Errorf("%w: %w", ErrInvalidToken, &GrantError{GrantID: grantID, Err: err})
 	}
 	return nil
 }
+
+// GrantError is a token refused for its grant (Config.Revoked): Err is
+// [ErrGrantRevoked] or [ErrFeedStale]. [Verifier.Verify]'s error wraps it,
+// so that a caller can say (and log once) which grant.
+type GrantError struct {
+	GrantID string
+	Err     error
+}
+
+func (e *GrantError) Error() string { return "grant " + e.GrantID + ": " + e.Err.Error() }
+func (e *GrantError) Unwrap() error { return e.Err }
 
 // p256HalfN is ⌊n/2⌋ for the order n of P-256, big-endian.
 var p256HalfN = [32]byte{

@@ -44,6 +44,7 @@ var cluster struct {
 	dir     string // private cluster's directory, "" when external
 	pgctl   string
 	asUser  string // run pg_ctl as this user ("" = ourselves)
+	opts    string // the server's options (pg_ctl start -o)
 	skipMsg string
 	err     error
 }
@@ -194,8 +195,8 @@ func setup() {
 	}
 	// Only a Unix socket in the private directory: no port to collide
 	// with. Durability does not matter for a throwaway cluster.
-	opts := fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", dir)
-	out, err = pgCommand(cluster.asUser, cluster.pgctl, "start", "-D", pgdata, "-w", "-t", "60", "-l", filepath.Join(dir, "log"), "-o", opts).CombinedOutput()
+	cluster.opts = fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", dir)
+	out, err = pgCommand(cluster.asUser, cluster.pgctl, "start", "-D", pgdata, "-w", "-t", "60", "-l", filepath.Join(dir, "log"), "-o", cluster.opts).CombinedOutput()
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		cluster.err = fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
@@ -212,6 +213,27 @@ func setup() {
 		go watch.Wait()
 	}
 	cluster.url = (&url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/postgres", RawQuery: url.Values{"host": {dir}}.Encode()}).String()
+}
+
+// Restart stops the private cluster (pg_ctl stop -m fast: sessions are
+// terminated with admin_shutdown, as in a real restart), leaves it down
+// for down, and starts it again; the databases survive. It skips t on an
+// external server (OAUTHD_TEST_POSTGRES), which a test must not restart.
+// Every test of the process sharing the cluster sees the outage.
+func Restart(t testing.TB, down time.Duration) {
+	t.Helper()
+	AdminURL(t)
+	if cluster.dir == "" {
+		t.Skip("restarting PostgreSQL needs the private cluster, not " + EnvURL)
+	}
+	pgdata := filepath.Join(cluster.dir, "data")
+	if out, err := pgCommand(cluster.asUser, cluster.pgctl, "stop", "-D", pgdata, "-m", "fast", "-w", "-t", "60").CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+	}
+	time.Sleep(down)
+	if out, err := pgCommand(cluster.asUser, cluster.pgctl, "start", "-D", pgdata, "-w", "-t", "60", "-l", filepath.Join(cluster.dir, "log"), "-o", cluster.opts).CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl start: %v\n%s", err, out)
+	}
 }
 
 func pgCommand(asUser, name string, args ...string) *exec.Cmd {
