@@ -432,3 +432,5 @@ func jsonUnmarshal(raw []byte, v any) error {
 	}
 	return nil
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

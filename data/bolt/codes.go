@@ -1,0 +1,82 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"oauthd/data"
+	"oauthd/data/bolt/internal/wal"
+)
+
+// CreateAuthCode implements [data.Store.CreateAuthCode].
+func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
+	if len(c.Hash) == 0 {
+		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	}
+	c = data.Normalize(c)
+	key := bytes.Clone(c.Hash)
+	raw := appendAuthCode(make([]byte, 0, 256), &c)
+	return s.write(ctx, "create auth code", func(w *wal.Tx) error {
+		if w.Get(hotCodes, key) != nil {
+			return fmt.Errorf("create auth code: %w", data.ErrExists)
+		}
+		if userDisabled(w.Bolt(), c.UserID) {
+			return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
+		}
+		return w.Put(hotCodes, key, raw)
+	})
+}
+
+// ExchangeAuthCode implements [data.Store.ExchangeAuthCode]. An error from
+// exchange is returned as it is.
+func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error) {
+	key := bytes.Clone(hash)
+	var (
+		code data.AuthCode
+		fam  data.Family
+	)
+	err := s.write(ctx, "exchange auth code", func(w *wal.Tx) error {
+		code, fam = data.AuthCode{}, data.Family{}
+		raw := w.Get(hotCodes, key)
+		if raw == nil {
+			return fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
+		}
+		if err := decodeAuthCode(raw, &code); err != nil {
+			return fmt.Errorf("exchange auth code: decode: %w", err)
+		}
+		if code.Used {
+			return fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
+		}
+		// A deep copy exchange may change (one decode, not two: this runs
+		// in the group committer, serially for the whole batch).
+		f, err := exchange(data.Normalize(code))
+		if err != nil {
+			return err
+		}
+		if f.ID == "" {
+			return fmt.Errorf("exchange auth code: %w", &data.RuleError{Field: "family_id", Reason: "the new family needs an ID"})
+		}
+		if w.Get(hotFamilies, []byte(f.ID)) != nil {
+			return fmt.Errorf("exchange auth code: family %q: %w", f.ID, data.ErrExists)
+		}
+		f = data.Normalize(f)
+		code.Used, code.FamilyID = true, f.ID
+		if err := w.Put(hotCodes, key, appendAuthCode(make([]byte, 0, len(raw)+32), &code)); err != nil {
+			return err
+		}
+		if err := putFamily(w, f); err != nil {
+			return err
+		}
+		fam = f
+		return nil
+	})
+	switch {
+	case err == nil:
+		return code, fam, nil
+	case isCodeUsed(err):
+		return code, data.Family{}, err
+	}
+	return data.AuthCode{}, data.Family{}, err
+}
+
+func isCodeUsed(err error) bool { return errorsIs(err, data.ErrCodeUsed) }

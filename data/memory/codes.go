@@ -1,0 +1,57 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"oauthd/data"
+)
+
+// CreateAuthCode implements [data.Store.CreateAuthCode].
+func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
+	if err := s.lock(ctx, "create auth code"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if len(c.Hash) == 0 {
+		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	}
+	if _, ok := s.codes[string(c.Hash)]; ok {
+		return fmt.Errorf("create auth code: %w", data.ErrExists)
+	}
+	if s.disabled(c.UserID) {
+		return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
+	}
+	s.codes[string(c.Hash)] = data.Normalize(c)
+	return nil
+}
+
+// ExchangeAuthCode implements [data.Store.ExchangeAuthCode]. An error from
+// exchange is returned as it is.
+func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error) {
+	if err := s.lock(ctx, "exchange auth code"); err != nil {
+		return data.AuthCode{}, data.Family{}, err
+	}
+	defer s.mu.Unlock()
+	code, ok := s.codes[string(hash)]
+	if !ok {
+		return data.AuthCode{}, data.Family{}, fmt.Errorf("exchange auth code: %w", data.ErrNotFound)
+	}
+	if code.Used {
+		return data.Normalize(code), data.Family{}, fmt.Errorf("exchange auth code: %w", data.ErrCodeUsed)
+	}
+	fam, err := exchange(data.Normalize(code))
+	if err != nil {
+		return data.AuthCode{}, data.Family{}, err
+	}
+	if fam.ID == "" {
+		return data.AuthCode{}, data.Family{}, fmt.Errorf("exchange auth code: %w", &data.RuleError{Field: "family_id", Reason: "the new family needs an ID"})
+	}
+	if _, ok := s.families[fam.ID]; ok {
+		return data.AuthCode{}, data.Family{}, fmt.Errorf("exchange auth code: family %q: %w", fam.ID, data.ErrExists)
+	}
+	code.Used = true
+	code.FamilyID = fam.ID
+	s.codes[string(hash)] = code
+	s.families[fam.ID] = data.Normalize(fam)
+	return data.Normalize(code), data.Normalize(fam), nil
+}
