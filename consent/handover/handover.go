@@ -174,6 +174,14 @@ func (v *Verifier) load(ctx context.Context) (jwk.Set, error) {
 		if isPrivate(k) {
 			return nil, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
 		}
+		// A key without a kid (a PEM file's always) is named by its
+		// RFC 7638 thumbprint, so that a platform can sign with one kid
+		// whether oauthd reads its JWKS or a PEM file.
+		if k.KeyID() == "" {
+			if err := jwk.AssignKeyID(k); err != nil {
+				return nil, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
+			}
+		}
 	}
 	return set, nil
 }
