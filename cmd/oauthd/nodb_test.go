@@ -103,14 +103,15 @@ func files(t *testing.T, dir string) string {
 }
 
 // TestCLIUnknownSubcommand: an unknown subcommand, at any level, exits
-// non-zero with a did-you-mean.
+// non-zero with a did-you-mean, worded the same at every level.
 func TestCLIUnknownSubcommand(t *testing.T) {
 	c := newCLI(t)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"clinets"}, "clients"},
+		{[]string{"clinets"}, `unknown command "clinets" for "oauthd" (did you mean clients?); see ` + "`oauthd --help`"},
+		{[]string{"srve", "--db", "x"}, `unknown command "srve" for "oauthd" (did you mean serve?)`},
 		{[]string{"clients", "lst"}, `unknown command "lst" for "oauthd clients" (did you mean list or set?)`},
 		{[]string{"clients", "secrets", "genrate", "x"}, `(did you mean generate?)`},
 		{[]string{"keys", "rotat"}, `(did you mean rotate?)`},
@@ -118,7 +119,13 @@ func TestCLIUnknownSubcommand(t *testing.T) {
 	} {
 		c.fails(tc.want, "", tc.args...)
 	}
+	if _, errOut, _ := c.run("", "srve"); strings.Contains(errOut, "Did you mean this") {
+		t.Errorf("oauthd srve: %q; want one did-you-mean style at every level", errOut)
+	}
 	// A group without a subcommand prints its help and succeeds.
+	if out := c.ok(""); !strings.Contains(out, "Available Commands") {
+		t.Errorf("oauthd = %q; want its help", out)
+	}
 	if out := c.ok("", "clients"); !strings.Contains(out, "Available Commands") {
 		t.Errorf("oauthd clients = %q; want its help", out)
 	}
@@ -175,5 +182,34 @@ func TestServeBadFlagsCreateNothing(t *testing.T) {
 				t.Errorf("serve %v left %s behind (stat: %v); want no database", tc.args, db, err)
 			}
 		})
+	}
+}
+
+// TestErrorsSayItOnce: an error's hint and the database's name appear
+// once, though several layers know them (the master key's format and how
+// to make one; the bbolt file that does not open).
+func TestErrorsSayItOnce(t *testing.T) {
+	c := newCLI(t)
+	garbage := filepath.Join(t.TempDir(), "garbage.db")
+	if err := os.WriteFile(garbage, []byte("not a bbolt file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OAUTHD_MASTER_KEY", "too short")
+	for _, tc := range []struct {
+		args       []string
+		once, want string
+	}{
+		{[]string{"keys", "list"}, "openssl rand", "the master key in OAUTHD_MASTER_KEY is not usable: a master key is 32 bytes"},
+		{[]string{"--db", garbage, "users", "list"}, "open database", garbage},
+	} {
+		_, errOut, err := c.run("", tc.args...)
+		if err == nil || strings.Count(errOut, tc.once) != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("oauthd %s: %v, stderr %q; want %q said once, and %q", strings.Join(tc.args, " "), err, errOut, tc.once, tc.want)
+		}
+	}
+	// serve, the real binary.
+	_, errOut, err := oauthd(t, garbage, "", "serve", "--addr", "127.0.0.1:0")
+	if err == nil || strings.Count(errOut, "open database") != 1 {
+		t.Errorf("serve on a file that is no database: %v, stderr %q; want \"open database\" once", err, errOut)
 	}
 }

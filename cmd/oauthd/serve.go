@@ -149,7 +149,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		if err != nil {
 			return fmt.Errorf("seed the demo: %w", err)
 		}
-		printDemo(cmd.OutOrStdout(), d)
+		printDemo(cmd.OutOrStdout(), d, demoBanner{CodeTTL: o.codeTTL, LoginURL: o.loginURL})
 	}
 
 	var srvs []*http.Server
@@ -293,7 +293,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", dbPath)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("open database %s: %w", dbPath, err)
+			return nil, err // bolt's errors name the file already
 		}
 		db = w.bolt
 	}

@@ -126,7 +126,7 @@ func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, target boo
 		return nil, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", db, err)
+		return nil, err // bolt's errors name the file already
 	}
 	return s, nil
 }

@@ -160,9 +160,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", Redact(url), err)
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if err := checkSchema(ctx, pool, url); err != nil {
+	if err := checkSchema(ctx, pool); err != nil {
 		pool.Close()
 		return nil, err
 	}
