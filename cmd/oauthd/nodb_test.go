@@ -213,3 +213,53 @@ func TestErrorsSayItOnce(t *testing.T) {
 		t.Errorf("serve on a file that is no database: %v, stderr %q; want \"open database\" once", err, errOut)
 	}
 }
+
+// TestJSONRecordsNameEveryField: a --json record writes a field without a
+// value as null instead of leaving it out, so that every record of a list
+// has the same keys (users list: disabled_at, external_id; keys list:
+// activated_at, retired_at; clients show: reject_reason, pending_change…).
+func TestJSONRecordsNameEveryField(t *testing.T) {
+	c := newCLI(t)
+	c.ok("a long password\n", "users", "add", "--email", "ann@example.com", "--username", "ann", "--name", "Ann", "--password-stdin")
+	c.ok("", "users", "disable", "ann")
+	c.ok("a long password\n", "users", "add", "--email", "bob@example.com", "--username", "bob", "--name", "Bob", "--password-stdin")
+	var created struct {
+		ClientID string `json:"client_id"`
+	}
+	oneJSON(t, c.ok("", "clients", "create", "--owner", "bob@example.com", "--name", "App", "--redirect-uri", "https://app.example/cb", "--scope", "PROFILE_READ", "--json"), &created)
+	c.ok("", "keys", "rotate")
+	for _, tc := range []struct {
+		args []string
+		keys []string
+	}{
+		{[]string{"users", "list", "--json"}, []string{"disabled_at", "external_id", "time_zone", "state"}},
+		{[]string{"keys", "list", "--json"}, []string{"activated_at", "retired_at"}},
+		{[]string{"clients", "list", "--json"}, []string{"reject_reason", "pending_change", "rejected_change", "authorization_requests", "migration_safe"}},
+		{[]string{"clients", "show", created.ClientID, "--json"}, []string{"reject_reason", "pending_change", "rejected_change", "authorization_requests", "migration_safe"}},
+	} {
+		var records []map[string]any
+		out := c.ok("", tc.args...)
+		if strings.HasPrefix(strings.TrimSpace(out), "{") {
+			var one map[string]any
+			oneJSON(t, out, &one)
+			records = append(records, one)
+		} else {
+			oneJSON(t, out, &records)
+		}
+		nulls := 0
+		for _, r := range records {
+			for _, k := range tc.keys {
+				v, ok := r[k]
+				if !ok {
+					t.Errorf("oauthd %s: a record without %q (want null when it has no value): %v", strings.Join(tc.args, " "), k, r)
+				}
+				if v == nil {
+					nulls++
+				}
+			}
+		}
+		if nulls == 0 {
+			t.Errorf("oauthd %s: no null among %v; want the fields without a value as null\n%s", strings.Join(tc.args, " "), tc.keys, out)
+		}
+	}
+}
