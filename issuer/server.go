@@ -88,7 +88,7 @@ type Config struct {
 }
 
 // DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace
-// (README, "Refresh-token reuse grace").
+// (docs/SECURITY.md, "Grants: what a decision reaches").
 const DefaultRefreshReuseGrace = 30 * time.Second
 
 // Server is the authorization server. Create it with [New].

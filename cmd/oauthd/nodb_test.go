@@ -143,7 +143,7 @@ func TestCLIUnknownScope(t *testing.T) {
 	c := newCLI(t)
 	addUser(c)
 	c.fails(`unknown scope PROFILE_RAED (did you mean PROFILE_READ?), ORG_PROFILE (did you mean ORG_PROFILE_READ or ORG_PROFILE_WRITE?); `+
-		`the 30 scopes are in the README's scope table (README.md, "Scopes")`, "",
+		`the 30 scopes are in docs/SCOPES.md`, "",
 		"clients", "create", "--owner", "dev@example.com", "--name", "A", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_RAED,ORG_PROFILE")
 }
 
