@@ -163,7 +163,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		if err != nil {
 			return err
 		}
-		adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
+		adminSrv := &http.Server{Handler: withExport(admin.Handler(local), w.bolt, logger), ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
 		go adminSrv.Serve(adminLn)
 		defer os.Remove(sockPath)
 		logger.Info("admin socket ready", "path", sockPath)

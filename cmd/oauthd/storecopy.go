@@ -47,8 +47,10 @@ into --to, which must be empty (a new file, or a database with no record;
 its schema is created). Tokens issued before the copy keep working after it,
 as long as the servers on --to use the same master key.
 
-A bbolt --from must not be in use: stop its server first. A PostgreSQL
---from may keep serving, but changes made after the snapshot are not copied.`,
+--from may keep serving: a bbolt file that a server holds open is read
+through that server's admin socket (PATH.sock), a PostgreSQL database
+directly; changes made after the snapshot are not copied. This is how a
+running server's database is backed up.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
@@ -123,6 +125,12 @@ func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, target boo
 	}
 	s, err := bolt.Open(db, bolt.Options{Timeout: time.Second, Logger: logger})
 	if errors.Is(err, bolt.ErrLocked) {
+		if !target {
+			// The server that holds the file exports it.
+			if src, derr := dialSource(db + ".sock"); derr == nil {
+				return src, nil
+			}
+		}
 		return nil, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
 	}
 	if err != nil {
