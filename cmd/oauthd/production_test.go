@@ -274,3 +274,58 @@ func TestProductionPostgres(t *testing.T) {
 		t.Fatalf("store copy into a database in use: %v %s; want a refusal", err, errOut)
 	}
 }
+
+// TestRollbackOnEmbeddedDatabase is what docs/PRODUCTION.md's "Rolling
+// back" rests on: the release of the upgrade fixture (an older binary),
+// run on an embedded database this build has written, does not refuse it
+// but ignores what it does not know: a user this build disabled is not
+// disabled for it. Hence the guide's rollback by restoring the backup
+// taken before the upgrade. It builds that release from git (about half a
+// minute) and skips, with one line, where the commit is not in the clone.
+func TestRollbackOnEmbeddedDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping the rollback test (it builds an older release) in -short mode")
+	}
+	raw, err := os.ReadFile("testdata/upgrade/fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := regexp.MustCompile(`"release": "([0-9a-f]+)"`).FindStringSubmatch(string(raw))
+	if release == nil {
+		t.Fatal("testdata/upgrade/fixture.json names no release")
+	}
+	if err := exec.Command("git", "-C", "../..", "cat-file", "-e", release[1]+"^{commit}").Run(); err != nil {
+		t.Skipf("skipping the rollback test: release %s is not in this clone (%v)", release[1], err)
+	}
+	src := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", "../..", release[1], src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", release[1], err, out)
+	}
+	old := filepath.Join(src, "oauthd-old")
+	build := exec.Command("go", "build", "-o", old, "./cmd/oauthd")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build release %s: %v\n%s", release[1], err, out)
+	}
+
+	db := filepath.Join(t.TempDir(), "oauthd.db")
+	s := startServe(t, db)
+	mustOauthd(t, db, e2ePassword+"\n", "users", "add", "--email", e2eEmail, "--username", e2eUsername, "--name", e2eName, "--password-stdin")
+	mustOauthd(t, db, "", "users", "disable", e2eEmail)
+	stopServe(t, s)
+
+	cmd := exec.Command(old, "--db", db, "users", "list")
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("release %s refused the newer database (%v): %s\nthen docs/PRODUCTION.md's rollback section is out of date", release[1], err, out)
+	}
+	if !strings.Contains(string(out), e2eEmail) || strings.Contains(string(out), "disabled") {
+		t.Fatalf("release %s on the newer database lists:\n%s\nwant the user, without the disabled state it cannot know (docs/PRODUCTION.md, rolling back)", release[1], out)
+	}
+	mine := mustOauthd(t, db, "", "users", "list")
+	if !strings.Contains(mine, "disabled") {
+		t.Fatalf("this build lists:\n%s\nwant the user disabled", mine)
+	}
+}
