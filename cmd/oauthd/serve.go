@@ -488,7 +488,7 @@ func tuneGC() {
 	}
 }
 
-// limitMemory sets the runtime's soft memory limit (README, "Limits") for
+// limitMemory sets the runtime's soft memory limit (docs/LIMITS.md, "Memory") for
 // slots password check slots ([password.MemoryLimit] over
 // [issuer.MemoryBase]), unless the operator set GOMEMLIMIT.
 func limitMemory(slots int) {

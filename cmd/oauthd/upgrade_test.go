@@ -24,7 +24,8 @@ import (
 	"oauthd/keys/keystest"
 )
 
-// This file is the upgrade promise (README "Upgrading"): a database written
+// This file is the upgrade promise (docs/PRODUCTION.md, "Upgrades and
+// rollbacks"): a database written
 // by an earlier release opens in this one with every refresh token, live
 // code, session, client and key intact. testdata/upgrade holds such a
 // database, made by scripts/upgrade-fixture.sh with the release named in its
