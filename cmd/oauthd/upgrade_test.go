@@ -25,9 +25,8 @@ import (
 )
 
 // This file is the upgrade promise (docs/PRODUCTION.md, "Upgrades and
-// rollbacks"): a database written
-// by an earlier release opens in this one with every refresh token, live
-// code, session, client and key intact. testdata/upgrade holds such a
+// rollbacks"): a database written by an earlier release opens in this one
+// with every refresh token, live code, session, client and key intact. testdata/upgrade holds such a
 // database, made by scripts/upgrade-fixture.sh with the release named in its
 // fixture.json: the bbolt file and its write-ahead log as a SIGKILL left
 // them (records not yet checkpointed included), and the credentials they
