@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
 	"oauthd/data"
+	"oauthd/issuer/admin"
 )
 
 // exportPath is the admin socket's route for `oauthd store copy --from`
@@ -55,16 +55,11 @@ type socketSource struct {
 // dialSource connects to the admin socket at path; it fails when no
 // server answers there.
 func dialSource(path string) (*socketSource, error) {
-	conn, err := net.DialTimeout("unix", path, time.Second)
+	c, err := admin.SocketHTTP(path, 10*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	conn.Close()
-	var d net.Dialer
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return d.DialContext(ctx, "unix", path)
-	}}
-	return &socketSource{http: &http.Client{Transport: tr, Timeout: 10 * time.Minute}}, nil
+	return &socketSource{http: c}, nil
 }
 
 func (s *socketSource) Export(ctx context.Context) (data.Dump, error) {
