@@ -125,7 +125,7 @@ func ValidateClient(c Client) error {
 	}
 	for i, s := range c.Scopes {
 		if !scope.Known(s) {
-			return ruleErr("scopes", "%q is not a scope; see the scope list in the README", s)
+			return ruleErr("scopes", "%q is not a scope; see the scope list in docs/SCOPES.md", s)
 		}
 		if slices.Contains(c.Scopes[:i], s) {
 			return ruleErr("scopes", "%q is listed twice", s)

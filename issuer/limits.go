@@ -22,6 +22,6 @@ const (
 	// DefaultRefreshMax is Config.RefreshMax's default (365 days).
 	DefaultRefreshMax = 8760 * time.Hour
 	// DefaultRefreshReuseGrace is serve's default Config.RefreshReuseGrace
-	// (README, "Refresh-token reuse grace"); the Config's own is 0.
+	// (docs/SECURITY.md, "Grants: what a decision reaches"); the Config's own is 0.
 	DefaultRefreshReuseGrace = 30 * time.Second
 )

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +86,23 @@ type Info struct {
 	CreatedAt   time.Time     `json:"created_at"`
 	ActivatedAt time.Time     `json:"activated_at,omitzero"`
 	RetiredAt   time.Time     `json:"retired_at,omitzero"`
+}
+
+// MarshalJSON writes a key never activated or not retired with null
+// activated_at or retired_at (every --json record names all its fields).
+func (i Info) MarshalJSON() ([]byte, error) {
+	type fields Info
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return json.Marshal(struct {
+		fields
+		ActivatedAt *time.Time `json:"activated_at"`
+		RetiredAt   *time.Time `json:"retired_at"`
+	}{fields(i), at(i.ActivatedAt), at(i.RetiredAt)})
 }
 
 func infoOf(k data.SigningKey) Info {

@@ -675,13 +675,15 @@ func TestServeJWKS(t *testing.T) {
 	}
 }
 
+// TestInfoJSON: a key never activated or not retired has null
+// activated_at and retired_at (every --json record names all its fields).
 func TestInfoJSON(t *testing.T) {
 	i := keys.Info{KID: "k", Alg: "ES256", State: data.KeyNext, CreatedAt: t0}
 	b, err := json.Marshal(i)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"kid":"k","alg":"ES256","state":"next","created_at":"2026-03-01T12:00:00Z"}`
+	want := `{"kid":"k","alg":"ES256","state":"next","created_at":"2026-03-01T12:00:00Z","activated_at":null,"retired_at":null}`
 	if string(b) != want {
 		t.Errorf("Info JSON = %s; want %s", b, want)
 	}

@@ -32,7 +32,7 @@ func ParseMasterKey(s string) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return nil, errors.New("master key must be 32 bytes as 64 hex digits or base64; generate one with: openssl rand -hex 32")
+	return nil, errors.New("a master key is 32 bytes, written as 64 hex digits or base64")
 }
 
 // sealer encrypts private keys with the master key (AES-256-GCM, random

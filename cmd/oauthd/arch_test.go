@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -15,8 +18,9 @@ import (
 // layers are oauthd's top-level packages, lowest first: a package may
 // import its own layer and the layers below, never one above
 // (docs/DESIGN.md, "Packages and who owns what"). scripts/ holds
-// development tools that stand beside the binary.
-var layers = []string{"data", "keys", "issuer", "consent", "cmd", "scripts"}
+// development tools that stand beside the binary; docs/examples holds
+// programs the guides quote (the platform's side of the login handover).
+var layers = []string{"data", "keys", "issuer", "consent", "cmd", "scripts", "docs"}
 
 // layer returns the rank of an oauthd import path, or -1 for another
 // module's package.
@@ -38,11 +42,10 @@ func layer(path string) int {
 // imports (its tests' too) and fails on any that reaches a layer above
 // its own, so the picture in docs/DESIGN.md stays true.
 func TestImportsPointDownward(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f",
-		`{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
-		"oauthd/...").Output()
+	out, err := goList("-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
+		"oauthd/...")
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatal(err)
 	}
 	pkgs := 0
 	for line := range strings.Lines(string(out)) {
@@ -65,6 +68,29 @@ func TestImportsPointDownward(t *testing.T) {
 	}
 	if pkgs < 20 {
 		t.Fatalf("go list named only %d packages; want the whole module", pkgs)
+	}
+}
+
+// goList runs `go list args...` and returns its output; its error carries
+// what go list said on stderr (a package that does not build, a bad
+// import), not only its exit status.
+func goList(args ...string) ([]byte, error) {
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return nil, fmt.Errorf("go list: %w\n%s", err, bytes.TrimSpace(ee.Stderr))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w", err)
+	}
+	return out, nil
+}
+
+// TestGoListSaysWhy: go list's failure reaches the test's message.
+func TestGoListSaysWhy(t *testing.T) {
+	_, err := goList("oauthd/no/such/package")
+	if err == nil || !strings.Contains(err.Error(), "exit status 1") || !strings.Contains(err.Error(), "no/such/package") {
+		t.Fatalf("goList(missing package) = %v; want the exit status and what go list said about the package", err)
 	}
 }
 

@@ -196,7 +196,7 @@ var boltBackend = backend{
 		case errors.Is(err, bolt.ErrLocked):
 			return nil, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
 		case err != nil:
-			return nil, fmt.Errorf("open database %s: %w", db, err)
+			return nil, err // bolt's errors name the file already
 		}
 		d := &database{Store: s, collectors: s.Collectors()}
 		if mode == forCopyTo {

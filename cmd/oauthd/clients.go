@@ -106,7 +106,7 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 // scopeHelp lists the scopes by level, for the commands' help.
 func scopeHelp() string {
 	var b strings.Builder
-	b.WriteString("The scopes (an ORG_ scope implies the TEAM_ scope of the same suffix; README.md, \"Scopes\", says what each grants):\n")
+	b.WriteString("The scopes (an ORG_ scope implies the TEAM_ scope of the same suffix; docs/SCOPES.md says what each grants):\n")
 	for _, lv := range []scope.Level{scope.Identity, scope.User, scope.Team, scope.Organization} {
 		var names []string
 		for _, s := range scope.All() {

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -124,19 +126,35 @@ func randomURLString(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func printDemo(w io.Writer, d demoInfo) {
+// demoBanner is what printDemo needs beyond demoInfo: the code's
+// lifetime, and the platform's login page when the login is handed over.
+type demoBanner struct {
+	CodeTTL  time.Duration
+	LoginURL string
+}
+
+func printDemo(w io.Writer, d demoInfo, b demoBanner) {
+	login := fmt.Sprintf("log in as the demo user (%s, password %s)", demoEmail, demoPassword)
+	user := fmt.Sprintf("Demo user:      %s (username %s), password %s", demoEmail, demoUsername, demoPassword)
+	if b.LoginURL != "" {
+		// The built-in form is off: the platform signs users in, and the
+		// demo user's password is of no use in the browser.
+		login = "sign in at the platform (" + b.LoginURL + ": oauthd hands the login over to it)"
+		user = "Login:          handed over to the platform at " + b.LoginURL + " (the demo user's password does not apply)"
+	}
 	textf(w, `
 === oauthd demo ===
-Demo user:      %s (username %s), password %s
+%s
 Client ID:      %s
 Client secret:  %s   (a new one on every start; earlier ones are revoked)
 Redirect URI:   %s   (nothing needs to listen there: copy the code from the address bar)
 PKCE verifier:  %s
 
-1. Open this URL, log in as the demo user and choose Allow:
+1. Open this URL, %s and choose Allow:
    %s
 
-2. Copy the code parameter from the address bar and exchange it:
+2. Copy the code parameter from the address bar and exchange it within %s
+   (the code's lifetime, --code-ttl; after that, start again at step 1):
    curl -s %s/v2/auth/oauth2/token \
      -d grant_type=authorization_code \
      -d client_id=%s \
@@ -149,6 +167,19 @@ PKCE verifier:  %s
    curl -s -H "Authorization: Bearer ACCESS_TOKEN" %s/v2/me
 ===================
 
-`, demoEmail, demoUsername, demoPassword, d.ClientID, d.ClientSecret, demoRedirectURI, d.Verifier,
-		d.AuthURL, d.Base, d.ClientID, d.ClientSecret, demoRedirectURI, d.Verifier, d.Base)
+`, user, d.ClientID, d.ClientSecret, demoRedirectURI, d.Verifier,
+		login, d.AuthURL, fmtDuration(b.CodeTTL), d.Base, d.ClientID, d.ClientSecret, demoRedirectURI, d.Verifier, d.Base)
+}
+
+// fmtDuration writes d as people say it: "1 minute", "90 seconds".
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d == time.Minute:
+		return "1 minute"
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%d seconds", d/time.Second)
+	}
+	return d.String()
 }

@@ -103,14 +103,15 @@ func files(t *testing.T, dir string) string {
 }
 
 // TestCLIUnknownSubcommand: an unknown subcommand, at any level, exits
-// non-zero with a did-you-mean.
+// non-zero with a did-you-mean, worded the same at every level.
 func TestCLIUnknownSubcommand(t *testing.T) {
 	c := newCLI(t)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"clinets"}, "clients"},
+		{[]string{"clinets"}, `unknown command "clinets" for "oauthd" (did you mean clients?); see ` + "`oauthd --help`"},
+		{[]string{"srve", "--db", "x"}, `unknown command "srve" for "oauthd" (did you mean serve?)`},
 		{[]string{"clients", "lst"}, `unknown command "lst" for "oauthd clients" (did you mean list or set?)`},
 		{[]string{"clients", "secrets", "genrate", "x"}, `(did you mean generate?)`},
 		{[]string{"keys", "rotat"}, `(did you mean rotate?)`},
@@ -118,7 +119,13 @@ func TestCLIUnknownSubcommand(t *testing.T) {
 	} {
 		c.fails(tc.want, "", tc.args...)
 	}
+	if _, errOut, _ := c.run("", "srve"); strings.Contains(errOut, "Did you mean this") {
+		t.Errorf("oauthd srve: %q; want one did-you-mean style at every level", errOut)
+	}
 	// A group without a subcommand prints its help and succeeds.
+	if out := c.ok(""); !strings.Contains(out, "Available Commands") {
+		t.Errorf("oauthd = %q; want its help", out)
+	}
 	if out := c.ok("", "clients"); !strings.Contains(out, "Available Commands") {
 		t.Errorf("oauthd clients = %q; want its help", out)
 	}
@@ -136,7 +143,7 @@ func TestCLIUnknownScope(t *testing.T) {
 	c := newCLI(t)
 	addUser(c)
 	c.fails(`unknown scope PROFILE_RAED (did you mean PROFILE_READ?), ORG_PROFILE (did you mean ORG_PROFILE_READ or ORG_PROFILE_WRITE?); `+
-		`the 30 scopes are in the README's scope table (README.md, "Scopes")`, "",
+		`the 30 scopes are in docs/SCOPES.md`, "",
 		"clients", "create", "--owner", "dev@example.com", "--name", "A", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_RAED,ORG_PROFILE")
 }
 
@@ -175,5 +182,84 @@ func TestServeBadFlagsCreateNothing(t *testing.T) {
 				t.Errorf("serve %v left %s behind (stat: %v); want no database", tc.args, db, err)
 			}
 		})
+	}
+}
+
+// TestErrorsSayItOnce: an error's hint and the database's name appear
+// once, though several layers know them (the master key's format and how
+// to make one; the bbolt file that does not open).
+func TestErrorsSayItOnce(t *testing.T) {
+	c := newCLI(t)
+	garbage := filepath.Join(t.TempDir(), "garbage.db")
+	if err := os.WriteFile(garbage, []byte("not a bbolt file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OAUTHD_MASTER_KEY", "too short")
+	for _, tc := range []struct {
+		args       []string
+		once, want string
+	}{
+		{[]string{"keys", "list"}, "openssl rand", "the master key in OAUTHD_MASTER_KEY is not usable: a master key is 32 bytes"},
+		{[]string{"--db", garbage, "users", "list"}, "open database", garbage},
+	} {
+		_, errOut, err := c.run("", tc.args...)
+		if err == nil || strings.Count(errOut, tc.once) != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("oauthd %s: %v, stderr %q; want %q said once, and %q", strings.Join(tc.args, " "), err, errOut, tc.once, tc.want)
+		}
+	}
+	// serve, the real binary.
+	_, errOut, err := oauthd(t, garbage, "", "serve", "--addr", "127.0.0.1:0")
+	if err == nil || strings.Count(errOut, "open database") != 1 {
+		t.Errorf("serve on a file that is no database: %v, stderr %q; want \"open database\" once", err, errOut)
+	}
+}
+
+// TestJSONRecordsNameEveryField: a --json record writes a field without a
+// value as null instead of leaving it out, so that every record of a list
+// has the same keys (users list: disabled_at, external_id; keys list:
+// activated_at, retired_at; clients show: reject_reason, pending_change…).
+func TestJSONRecordsNameEveryField(t *testing.T) {
+	c := newCLI(t)
+	c.ok("a long password\n", "users", "add", "--email", "ann@example.com", "--username", "ann", "--name", "Ann", "--password-stdin")
+	c.ok("", "users", "disable", "ann")
+	c.ok("a long password\n", "users", "add", "--email", "bob@example.com", "--username", "bob", "--name", "Bob", "--password-stdin")
+	var created struct {
+		ClientID string `json:"client_id"`
+	}
+	oneJSON(t, c.ok("", "clients", "create", "--owner", "bob@example.com", "--name", "App", "--redirect-uri", "https://app.example/cb", "--scope", "PROFILE_READ", "--json"), &created)
+	c.ok("", "keys", "rotate")
+	for _, tc := range []struct {
+		args []string
+		keys []string
+	}{
+		{[]string{"users", "list", "--json"}, []string{"disabled_at", "external_id", "time_zone", "state"}},
+		{[]string{"keys", "list", "--json"}, []string{"activated_at", "retired_at"}},
+		{[]string{"clients", "list", "--json"}, []string{"reject_reason", "pending_change", "rejected_change", "authorization_requests", "migration_safe"}},
+		{[]string{"clients", "show", created.ClientID, "--json"}, []string{"reject_reason", "pending_change", "rejected_change", "authorization_requests", "migration_safe"}},
+	} {
+		var records []map[string]any
+		out := c.ok("", tc.args...)
+		if strings.HasPrefix(strings.TrimSpace(out), "{") {
+			var one map[string]any
+			oneJSON(t, out, &one)
+			records = append(records, one)
+		} else {
+			oneJSON(t, out, &records)
+		}
+		nulls := 0
+		for _, r := range records {
+			for _, k := range tc.keys {
+				v, ok := r[k]
+				if !ok {
+					t.Errorf("oauthd %s: a record without %q (want null when it has no value): %v", strings.Join(tc.args, " "), k, r)
+				}
+				if v == nil {
+					nulls++
+				}
+			}
+		}
+		if nulls == 0 {
+			t.Errorf("oauthd %s: no null among %v; want the fields without a value as null\n%s", strings.Join(tc.args, " "), tc.keys, out)
+		}
 	}
 }

@@ -65,17 +65,18 @@ func NewRootCommand() *cobra.Command {
 	return root
 }
 
-// requireSubcommands makes every command group below root (`clients`,
-// `clients secrets`, …) refuse an unknown subcommand with a non-zero exit
-// and cobra's did-you-mean suggestions, as root does; cobra would print the
-// group's help and exit 0. A group given no subcommand prints its help.
+// requireSubcommands makes root and every command group below it
+// (`clients`, `clients secrets`, …) refuse an unknown subcommand with a
+// non-zero exit and one did-you-mean style at every level (cobra would
+// print a group's help and exit 0, and word root's suggestions its own
+// way). A group given no subcommand prints its help.
 func requireSubcommands(root *cobra.Command) {
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
-		if c == root || !c.HasSubCommands() || c.Runnable() {
+		if !c.HasSubCommands() || c.Runnable() {
 			return
 		}
 		c.Args = cobra.ArbitraryArgs
@@ -139,7 +140,7 @@ func (o *rootOptions) masterKey() ([]byte, error) {
 	}
 	k, err := keys.ParseMasterKey(raw)
 	if err != nil {
-		return nil, fmt.Errorf("the master key in %s is not usable (%w); generate one with `openssl rand -hex 32`", from, err)
+		return nil, fmt.Errorf("the master key in %s is not usable: %w; generate one with `openssl rand -hex 32`", from, err)
 	}
 	return k, nil
 }

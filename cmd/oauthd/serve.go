@@ -86,7 +86,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		if err != nil {
 			return fmt.Errorf("seed the demo: %w", err)
 		}
-		printDemo(cmd.OutOrStdout(), d)
+		printDemo(cmd.OutOrStdout(), d, demoBanner{CodeTTL: o.codeTTL, LoginURL: o.loginURL})
 	}
 
 	if sockPath := adminSocket(root.db); sockPath != "" {
@@ -98,7 +98,11 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		if err != nil {
 			return err
 		}
-		adminSrv := &http.Server{Handler: admin.Handler(local), ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
+		var h http.Handler = admin.Handler(local)
+		if ex, ok := w.db.Store.(exporter); ok {
+			h = withExport(h, ex, logger) // store copy --from while serving
+		}
+		adminSrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
 		go adminSrv.Serve(adminLn)
 		defer os.Remove(sockPath)
 		logger.Info("admin socket ready", "path", sockPath)

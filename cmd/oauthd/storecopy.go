@@ -42,8 +42,10 @@ into --to, which must be empty (a new file, or a database with no record;
 its schema is created). Tokens issued before the copy keep working after it,
 as long as the servers on --to use the same master key.
 
-A bbolt --from must not be in use: stop its server first. A PostgreSQL
---from may keep serving, but changes made after the snapshot are not copied.`,
+--from may keep serving: a bbolt file that a server holds open is read
+through that server's admin socket (PATH.sock), a PostgreSQL database
+directly; changes made after the snapshot are not copied. This is how a
+running server's database is backed up.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
@@ -96,8 +98,14 @@ A bbolt --from must not be in use: stop its server first. A PostgreSQL
 	return cmd
 }
 
-// openCopyEnd opens one side of the copy.
+// openCopyEnd opens one side of the copy. A --from that a running server
+// holds open (a bbolt file) is read through that server's admin socket.
 func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, mode openMode) (*copyDB, error) {
+	if sock := adminSocket(db); mode == forCopyFrom && sock != "" {
+		if src, err := dialSource(sock); err == nil {
+			return &copyDB{copyEnd: src, database: &database{}}, nil
+		}
+	}
 	d, err := openDB(ctx, db, mode, logger)
 	if err != nil {
 		return nil, err

@@ -364,7 +364,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// loginPeakRSS is the bound the README states for a server whose password
+// loginPeakRSS is the bound docs/LIMITS.md states for a server whose password
 // checks run on loginTestSlots slots (see TestLoginLoadBoundedMemory).
 const (
 	loginTestSlots = 2
@@ -374,7 +374,7 @@ const (
 // TestLoginLoadBoundedMemory is the load test of the password checks: 300
 // wrong-password logins sent at once from one address, then 300 from 100
 // addresses (127.0.0.10–127.0.0.109), against a server with 2 password
-// check slots. The server's peak RSS stays under the README's bound, no
+// check slots. The server's peak RSS stays under docs/LIMITS.md's bound, no
 // answer is a 5xx other than 503, and afterwards the user signs in from
 // another address.
 func TestLoginLoadBoundedMemory(t *testing.T) {

@@ -26,14 +26,15 @@ import (
 	"oauthd/keys/keystest"
 )
 
-// This file is the upgrade promise (README "Upgrading"): a database written
-// by an earlier release opens in this one with every refresh token, live
-// code, session, client and key intact. testdata/upgrade holds such a
-// database, made by scripts/upgrade-fixture.sh with the release named in its
-// fixture.json: the bbolt file and its write-ahead log as a SIGKILL left
-// them (records not yet checkpointed included), and the credentials they
-// hold. The test asserts behaviour over HTTP, never the stored encodings, so
-// that a change of the record formats must keep reading the old ones.
+// This file is the upgrade promise (docs/PRODUCTION.md, "Upgrades and
+// rollbacks"): a database written by an earlier release opens in this one
+// with every refresh token, live code, session, client and key intact.
+// testdata/upgrade holds such a database, made by scripts/upgrade-fixture.sh
+// with the release named in its fixture.json: the bbolt file and its
+// write-ahead log as a SIGKILL left them (records not yet checkpointed
+// included), and the credentials they hold. The test asserts behaviour over
+// HTTP, never the stored encodings, so that a change of the record formats
+// must keep reading the old ones.
 
 // upgradeFixture is testdata/upgrade/fixture.json (the fields the test
 // uses; scripts/upgradefixture writes it).

@@ -151,17 +151,7 @@ func (v *Verifier) isURL() bool {
 // load reads the key set from the URL or the file, and how long it may
 // be used: MaxAge, or less when the response's Cache-Control says so.
 func (v *Verifier) load(ctx context.Context) (jwk.Set, time.Duration, error) {
-	set, age, err := v.read(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	for i := range set.Len() {
-		k, _ := set.Key(i)
-		if isPrivate(k) {
-			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
-		}
-	}
-	return set, age, nil
+	return v.read(ctx) // read refuses private keys and names kid-less ones
 }
 
 // cacheAge is how long a response with Cache-Control cc may be used,
@@ -221,6 +211,20 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 	set, err := jwk.Parse(raw, jwk.WithPEM(pem))
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
+	}
+	for i := range set.Len() {
+		k, _ := set.Key(i)
+		if isPrivate(k) {
+			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
+		}
+		// A key without a kid (a PEM file's always) is named by its
+		// RFC 7638 thumbprint, so that a platform can sign with one kid
+		// whether oauthd reads its JWKS or a PEM file.
+		if k.KeyID() == "" {
+			if err := jwk.AssignKeyID(k); err != nil {
+				return nil, 0, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
+			}
+		}
 	}
 	return set, age, nil
 }

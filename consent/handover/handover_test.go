@@ -2,12 +2,14 @@ package handover_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -99,6 +101,30 @@ func TestVerifyAlgsAndKeyFiles(t *testing.T) {
 			if _, err := v.Verify(context.Background(), s[:len(s)-4]+"AAAA"); !errors.Is(err, handover.ErrSignature) {
 				t.Fatalf("Verify(tampered) = %v; want ErrSignature", err)
 			}
+			if !tc.pem {
+				return
+			}
+			// A PEM key has no kid: it is named by its RFC 7638
+			// thumbprint, so a platform signs with the same kid whether
+			// oauthd reads its JWKS or its PEM file; another kid is refused.
+			pub, err := jwk.FromRaw(tc.pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			thumb, err := pub.Thumbprint(crypto.SHA256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for kid, want := range map[string]error{base64.RawURLEncoding.EncodeToString(thumb): nil, "k1": handover.ErrSignature} {
+				tok.Header["kid"] = kid
+				s, err := tok.SignedString(tc.priv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := v.Verify(context.Background(), s); !errors.Is(err, want) {
+					t.Errorf("Verify(kid %q) = %v; want %v", kid, err, want)
+				}
+			}
 		})
 	}
 	// A private key in the key file is refused at start.
@@ -181,21 +207,24 @@ func TestVerifyFollowsRotation(t *testing.T) {
 	}
 }
 
-// TestDocExample: the platform's side in docs/LOGIN-HANDOVER.md is the
-// code of platform_example_test.go, which this package compiles.
+// TestDocExample: docs/LOGIN-HANDOVER.md quotes the platform's handover
+// from docs/examples/platform/main.go (a program CI builds and runs
+// against the real server: cmd/oauthd's TestPlatformExample) verbatim.
 func TestDocExample(t *testing.T) {
-	src, err := os.ReadFile("platform_example_test.go")
+	src, err := os.ReadFile("../../docs/examples/platform/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, _ := strings.Cut(string(src), "// BEGIN EXAMPLE\n")
-	code, _, _ := strings.Cut(after, "\n// END EXAMPLE")
+	_, after, ok1 := strings.Cut(string(src), "// BEGIN HANDOVER\n")
+	code, _, ok2 := strings.Cut(after, "\n// END HANDOVER")
+	if !ok1 || !ok2 || len(code) < 500 {
+		t.Fatal("docs/examples/platform/main.go lost its BEGIN HANDOVER / END HANDOVER markers")
+	}
 	doc, err := os.ReadFile("../../docs/LOGIN-HANDOVER.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(doc), "```go\n"+strings.TrimSpace(code)+"\n```") {
-		t.Fatal("docs/LOGIN-HANDOVER.md does not show the example of platform_example_test.go verbatim; copy it over")
+		t.Fatal("docs/LOGIN-HANDOVER.md does not quote docs/examples/platform/main.go's handover verbatim; copy it over")
 	}
-	var _ = handOver // compiled, and used
 }

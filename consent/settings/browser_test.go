@@ -2,6 +2,7 @@ package settings
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -116,6 +117,41 @@ func TestSettingsBrowser(t *testing.T) {
 	// 2. The detail page; generate a second secret: shown once.
 	step("open client", chromedp.Click(chromedp.CSS(`a[href="/settings/clients/c0ffee0000000001"]`)),
 		chromedp.WaitVisible(chromedp.ID("secrets")))
+	// The only secret's Revoke is disabled, its reason beside it; the
+	// protections, unchecked, read as choices, not as red warnings.
+	var shown struct {
+		RevokeDisabled bool   `json:"revokeDisabled"`
+		Why            string `json:"why"`
+		ChoiceBG       string `json:"choiceBG"`
+		ChoiceColor    string `json:"choiceColor"`
+		AlertColor     string `json:"alertColor"`
+	}
+	probe := func() {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[json.RawMessage](`(() => {
+			const b = document.querySelector('#secrets td.action button');
+			const why = document.getElementById(b.getAttribute('aria-describedby') || 'none');
+			const l = document.querySelector('#protections label');
+			const a = document.createElement('p'); a.className = 'alert alert-danger'; document.body.append(a);
+			const r = {revokeDisabled: b.disabled, why: why ? why.textContent : '',
+				choiceBG: getComputedStyle(l).backgroundColor, choiceColor: getComputedStyle(l).color, alertColor: getComputedStyle(a).color};
+			a.remove();
+			return r;
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(v, &shown); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe()
+	if !shown.RevokeDisabled || !strings.Contains(shown.Why, "only secret") {
+		t.Errorf("the only secret's Revoke: disabled %v, reason %q; want disabled with the reason beside it", shown.RevokeDisabled, shown.Why)
+	}
+	if shown.ChoiceBG != "rgba(0, 0, 0, 0)" || shown.ChoiceColor == shown.AlertColor {
+		t.Errorf("an unchecked protection: background %s, color %s (an error's color %s); want a plain choice", shown.ChoiceBG, shown.ChoiceColor, shown.AlertColor)
+	}
 	step("generate", chromedp.Click(chromedp.CSS(`form.generate button`)), chromedp.WaitVisible(chromedp.CSS(`code.secret`)))
 	secret, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS(`code.secret`)))
 	if err != nil || !strings.HasPrefix(secret, data.PrefixClientSecret) {
@@ -127,6 +163,11 @@ func TestSettingsBrowser(t *testing.T) {
 	if os.Getenv("OAUTHD_SCREENSHOT") == "1" {
 		shot(filepath.Join("testdata", "settings.png"), 1280, 1100, false)
 		shot(filepath.Join(shotDir, "settings-client-390.png"), 390, 844, true)
+	}
+	step("back to the client", chromedp.Navigate(appSrv.URL+clientsPath+"/c0ffee0000000001"), chromedp.WaitVisible(chromedp.ID("secrets")))
+	probe()
+	if shown.RevokeDisabled {
+		t.Error("with two secrets, Revoke is still disabled")
 	}
 	// The generate button is now disabled, with the explanation.
 	if !strings.Contains(text(), "revoke one first") {

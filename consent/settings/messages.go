@@ -40,12 +40,12 @@ func userMessage(err error) (msg string, status int, ok bool) {
 }
 
 // webSentence drops the command-line hints (flags, `oauthd …` commands,
-// README pointers) that admin's messages carry for operators.
+// pointers to the README or docs/) that admin's messages carry for operators.
 func webSentence(msg string) string {
 	parts := strings.Split(msg, "; ")
 	keep := parts[:1]
 	for _, p := range parts[1:] {
-		if strings.ContainsAny(p, "`") || strings.Contains(p, "--") || strings.Contains(p, "README") {
+		if strings.ContainsAny(p, "`") || strings.Contains(p, "--") || strings.Contains(p, "README") || strings.Contains(p, "docs/") {
 			continue
 		}
 		keep = append(keep, p)

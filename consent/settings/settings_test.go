@@ -332,9 +332,12 @@ func TestSettingsSecrets(t *testing.T) {
 	sess, csrf := se.session(se.alice)
 	path := clientsPath + "/" + a.ClientID
 
-	// One secret: generate enabled; revoking it is refused.
+	// One secret: generate enabled; its Revoke disabled, the reason
+	// beside it; revoking it anyway (a crafted POST) is refused.
 	page := se.get(path, sess).Body.String()
-	if strings.Contains(page, "disabled") || !strings.Contains(page, a.SecretID) || !strings.Contains(page, "Revoke the old secret. This takes effect immediately") {
+	if strings.Contains(page, "Generate new secret</button>") && strings.Contains(page, `aria-describedby="generate-why"`) ||
+		!strings.Contains(page, `<span id="revoke-why" class="hint">The only secret: generate a new one first.</span> <button type="submit" class="btn btn-danger btn-small" disabled aria-describedby="revoke-why">Revoke</button>`) ||
+		strings.Count(page, " disabled") != 1 || !strings.Contains(page, a.SecretID) || !strings.Contains(page, "Revoke the old secret. This takes effect immediately") {
 		t.Errorf("detail page with one secret wrong:\n%s", page)
 	}
 	rec := se.post(path+"/secrets/revoke", url.Values{csrfField: {csrf}, "secret_id": {a.SecretID}}, sess)

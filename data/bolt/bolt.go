@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -217,6 +219,22 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
+		// A bucket this build does not know was made by a newer oauthd:
+		// refuse the file rather than ignore what it holds (running an
+		// older binary on it would, say, let a user disabled since log
+		// in). A rollback is restoring the backup taken before the
+		// upgrade (docs/PRODUCTION.md).
+		if m := tx.Bucket(bucketMeta); m == nil || m.Get(keySchema) == nil {
+			// Not an oauthd file yet: nothing of it to understand.
+		} else if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
+			if !slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
+				return fmt.Errorf("%w: the file was written by a newer oauthd (it holds %q, which this one does not know); "+
+					"run that oauthd, or restore the backup taken before the upgrade", ErrSchema, name)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)

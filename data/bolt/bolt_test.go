@@ -163,6 +163,33 @@ func TestOpenSchemaMismatch(t *testing.T) {
 	}
 }
 
+// TestOpenRefusesNewerFile: a file holding a bucket this build does not
+// know was written by a newer oauthd; Open refuses it (ErrSchema) with a
+// sentence that says what to do, and leaves it as it was.
+func TestOpenRefusesNewerFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "oauthd.db")
+	must(t, open(t, path).Close())
+	db, err := bbolt.Open(path, 0o600, nil)
+	must(t, err)
+	must(t, db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("from_a_newer_release")); return err }))
+	must(t, db.Close())
+	for _, opts := range []bolt.Options{{}, {MustExist: true}} {
+		_, err := bolt.Open(path, opts)
+		if !errors.Is(err, bolt.ErrSchema) || !strings.Contains(err.Error(), `"from_a_newer_release"`) || !strings.Contains(err.Error(), "restore the backup taken before the upgrade") {
+			t.Fatalf("Open(%+v) of a file with an unknown bucket: %v; want ErrSchema naming it and saying what to do", opts, err)
+		}
+	}
+	db, err = bbolt.Open(path, 0o600, nil)
+	must(t, err)
+	must(t, db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket([]byte("from_a_newer_release")) == nil {
+			return errors.New("the refused file lost its bucket")
+		}
+		return nil
+	}))
+	must(t, db.Close())
+}
+
 // TestGroupCommitWriteFailure checks that a write that fails half-way inside
 // a shared transaction (here: a key over bbolt's limit) fails alone, while
 // the other writes of its batch are retried and stored.

@@ -108,7 +108,7 @@ func Migrate(ctx context.Context, url string, logger *slog.Logger) (from, to int
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
-		return 0, 0, fmt.Errorf("connect to %s: %w", Redact(url), err)
+		return 0, 0, explainConnect(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
@@ -147,20 +147,20 @@ func Migrate(ctx context.Context, url string, logger *slog.Logger) (from, to int
 
 // checkSchema fails unless the database is at exactly the version this
 // build knows.
-func checkSchema(ctx context.Context, q querier, url string) error {
+func checkSchema(ctx context.Context, q querier) error {
 	var v int
 	err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM oauthd_schema").Scan(&v)
 	if isUndefinedTable(err) {
 		v, err = 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read the schema version: %w", err)
+		return fmt.Errorf("read the schema version: %w", explainConnect(err))
 	}
 	switch want := SchemaVersion(); {
 	case v > want:
 		return fmt.Errorf("%w: the database is at version %d, this oauthd knows up to %d; run a newer oauthd", ErrSchemaTooNew, v, want)
 	case v == 0:
-		return fmt.Errorf("%w: %s has no oauthd schema; run `oauthd store migrate --db URL` (or start `oauthd serve`, which migrates)", ErrSchemaOld, Redact(url))
+		return fmt.Errorf("%w: the database has no oauthd schema; run `oauthd store migrate --db URL` (or start `oauthd serve`, which migrates)", ErrSchemaOld)
 	case v < want:
 		return fmt.Errorf("%w: the database is at version %d, this oauthd needs %d; run `oauthd store migrate --db URL`", ErrSchemaOld, v, want)
 	}

@@ -171,9 +171,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", Redact(url), err)
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if err := checkSchema(ctx, p, url); err != nil {
+	if err := checkSchema(ctx, p); err != nil {
 		p.Close()
 		return nil, err
 	}

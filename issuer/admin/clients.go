@@ -39,7 +39,7 @@ func unknownScopes(names []string) string {
 		}
 		parts = append(parts, n)
 	}
-	return fmt.Sprintf("unknown scope %s; the 30 scopes are in the README's scope table (README.md, \"Scopes\"), "+
+	return fmt.Sprintf("unknown scope %s; the scopes are in docs/SCOPES.md, "+
 		"or in `oauthd clients create --help`", strings.Join(parts, ", "))
 }
 

@@ -98,7 +98,7 @@ type UserView struct {
 	ExternalID string `json:"external_id,omitempty"`
 	// State is "active" or "disabled".
 	State      string     `json:"state"`
-	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+	DisabledAt *time.Time `json:"disabled_at"`
 	// Clash says, for a user whose email or username has the canonical
 	// form of an earlier user's (stored before one canonical form, found
 	// at the upgrade: [data.Clash]), which identifier and whose; the user
@@ -183,18 +183,18 @@ type ClientView struct {
 	AllowedOrigins []string `json:"allowed_origins"`
 	// AuthorizationRequests counts, for a legacy client only, the recent
 	// authorization requests with and without a scope parameter.
-	AuthorizationRequests *RequestCounts `json:"authorization_requests,omitempty"`
+	AuthorizationRequests *RequestCounts `json:"authorization_requests"`
 	// MigrationSafe (legacy clients only) is true when no authorization
 	// request without a scope parameter came in the counted window: saving
 	// scopes will then not break the client's users.
-	MigrationSafe *bool `json:"migration_safe,omitempty"`
+	MigrationSafe *bool `json:"migration_safe"`
 	// PendingChange is the owner's change that widens the client, waiting
 	// for approval; the fields above are the approved settings, the only
 	// ones in force.
-	PendingChange *ChangeView `json:"pending_change,omitempty"`
+	PendingChange *ChangeView `json:"pending_change"`
 	// RejectedChange is the owner's last change that was rejected, with
 	// the reason (until the owner's next edit).
-	RejectedChange *ChangeView `json:"rejected_change,omitempty"`
+	RejectedChange *ChangeView `json:"rejected_change"`
 	// Revision identifies what a review decides on (type, scopes, redirect
 	// URIs, the pending change); `clients approve --revision` refuses when
 	// it changed since the operator looked.
@@ -215,8 +215,8 @@ type ChangeView struct {
 	ClientType string `json:"client_type,omitempty"`
 	// DropDPoPBoundAccessTokens and DropRequirePAR: the change turns the
 	// protection off.
-	DropDPoPBoundAccessTokens bool `json:"drop_dpop_bound_access_tokens,omitempty"`
-	DropRequirePAR            bool `json:"drop_require_pushed_authorization_requests,omitempty"`
+	DropDPoPBoundAccessTokens bool `json:"drop_dpop_bound_access_tokens"`
+	DropRequirePAR            bool `json:"drop_require_pushed_authorization_requests"`
 	// Scopes, RedirectURIs and ResultType are the client's settings once
 	// the change is approved.
 	Scopes       []string `json:"scopes"`

@@ -23,6 +23,18 @@ var _ Service = (*SocketClient)(nil)
 // Dial connects to the admin socket at socketPath and checks that something
 // answers there. It fails when no server listens.
 func Dial(socketPath string) (*SocketClient, error) {
+	c, err := SocketHTTP(socketPath, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	return &SocketClient{http: c}, nil
+}
+
+// SocketHTTP returns an HTTP client whose every request goes to the admin
+// socket at socketPath (any host in the URL), with the given timeout per
+// request, after checking that something answers there. Dial uses it;
+// so do routes that a server adds beside [Handler]'s.
+func SocketHTTP(socketPath string, timeout time.Duration) (*http.Client, error) {
 	conn, err := net.DialTimeout("unix", socketPath, time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("dial admin socket %s: %w", socketPath, err)
@@ -35,7 +47,7 @@ func Dial(socketPath string) (*SocketClient, error) {
 		},
 		DisableCompression: true,
 	}
-	return &SocketClient{http: &http.Client{Transport: tr, Timeout: time.Minute}}, nil
+	return &http.Client{Transport: tr, Timeout: timeout}, nil
 }
 
 // Close releases idle connections.

@@ -84,6 +84,7 @@ func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView,
 		return nil, newError(data.ErrInvalid, fmt.Sprintf("%d users in one import; split the file into parts of at most %d", len(rows), MaxImportUsers))
 	}
 	var bad []string
+	badRows := map[int]bool{} // a row may have several problems: count it once
 	seen := map[string]int{}
 	now := l.now().UTC()
 	us := make([]data.User, 0, len(rows))
@@ -92,7 +93,10 @@ func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView,
 		if line == 0 {
 			line = i + 1
 		}
-		fail := func(msg string) { bad = append(bad, fmt.Sprintf("line %d: %s", line, msg)) }
+		fail := func(msg string) {
+			bad = append(bad, fmt.Sprintf("line %d: %s", line, msg))
+			badRows[i] = true
+		}
 		r.Email, r.Username, r.Name = strings.TrimSpace(r.Email), strings.TrimSpace(r.Username), strings.TrimSpace(r.Name)
 		tz, err := checkProfile(r.Email, r.Username, r.Name, r.TimeZone, true)
 		if err != nil {
@@ -125,7 +129,7 @@ func (l *Local) ImportUsers(ctx context.Context, rows []ImportUser) ([]UserView,
 	}
 	if len(bad) > 0 {
 		return nil, newError(data.ErrInvalid, fmt.Sprintf("%d of %d rows are bad; nothing was imported. Fix them and import the file again:\n%s",
-			len(bad), len(rows), strings.Join(bad, "\n")))
+			len(badRows), len(rows), strings.Join(bad, "\n")))
 	}
 	created, err := l.store.CreateUsers(ctx, us)
 	if errors.Is(err, data.ErrExists) {
