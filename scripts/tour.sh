@@ -107,9 +107,9 @@ step './oauthd clients show "$CLIENT_ID"' 'My App'
 step './oauthd keys list' 'active'
 
 # --- 3. The gateway -----------------------------------------------------------------
-echo 'tour: $ ./oauthd gateway --listen 127.0.0.1:8081 --upstream http://127.0.0.1:8080 --issuer http://127.0.0.1:8080' >&2
+echo 'tour: $ ./oauthd gateway --listen 127.0.0.1:8081 --upstream http://127.0.0.1:8080 --issuer http://127.0.0.1:8080 --public-url http://127.0.0.1:8081' >&2
 gateway_addr=127.0.0.1:0
-eval "exec $(ports './oauthd gateway --listen 127.0.0.1:8081 --upstream http://127.0.0.1:8080 --issuer http://127.0.0.1:8080')" 2>gateway.log &
+eval "exec $(ports './oauthd gateway --listen 127.0.0.1:8081 --upstream http://127.0.0.1:8080 --issuer http://127.0.0.1:8080 --public-url http://127.0.0.1:8081')" 2>gateway.log &
 pids+=($!)
 gateway_addr=$(started gateway.log 'gateway listening.* addr=([0-9.:]+)')
 step "curl -s -o /dev/null -w '%{http_code}\n' http://127.0.0.1:8081/v2/me" '^401$'

@@ -143,7 +143,7 @@ func TestCLIUnknownScope(t *testing.T) {
 	c := newCLI(t)
 	addUser(c)
 	c.fails(`unknown scope PROFILE_RAED (did you mean PROFILE_READ?), ORG_PROFILE (did you mean ORG_PROFILE_READ or ORG_PROFILE_WRITE?); `+
-		`the 30 scopes are in docs/SCOPES.md`, "",
+		`the scopes are in docs/SCOPES.md`, "",
 		"clients", "create", "--owner", "dev@example.com", "--name", "A", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_RAED,ORG_PROFILE")
 }
 
@@ -199,7 +199,7 @@ func TestErrorsSayItOnce(t *testing.T) {
 		args       []string
 		once, want string
 	}{
-		{[]string{"keys", "list"}, "openssl rand", "the master key in OAUTHD_MASTER_KEY is not usable: a master key is 32 bytes"},
+		{[]string{"keys", "rotate"}, "openssl rand", "the master key in OAUTHD_MASTER_KEY is not usable: a master key is 32 bytes"},
 		{[]string{"--db", garbage, "users", "list"}, "open database", garbage},
 	} {
 		_, errOut, err := c.run("", tc.args...)
