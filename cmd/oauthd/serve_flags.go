@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"oauthd/data/postgres"
 	"oauthd/issuer"
 	"oauthd/keys/verify"
 )
@@ -27,6 +28,10 @@ type serveOptions struct {
 	debugAddr   string
 	pwSlots     int
 	proxies     []string
+	// dbSession: a URL for the connection that needs a session (LISTEN)
+	// when --db is a transaction pool (docs/POSTGRESQL.md "Behind
+	// PgBouncer"); db is --db (a global flag), set by run before check.
+	dbSession, db string
 	// The login handover (docs/LOGIN-HANDOVER.md): all three or none.
 	loginURL, loginIssuer, loginJWKS string
 
@@ -44,6 +49,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.loginURL, "login-url", "", "hand the login to the platform: its login page (needs --login-issuer and --login-jwks; default: the built-in login form)")
 	fs.StringVar(&o.loginIssuer, "login-issuer", "", "the iss of the platform's login assertions")
 	fs.StringVar(&o.loginJWKS, "login-jwks", "", "the platform's public keys: a JWKS URL, or a JWKS or PEM file")
+	fs.StringVar(&o.dbSession, "db-session-url", "", "when --db is a transaction pool (PgBouncer pool_mode=transaction): a postgres:// URL of the same database that keeps a session (straight to PostgreSQL or a session-mode pool), for the change listener's LISTEN")
 	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
 	fs.DurationVar(&o.codeTTL, "code-ttl", issuer.DefaultCodeTTL, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", issuer.DefaultRefreshIdle, "refresh token idle lifetime, renewed by each refresh")
@@ -81,6 +87,9 @@ func (o *serveOptions) check() error {
 		}
 	}
 	if err := o.checkHandover(); err != nil {
+		return err
+	}
+	if err := postgres.CheckPooledURL(o.db, o.dbSession); err != nil {
 		return err
 	}
 	if o.codeTTL <= 0 || o.codeTTL > issuer.MaxCodeTTL {

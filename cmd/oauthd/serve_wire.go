@@ -75,8 +75,15 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	var db data.Store
 	if postgres.IsURL(dbPath) {
 		// Replicas that start together migrate once (advisory lock).
-		w.pg, err = postgres.Open(ctx, dbPath, postgres.Options{Migrate: true, Logger: logger})
+		w.pg, err = postgres.Open(ctx, dbPath, postgres.Options{Migrate: true, Logger: logger, SessionURL: o.dbSession})
 		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(dbPath), err)
+		}
+		// The change listener needs a session: a transaction pool in
+		// the way is refused now, with what to set, rather than every
+		// replica's caches going stale unnoticed.
+		if err := w.pg.CheckSession(ctx); err != nil {
+			w.pg.Close()
 			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(dbPath), err)
 		}
 		db = w.pg

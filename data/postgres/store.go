@@ -67,6 +67,15 @@ type Options struct {
 	MaxConns int32
 	// Logger, default discard.
 	Logger *slog.Logger
+	// SessionURL is where the one connection that needs a session goes:
+	// [Store.Listen]'s LISTEN, which a transaction pooler (PgBouncer's
+	// pool_mode=transaction) in front of url does not keep. Empty: url
+	// itself. See docs/POSTGRESQL.md "Behind PgBouncer" and
+	// [CheckPooledURL].
+	SessionURL string
+	// Tracer, if set, traces every statement of the pool (tests count
+	// round trips with it).
+	Tracer pgx.QueryTracer
 }
 
 // Store is a [data.Store] on PostgreSQL. It is safe for concurrent use.
@@ -76,6 +85,7 @@ type Store struct {
 	log    *slog.Logger
 	closed atomic.Bool
 	stop   context.CancelFunc // stops the listener
+	listen *pgx.ConnConfig    // the LISTEN connection's: Options.SessionURL's, else the pool's
 	fams   famCache           // a guess of each family's version, see famCache
 	stats  struct {
 		retries, casLost, reconnects, notifications, resets atomic.Int64
@@ -113,6 +123,9 @@ func parseConfig(raw string, opts Options) (*pgxpool.Config, error) {
 	} else if !strings.Contains(raw, "pool_max_conns") {
 		cfg.MaxConns = int32(max(16, 4*runtime.GOMAXPROCS(0)))
 	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "oauthd"
 	}
@@ -142,6 +155,29 @@ func urlSets(raw, key string) bool {
 	return false
 }
 
+// CheckPooledURL checks a --db URL (db) and its --db-session-url
+// (session) before anything is opened. A session URL says that db is a
+// transaction pool (PgBouncer's pool_mode=transaction), which does not keep
+// a prepared statement across transactions unless it is PgBouncer ≥ 1.21
+// with max_prepared_statements: db must then say how statements are sent,
+// with default_query_exec_mode (exec works with every pooler).
+func CheckPooledURL(db, session string) error {
+	if session == "" {
+		return nil
+	}
+	if !IsURL(session) || !IsURL(db) {
+		return fmt.Errorf("--db-session-url %s: a session URL goes with a PostgreSQL --db behind a transaction pool; both must be postgres:// URLs (docs/POSTGRESQL.md \"Behind PgBouncer\")", Redact(session))
+	}
+	if _, err := pgx.ParseConfig(session); err != nil {
+		return fmt.Errorf("--db-session-url %s: %w", Redact(session), err)
+	}
+	if !urlSets(db, "default_query_exec_mode") {
+		return fmt.Errorf("--db %s goes through a transaction pool (--db-session-url is set): add default_query_exec_mode=exec to it "+
+			"(or cache_statement on PgBouncer 1.21 or later with max_prepared_statements set); docs/POSTGRESQL.md \"Behind PgBouncer\"", Redact(db))
+	}
+	return nil
+}
+
 // Open connects to the database at url (a postgres:// or postgresql://
 // URL; libpq's environment variables such as PGPASSWORD and PGSSLMODE
 // apply) and checks its schema, or migrates it with Options.Migrate.
@@ -166,7 +202,16 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool, url: url, log: opts.Logger, stop: func() {}}, nil
+	listen := cfg.ConnConfig.Copy()
+	if opts.SessionURL != "" {
+		scfg, err := parseConfig(opts.SessionURL, Options{})
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("the session URL: %w", err)
+		}
+		listen = scfg.ConnConfig
+	}
+	return &Store{pool: pool, url: url, listen: listen, log: opts.Logger, stop: func() {}}, nil
 }
 
 // Close closes the pool; later calls fail with [ErrClosed]. It may be
