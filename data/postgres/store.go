@@ -685,26 +685,39 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 // compare-and-swap: it reads the family and its version, decides in this
 // process (a constant-time hash comparison, then update), and writes or
 // deletes only if the version is still the one it read. A write that lost
-// to a concurrent one (0 rows) reads the family again and decides again;
-// so of n concurrent rotations with the same token exactly one stores its
-// successor, and the others find a token that is no longer current, which
-// revokes the family. One read and one autocommitted write: two round
-// trips and one durable commit per rotation; one round trip when this
-// process rotated or created the family last (famCache: the read is
-// skipped, and a stale guess costs only the retry with a read).
+// to a concurrent one (or to a stale guess) matches no row and returns, in
+// the same statement, the family as it is (see casMiss): the loop decides
+// again on that without another read. So of n concurrent rotations with
+// the same token exactly one stores its successor, and the others find a
+// token that is no longer current, which revokes the family.
+//
+// Round trips (each one statement, autocommitted, one durable commit at
+// most): one when this process rotated or created the family last
+// (famCache: the read is skipped); two otherwise: a read and the write
+// when it has no guess, or, when another replica rotated since (replicas
+// taking turns on one family), the write on the stale guess, which misses
+// and returns the family, then the write.
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	const op = "rotate refresh token"
 	if err := s.begin(ctx, op); err != nil {
 		return data.Family{}, err
 	}
+	var (
+		missed   bool   // the last write missed and returned the family:
+		mVersion int64  // its version
+		mBody    []byte // and body
+	)
 	for attempt := 1; ; attempt++ {
 		var version int64
 		var b []byte
 		var old data.Family
 		e, guessed := s.fams.get(id)
-		if guessed && attempt == 1 {
+		switch {
+		case missed:
+			guessed, version, b = false, mVersion, mBody
+		case guessed && attempt == 1:
 			version, old = e.version, data.Normalize(e.fam) // a guess; the write checks it
-		} else {
+		default:
 			guessed = false
 			err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -714,16 +727,20 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
+		}
+		if !guessed {
+			var err error
 			if old, err = decode[data.Family](b); err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
 		}
+		missed = false
 		var err error
-		var tag pgconn.CommandTag
+		var miss casMiss
 		// update decides on the record read (or guessed); every write is
 		// conditional on its version, so a decision taken on a record
-		// that has since changed never takes effect: the loop reads again
-		// and asks update again.
+		// that has since changed never takes effect: the loop asks
+		// update again on the record the write found.
 		next, uerr := update(old)
 		switch {
 		case errors.Is(uerr, data.ErrTokenReused):
@@ -735,16 +752,15 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 					return data.Family{}, fmt.Errorf("%s: %w", op, err)
 				}
 			}
-			var deleted bool
 			err = retry(ctx, func() (err error) {
-				deleted, err = s.deleteFamilyAt(ctx, id, version, stored)
+				miss, err = s.deleteFamilyAt(ctx, id, version, stored)
 				return err
 			})
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
 			s.fams.drop(id)
-			if deleted {
+			if miss.done {
 				return stored, uerr
 			}
 		case uerr != nil && guessed:
@@ -761,24 +777,61 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			}
 			nb := encode(next)
 			err = retry(ctx, func() (err error) {
-				tag, err = s.pool.Exec(ctx, "UPDATE families SET version = version + 1, expires_ns = $3, gc_ns = least(gc_ns, $3), body = $4 WHERE id = $1 AND version = $2",
-					id, version, familyExpiry(next), nb)
+				miss, err = scanMiss(s.pool.QueryRow(ctx, rotateSQL, id, version, familyExpiry(next), nb))
 				return err
 			})
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
-			if tag.RowsAffected() == 1 {
+			if miss.done {
 				s.fams.put(id, version+1, next)
 				return data.Normalize(next), nil
 			}
 			s.fams.drop(id)
 		}
+		if miss.gone {
+			return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
+		}
+		missed, mVersion, mBody = true, miss.version, miss.body
 		s.stats.casLost.Add(1)
 		if attempt >= maxAttempts {
 			return data.Family{}, fmt.Errorf("%s: family %q: %w: it kept changing", op, id, data.ErrConflict)
 		}
 	}
+}
+
+// rotateSQL stores a family's successor if its version is still $2, and
+// otherwise returns the family as it is (see casMiss).
+const rotateSQL = `WITH w AS (
+	UPDATE families SET version = version + 1, expires_ns = $3, gc_ns = least(gc_ns, $3), body = $4
+	WHERE id = $1 AND version = $2 RETURNING 1)
+` + casMissSelect
+
+// casMissSelect ends a conditional write on the family $1 whose CTE w
+// returns a row when it wrote: one row, (true, 0, NULL) when it wrote,
+// else (false, version, body) of the family as the statement's snapshot
+// has it; no row when the family is gone. In READ COMMITTED that snapshot
+// may be a little older than the row the write found (a concurrent
+// commit in between): the next conditional write then misses again.
+const casMissSelect = `SELECT true, 0::bigint, NULL::jsonb FROM w
+UNION ALL
+SELECT false, f.version, f.body FROM families f WHERE f.id = $1 AND NOT EXISTS (SELECT 1 FROM w)`
+
+// casMiss is what a conditional write on a family found.
+type casMiss struct {
+	done    bool   // it wrote
+	gone    bool   // it did not: the family no longer exists
+	version int64  // else the family's version
+	body    []byte // and body
+}
+
+func scanMiss(row pgx.Row) (casMiss, error) {
+	var m casMiss
+	err := row.Scan(&m.done, &m.version, &m.body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return casMiss{gone: true}, nil
+	}
+	return m, err
 }
 
 // DeleteFamily implements [data.Store.DeleteFamily].
@@ -787,43 +840,48 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 		return err
 	}
 	defer s.fams.drop(id)
+	var version int64
+	var b []byte
+	err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete family %q: %w", id, err)
+	}
 	for attempt := 1; ; attempt++ {
-		var version int64
-		var b []byte
-		err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("delete family %q: %w", id, err)
-		}
 		f, err := decode[data.Family](b)
 		if err != nil {
 			return fmt.Errorf("delete family %q: %w", id, err)
 		}
-		var deleted bool
+		var miss casMiss
 		err = retry(ctx, func() (err error) {
-			deleted, err = s.deleteFamilyAt(ctx, id, version, f)
+			miss, err = s.deleteFamilyAt(ctx, id, version, f)
 			return err
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			return fmt.Errorf("delete family %q: %w", id, err)
-		}
-		if deleted {
+		case miss.done:
 			return nil
+		case miss.gone:
+			return fmt.Errorf("delete family %q: %w", id, data.ErrNotFound)
 		}
-		// Rotated (or deleted) since the read: read again, so that the
-		// tombstone names the family's last issuance.
+		// Rotated since the read: again on the family as the delete
+		// found it, so that the tombstone names its last issuance.
 		s.stats.casLost.Add(1)
 		if attempt >= maxAttempts {
 			return fmt.Errorf("delete family %q: %w: it kept changing", id, data.ErrConflict)
 		}
+		version, b = miss.version, miss.body
 	}
 }
 
-// deleteFamilySQL deletes a family at a version and stores its tombstone.
-const deleteFamilySQL = `WITH d AS (DELETE FROM families WHERE id = $1 AND version = $2 RETURNING 1)
-INSERT INTO revoked_grants (grant_id, issued_ns, body) SELECT $1, $3, $4 FROM d ` + tombstoneUpsert
+// deleteFamilySQL deletes a family at a version and stores its tombstone;
+// a family at another version is returned as it is (casMissSelect).
+const deleteFamilySQL = `WITH w AS (DELETE FROM families WHERE id = $1 AND version = $2 RETURNING 1),
+t AS (INSERT INTO revoked_grants (grant_id, issued_ns, body) SELECT $1, $3, $4 FROM w ` + tombstoneUpsert + `)
+` + casMissSelect
 
 // putTombstoneSQL stores a tombstone ($1 grant ID, $2 issued_ns, $3 body).
 const putTombstoneSQL = `INSERT INTO revoked_grants (grant_id, issued_ns, body) VALUES ($1, $2, $3) ` + tombstoneUpsert
@@ -833,14 +891,10 @@ const tombstoneUpsert = `ON CONFLICT (grant_id) DO UPDATE SET issued_ns = exclud
 
 // deleteFamilyAt deletes the family id if its version is still version,
 // and stores the tombstone of f (the record at that version) in the same
-// statement. It reports whether the family was deleted.
-func (s *Store) deleteFamilyAt(ctx context.Context, id string, version int64, f data.Family) (bool, error) {
+// statement; otherwise it returns the family as it is.
+func (s *Store) deleteFamilyAt(ctx context.Context, id string, version int64, f data.Family) (casMiss, error) {
 	r := data.RevocationOf(f)
-	tag, err := s.pool.Exec(ctx, deleteFamilySQL, id, version, unixNano(r.LastIssuedAt), encode(r))
-	if err != nil {
-		return false, err
-	}
-	return tag.RowsAffected() == 1, nil
+	return scanMiss(s.pool.QueryRow(ctx, deleteFamilySQL, id, version, unixNano(r.LastIssuedAt), encode(r)))
 }
 
 // ListRevoked implements [data.Store.ListRevoked].
