@@ -693,10 +693,16 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 //
 // Round trips (each one statement, autocommitted, one durable commit at
 // most): one when this process rotated or created the family last
-// (famCache: the read is skipped); two otherwise: a read and the write
-// when it has no guess, or, when another replica rotated since (replicas
-// taking turns on one family), the write on the stale guess, which misses
-// and returns the family, then the write.
+// (famCache: the read is skipped); one too when another replica rotated
+// since (replicas taking turns on one family) and the caller made the
+// rotation promise (data.WithPresented, as the refresh grant does): the
+// stale guess, with the presented token as current, is written where the
+// stored family is that (rotatePromised). Two otherwise: a read and the
+// write when this process has no guess; the write on the guess, which
+// misses and returns the family, then the write, when the guess is stale
+// without the promise, or the presented token is not the current one (a
+// replay, the grace), or the family changed in more than a rotation
+// changes (narrowed elsewhere).
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	const op = "rotate refresh token"
 	if err := s.begin(ctx, op); err != nil {
@@ -712,6 +718,27 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		var b []byte
 		var old data.Family
 		e, guessed := s.fams.get(id)
+		if p := data.Presented(ctx); guessed && attempt == 1 && len(p) > 0 && !data.Equal(e.fam.TokenHash, p) {
+			// The guess is stale (another replica rotated since): one
+			// conditional write on the rotation promise (data.WithPresented).
+			f, miss, err := s.rotatePromised(ctx, id, data.Normalize(e.fam), p, update)
+			switch {
+			case err != nil:
+				return data.Family{}, fmt.Errorf("%s: %w", op, err)
+			case miss.done:
+				return f, nil
+			case miss.gone:
+				s.fams.drop(id)
+				return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
+			}
+			s.fams.drop(id)
+			if miss.body != nil {
+				// The write found the family otherwise: decide on it.
+				missed, mVersion, mBody = true, miss.version, miss.body
+				s.stats.casLost.Add(1)
+			}
+			continue // (update refused the guess: read)
+		}
 		switch {
 		case missed:
 			guessed, version, b = false, mVersion, mBody
@@ -800,20 +827,74 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 	}
 }
 
+// promisedSQL stores the successor $3 (expiry $2) of the family $1 if it is the
+// rotation of the stored family by update's rotation promise
+// (data.WithPresented): its token hash is the presented one ($4, as JSON),
+// every field but those the promise leaves out ($6) is the guess's ($5),
+// and its expiry is no earlier than the guess's ($7). The successor
+// takes the stored generation plus one. Otherwise the family is returned
+// as it is (casMissSelect).
+const promisedSQL = `WITH w AS (
+	UPDATE families SET version = version + 1, expires_ns = $2, gc_ns = least(gc_ns, $2),
+		body = jsonb_set($3::jsonb, '{generation}', to_jsonb(coalesce((body->>'generation')::numeric, 0) + 1))
+	WHERE id = $1 AND body->'token_hash' = $4::jsonb AND body - $6::text[] = $5::jsonb - $6::text[] AND expires_ns >= $7
+	RETURNING version, body)
+` + casMissSelect
+
+// promiseFree are the JSON fields of a family that the rotation promise
+// lets differ between the guess and the stored family.
+var promiseFree = []string{"token_hash", "prev_hash", "rotated_at", "expires_at", "generation"}
+
+// rotatePromised rotates the family id in one statement on the rotation
+// promise (data.WithPresented), from the stale guess g and the presented
+// hash: update decides on g with TokenHash set to presented, and
+// promisedSQL writes only where that decision is the one update would take
+// on the stored family. It returns the stored successor (miss.done), or
+// what the write found instead, or, when update refuses, a zero casMiss
+// (the caller reads the family and asks update again).
+func (s *Store) rotatePromised(ctx context.Context, id string, g data.Family, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, casMiss, error) {
+	h := data.Normalize(g) // a copy: update may change it
+	h.TokenHash = presented
+	next, err := update(h)
+	if err != nil || next.ID != id || next.ClientID != g.ClientID {
+		return data.Family{}, casMiss{}, nil
+	}
+	tok, err := json.Marshal(presented)
+	if err != nil {
+		return data.Family{}, casMiss{}, err
+	}
+	var miss casMiss
+	err = retry(ctx, func() (err error) {
+		miss, err = scanMiss(s.pool.QueryRow(ctx, promisedSQL, id, familyExpiry(next), encode(next),
+			json.RawMessage(tok), encode(g), promiseFree, familyExpiry(g)))
+		return err
+	})
+	if err != nil || !miss.done {
+		return data.Family{}, miss, err
+	}
+	f, err := decode[data.Family](miss.body)
+	if err != nil {
+		return data.Family{}, casMiss{}, err
+	}
+	s.fams.put(id, miss.version, f)
+	return f, miss, nil
+}
+
 // rotateSQL stores a family's successor if its version is still $2, and
 // otherwise returns the family as it is (see casMiss).
 const rotateSQL = `WITH w AS (
 	UPDATE families SET version = version + 1, expires_ns = $3, gc_ns = least(gc_ns, $3), body = $4
-	WHERE id = $1 AND version = $2 RETURNING 1)
+	WHERE id = $1 AND version = $2 RETURNING version, NULL::jsonb AS body)
 ` + casMissSelect
 
 // casMissSelect ends a conditional write on the family $1 whose CTE w
-// returns a row when it wrote: one row, (true, 0, NULL) when it wrote,
+// returns (version, body) when it wrote: one row, (true, w's version,
+// w's body) when it wrote,
 // else (false, version, body) of the family as the statement's snapshot
 // has it; no row when the family is gone. In READ COMMITTED that snapshot
 // may be a little older than the row the write found (a concurrent
 // commit in between): the next conditional write then misses again.
-const casMissSelect = `SELECT true, 0::bigint, NULL::jsonb FROM w
+const casMissSelect = `SELECT true, w.version, w.body FROM w
 UNION ALL
 SELECT false, f.version, f.body FROM families f WHERE f.id = $1 AND NOT EXISTS (SELECT 1 FROM w)`
 
@@ -879,7 +960,7 @@ func (s *Store) DeleteFamily(ctx context.Context, id string) error {
 
 // deleteFamilySQL deletes a family at a version and stores its tombstone;
 // a family at another version is returned as it is (casMissSelect).
-const deleteFamilySQL = `WITH w AS (DELETE FROM families WHERE id = $1 AND version = $2 RETURNING 1),
+const deleteFamilySQL = `WITH w AS (DELETE FROM families WHERE id = $1 AND version = $2 RETURNING version, NULL::jsonb AS body),
 t AS (INSERT INTO revoked_grants (grant_id, issued_ns, body) SELECT $1, $3, $4 FROM w ` + tombstoneUpsert + `)
 ` + casMissSelect
 
