@@ -41,8 +41,9 @@ func (c *counter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEn
 // guess, with the presented token as current, is written where the stored
 // family is that rotation: promisedSQL); two the first time a replica sees
 // the family (a read, the write). Without the promise, taking turns costs
-// two (the write on the stale guess misses and returns the family, then
-// the write); before either, three (the write missed, a read, the write).
+// two (the stale guess judges the token a replay; the delete on it misses
+// and returns the family, then the write); before either, three (the
+// delete missed, a read, the write).
 func TestRotationRoundTrips(t *testing.T) {
 	ss, cs := countedStores(t)
 	newFamily(t, ss[0], "f")

@@ -685,9 +685,10 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 // compare-and-swap: it reads the family and its version, decides in this
 // process (a constant-time hash comparison, then update), and writes or
 // deletes only if the version is still the one it read. A write that lost
-// to a concurrent one (or to a stale guess) matches no row and returns, in
-// the same statement, the family as it is (see casMiss): the loop decides
-// again on that without another read. So of n concurrent rotations with
+// to a concurrent one (or to a stale guess) matches no row; the delete and
+// the promised write then return, in the same statement, the family as it
+// is (see casMiss), and the loop decides again on that without another
+// read. So of n concurrent rotations with
 // the same token exactly one stores its successor, and the others find a
 // token that is no longer current, which revokes the family.
 //
@@ -698,11 +699,13 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 // rotation promise (data.WithPresented, as the refresh grant does): the
 // stale guess, with the presented token as current, is written where the
 // stored family is that (rotatePromised). Two otherwise: a read and the
-// write when this process has no guess; the write on the guess, which
-// misses and returns the family, then the write, when the guess is stale
-// without the promise, or the presented token is not the current one (a
-// replay, the grace), or the family changed in more than a rotation
-// changes (narrowed elsewhere).
+// write when this process has no guess; the conditional write, which
+// misses and returns the family, then the write, when the promised write
+// finds the presented token is not the current one (a replay, the grace)
+// or the family changed in more than a rotation changes (narrowed
+// elsewhere), or when a guess judged a replay (without the promise) is
+// stale. A rotation decided on a guess whose write misses (a race) reads:
+// three.
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	const op = "rotate refresh token"
 	if err := s.begin(ctx, op); err != nil {
@@ -803,23 +806,26 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 				return data.Family{}, fmt.Errorf("%s: %w", op, &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 			}
 			nb := encode(next)
+			var tag pgconn.CommandTag
 			err = retry(ctx, func() (err error) {
-				miss, err = scanMiss(s.pool.QueryRow(ctx, rotateSQL, id, version, familyExpiry(next), nb))
+				tag, err = s.pool.Exec(ctx, rotateSQL, id, version, familyExpiry(next), nb)
 				return err
 			})
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
-			if miss.done {
+			if tag.RowsAffected() == 1 {
 				s.fams.put(id, version+1, next)
 				return data.Normalize(next), nil
 			}
-			s.fams.drop(id)
+			s.fams.drop(id) // lost a race, or a stale guess: read
 		}
 		if miss.gone {
 			return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
 		}
-		missed, mVersion, mBody = true, miss.version, miss.body
+		if miss.body != nil {
+			missed, mVersion, mBody = true, miss.version, miss.body
+		}
 		s.stats.casLost.Add(1)
 		if attempt >= maxAttempts {
 			return data.Family{}, fmt.Errorf("%s: family %q: %w: it kept changing", op, id, data.ErrConflict)
@@ -880,12 +886,13 @@ func (s *Store) rotatePromised(ctx context.Context, id string, g data.Family, pr
 	return f, miss, nil
 }
 
-// rotateSQL stores a family's successor if its version is still $2, and
-// otherwise returns the family as it is (see casMiss).
-const rotateSQL = `WITH w AS (
-	UPDATE families SET version = version + 1, expires_ns = $3, gc_ns = least(gc_ns, $3), body = $4
-	WHERE id = $1 AND version = $2 RETURNING version, NULL::jsonb AS body)
-` + casMissSelect
+// rotateSQL stores a family's successor if its version is still $2. A
+// plain UPDATE: this is the write of every rotation on a right guess, and
+// returning the family on a miss (casMissSelect) cost it measurably more
+// CPU on both sides (docs/PERFORMANCE.md); a miss here (a race, or a
+// stale guess with the same current token) is rare and reads.
+const rotateSQL = `UPDATE families SET version = version + 1, expires_ns = $3, gc_ns = least(gc_ns, $3), body = $4
+	WHERE id = $1 AND version = $2`
 
 // casMissSelect ends a conditional write on the family $1 whose CTE w
 // returns (version, body) when it wrote: one row, (true, w's version,
