@@ -217,3 +217,45 @@ func TestRotationPromiseDecidesOnTheStoredFamily(t *testing.T) {
 			f.ExpiresAt, f.Generation, t0.Add(time.Minute))
 	}
 }
+
+// TestRotationPromiseOneWinner: racers on both stores present the family's
+// current token with the rotation promise, where store 0's guess is stale
+// (its one-statement write races store 1's write on its right guess):
+// exactly one stores its successor, and the others see reuse (the family
+// is revoked) or find it gone.
+func TestRotationPromiseOneWinner(t *testing.T) {
+	ss, _ := countedStores(t)
+	for round := range 5 {
+		id := fmt.Sprintf("race%d", round)
+		newFamily(t, ss[1], id)
+		step := func(i int, from, to string) {
+			t.Helper()
+			p := data.Hash(from)
+			if _, err := ss[i].RotateRefreshToken(data.WithPresented(ctx, p), id, matching(p, func(f data.Family) (data.Family, error) {
+				f.TokenHash, f.PrevHash = data.Hash(to), f.TokenHash
+				f.Generation++
+				return f, nil
+			})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		step(0, "rt0", "rt1") // store 0 knows rt1
+		step(1, "rt1", "rt2") // store 1 knows rt2; store 0's guess is stale
+		p := data.Hash("rt2")
+		errs := race(30, ss, func(i int, s *postgres.Store) error {
+			_, err := s.RotateRefreshToken(data.WithPresented(ctx, p), id, matching(p, func(f data.Family) (data.Family, error) {
+				f.TokenHash, f.PrevHash = data.Hash(fmt.Sprintf("rt-%d", i)), f.TokenHash
+				f.Generation++
+				return f, nil
+			}))
+			return err
+		})
+		ok, reused, gone := count(errs, nil), count(errs, data.ErrTokenReused), count(errs, data.ErrNotFound)
+		if ok != 1 || ok+reused+gone != len(errs) || reused < 1 {
+			t.Fatalf("round %d: %d rotations won, %d saw reuse, %d found no family (errors %v); want exactly 1 winner and the rest reuse or gone", round, ok, reused, gone, errs)
+		}
+		if _, err := ss[0].GetFamily(ctx, id); !errors.Is(err, data.ErrNotFound) {
+			t.Fatalf("round %d: GetFamily after the race: %v; want the family revoked", round, err)
+		}
+	}
+}
