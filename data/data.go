@@ -493,6 +493,10 @@ type Store interface {
 	//     stored record is returned with that error (as update returned it);
 	//   - any other error: nothing is written; the error is returned as is.
 	// ErrNotFound when there is no family id (update is not called).
+	// With [WithPresented] on ctx, update may also be called on a
+	// record the store had of the family, with TokenHash set to the
+	// presented hash; its result is written only where that is the
+	// rotation update makes of the stored record (see WithPresented).
 	RotateRefreshToken(ctx context.Context, id string, update func(Family) (Family, error)) (Family, error)
 	// DeleteFamily revokes a family; ErrNotFound when there is none.
 	// Like the delete of RotateRefreshToken, it stores the family's

@@ -137,7 +137,11 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 		v            verdict
 		lostScopes   bool
 	)
-	fam, err := s.store.RotateRefreshToken(ctx, familyID, func(f data.Family) (data.Family, error) {
+	// The update below keeps the rotation promise (data.WithPresented):
+	// on a family whose current token is the presented one, it reads
+	// neither PrevHash, RotatedAt nor Generation (but to add one), and
+	// ExpiresAt only to refuse; TestRefreshKeepsTheRotationPromise.
+	fam, err := s.store.RotateRefreshToken(data.WithPresented(ctx, presented), familyID, func(f data.Family) (data.Family, error) {
 		lostScopes = false
 		// A forgery first: it learns nothing about the family (not even
 		// its client or expiry) and changes nothing.

@@ -38,7 +38,11 @@ type backend struct {
 	shared bool
 	// redact is a --db for messages and logs: no password.
 	redact func(db string) string
-	open   func(ctx context.Context, db string, mode openMode, logger *slog.Logger) (*database, error)
+	open   func(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error)
+	// checkSession checks serve's --db-session-url against --db before
+	// anything is opened; nil: the backend has no session URL (one must
+	// not be given).
+	checkSession func(db, session string) error
 	// migrate creates or upgrades the schema; nil: the backend needs none.
 	migrate func(ctx context.Context, db string, logger *slog.Logger) (from, to int, err error)
 }
@@ -101,7 +105,32 @@ type change struct {
 
 // openDB opens db for mode.
 func openDB(ctx context.Context, db string, mode openMode, logger *slog.Logger) (*database, error) {
-	return backendOf(db).open(ctx, db, mode, logger)
+	return openDBWith(ctx, db, mode, logger, openOptions{})
+}
+
+// openOptions are serve's settings of the database beyond --db.
+type openOptions struct {
+	// sessionURL: --db-session-url, where the connections that need a
+	// session (LISTEN) go when --db is a transaction pool.
+	sessionURL string
+}
+
+// openDBWith is openDB with serve's options.
+func openDBWith(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error) {
+	return backendOf(db).open(ctx, db, mode, logger, o)
+}
+
+// checkSessionURL checks --db-session-url against --db (serve's check,
+// before any side effect).
+func checkSessionURL(db, session string) error {
+	b := backendOf(db)
+	if b.checkSession == nil {
+		if session != "" {
+			return fmt.Errorf("--db-session-url is for a postgres:// --db behind a transaction pool; %s needs none", redactDB(db))
+		}
+		return nil
+	}
+	return b.checkSession(db, session)
 }
 
 // redactDB is db for messages and logs: a URL without its password.
@@ -123,18 +152,28 @@ func socketBeside(file string) string { return file + ".sock" }
 func scratchStore() data.Store { return memory.New() }
 
 var pgBackend = backend{
-	shared:  true,
-	redact:  postgres.Redact,
-	migrate: postgres.Migrate,
-	open: func(ctx context.Context, db string, mode openMode, logger *slog.Logger) (*database, error) {
+	shared:       true,
+	redact:       postgres.Redact,
+	migrate:      postgres.Migrate,
+	checkSession: postgres.CheckPooledURL,
+	open: func(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error) {
 		opts := postgres.Options{Logger: logger, MaxConns: 4, Migrate: mode == forCopyTo}
 		if mode == forServe {
 			// Replicas that start together migrate once (advisory lock).
-			opts = postgres.Options{Logger: logger, Migrate: true}
+			opts = postgres.Options{Logger: logger, Migrate: true, SessionURL: o.sessionURL}
 		}
 		s, err := postgres.Open(ctx, db, opts)
 		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
+		}
+		if mode == forServe {
+			// The change listener needs a session: a transaction pool in
+			// the way is refused now, with what to set, rather than every
+			// replica's caches going stale unnoticed.
+			if err := s.CheckSession(ctx); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
+			}
 		}
 		return &database{Store: s, collectors: s.Collectors(), audit: s, throttle: pgRows{s}, gc: s.ThrottleGC,
 			follow: func(ctx context.Context, fn func(context.Context, change)) {
@@ -169,7 +208,7 @@ func (p pgRows) Fail(ctx context.Context, now time.Time, rows [][]byte, rules []
 
 var boltBackend = backend{
 	redact: func(db string) string { return db },
-	open: func(_ context.Context, db string, mode openMode, logger *slog.Logger) (*database, error) {
+	open: func(_ context.Context, db string, mode openMode, logger *slog.Logger, _ openOptions) (*database, error) {
 		opts := bolt.Options{Timeout: time.Second, Logger: logger}
 		switch mode {
 		case forCLI:

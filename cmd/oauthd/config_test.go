@@ -169,6 +169,7 @@ func TestConfigRefused(t *testing.T) {
 		{"bad env bool", "", "OAUTHD_DEMO=yes please", []string{`OAUTHD_DEMO: "yes please" is not true or false`}},
 		{"env out of range", "", "OAUTHD_REFRESH_REUSE_GRACE=6m", []string{"--refresh-reuse-grace 6m0s"}},
 		{"bad env log level", "", "OAUTHD_LOG_LEVEL=loud", []string{`--log-level "loud"`}},
+		{"session URL with a bbolt db", "", "OAUTHD_DB_SESSION_URL=postgres://u:secret@pg/oauthd", []string{"--db-session-url postgres://u:xxxxx@pg/oauthd", "both must be postgres:// URLs"}},
 		{"missing file", "", "OAUTHD_CONFIG=/nonexistent/oauthd.yaml", []string{"config file /nonexistent/oauthd.yaml", "no such file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

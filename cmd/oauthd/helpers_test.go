@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"oauthd/data/postgres"
+	"oauthd/data/postgres/pgtest"
 )
 
 // Starting the real binary: serve and gateway.
@@ -38,7 +41,15 @@ func startServeLogged(t *testing.T, db string, args ...string) (*server, *logSin
 
 func startServeSink(t *testing.T, db string, sink *logSink, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(oauthdBin, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db}, args...)...)
+	base := []string{"serve", "--addr", "127.0.0.1:0", "--db", db}
+	if postgres.IsURL(db) {
+		if session := pgtest.Session(db); session != "" {
+			// Through PgBouncer (OAUTHD_TEST_PGBOUNCER): the listener
+			// goes straight to the server.
+			base = append(base, "--db-session-url", session)
+		}
+	}
+	cmd := exec.Command(oauthdBin, append(base, args...)...)
 	s := &server{cmd: cmd, db: db}
 	s.base, s.done = startProcess(t, cmd, "serve", listenRE, sink)
 	waitReady(t, s.base)

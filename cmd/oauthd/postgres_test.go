@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -343,5 +344,30 @@ func TestBenchPostgres(t *testing.T) {
 	pgQueryRow(t, db, "SELECT count(*) FROM families", nil, &fams)
 	if fams != 4 {
 		t.Fatalf("%d families in the database; want the bench's 4", fams)
+	}
+}
+
+// TestServeBehindTransactionPool: through PgBouncer's transaction pooling
+// (OAUTHD_TEST_PGBOUNCER, as in CI), serve without --db-session-url
+// refuses to start and says what to set, instead of listening on a
+// session that is not kept (every replica's caches would go stale
+// silently); with it, it serves (startServe passes it, as every other test
+// here run through PgBouncer does).
+func TestServeBehindTransactionPool(t *testing.T) {
+	db := pgtest.New(t)
+	if !pgtest.PgBouncer() {
+		t.Skip("needs " + pgtest.EnvPgBouncer + " (CI runs it through PgBouncer)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, oauthdBin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "does not keep its session") || !strings.Contains(string(out), "--db-session-url (OAUTHD_DB_SESSION_URL)") {
+		t.Fatalf("serve through PgBouncer without --db-session-url: %v\n%s\nwant a refusal naming --db-session-url", err, out)
+	}
+	s := startServe(t, db)
+	if code := statusOf(t, s.base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz with --db-session-url = %d; want 200", code)
 	}
 }

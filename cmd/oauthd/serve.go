@@ -44,6 +44,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if err != nil {
 		return err
 	}
+	o.db = root.db
 	if err := o.check(); err != nil {
 		return err
 	}

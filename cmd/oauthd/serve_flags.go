@@ -28,6 +28,10 @@ type serveOptions struct {
 	debugAddr   string
 	pwSlots     int
 	proxies     []string
+	// dbSession: a URL for the connection that needs a session (LISTEN)
+	// when --db is a transaction pool (docs/POSTGRESQL.md "Behind
+	// PgBouncer"); db is --db (a global flag), set by run before check.
+	dbSession, db string
 	// The login handover (docs/LOGIN-HANDOVER.md): all three or none.
 	loginURL, loginIssuer, loginJWKS string
 	loginJWKSMaxAge                  time.Duration
@@ -48,6 +52,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.loginJWKS, "login-jwks", "", "the platform's public keys: a JWKS URL, or a JWKS or PEM file")
 	fs.DurationVar(&o.loginJWKSMaxAge, "login-jwks-max-age", handover.DefaultMaxAge,
 		"the longest the platform's keys are used before they are fetched again, so the longest a key the platform removed is still accepted; a shorter Cache-Control max-age of the JWKS is followed")
+	fs.StringVar(&o.dbSession, "db-session-url", "", "when --db is a transaction pool (PgBouncer pool_mode=transaction): a postgres:// URL of the same database that keeps a session (straight to PostgreSQL or a session-mode pool), for the change listener's LISTEN")
 	fs.BoolVar(&o.demo, "demo", false, "seed a demo user and an approved demo client and print how to use them")
 	fs.DurationVar(&o.codeTTL, "code-ttl", issuer.DefaultCodeTTL, "authorization code lifetime (at most 10m)")
 	fs.DurationVar(&o.refreshIdle, "refresh-idle", issuer.DefaultRefreshIdle, "refresh token idle lifetime, renewed by each refresh")
@@ -85,6 +90,9 @@ func (o *serveOptions) check() error {
 		}
 	}
 	if err := o.checkHandover(); err != nil {
+		return err
+	}
+	if err := checkSessionURL(o.db, o.dbSession); err != nil {
 		return err
 	}
 	if o.codeTTL <= 0 || o.codeTTL > issuer.MaxCodeTTL {

@@ -69,7 +69,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	app := strings.TrimSuffix(cmp.Or(o.appURL, w.listenURL), "/")
 	w.base, w.app = base, app
 
-	db, err := openDB(ctx, dbPath, forServe, logger)
+	db, err := openDBWith(ctx, dbPath, forServe, logger, openOptions{sessionURL: o.dbSession})
 	if err != nil {
 		return nil, err
 	}

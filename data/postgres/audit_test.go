@@ -18,6 +18,12 @@ import (
 func TestAuditExecModes(t *testing.T) {
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
+			if pgtest.PgBouncer() && (mode == "cache_statement" || mode == "describe_exec") {
+				// Both use a prepared statement past its Sync, which
+				// PgBouncer before 1.21 (Debian 12's is 1.18) gives
+				// to another client's transaction.
+				t.Skip("not with PgBouncer's transaction pooling (docs/POSTGRESQL.md \"Behind PgBouncer\")")
+			}
 			u, err := url.Parse(pgtest.New(t))
 			if err != nil {
 				t.Fatal(err)

@@ -26,9 +26,13 @@ var (
 	ErrSchemaOld = errors.New("the database schema is older than this oauthd needs")
 )
 
-// migrationLock is the key of the session-level advisory lock held while
-// migrating ("oauthd" in ASCII, then 1), so that replicas that start
-// together migrate once, one after another.
+// migrationLock is the key of the advisory lock each migration's
+// transaction takes ("oauthd" in ASCII, then 1), so that replicas that
+// start together apply each migration once, one after another. It is a
+// transaction-level lock (pg_advisory_xact_lock), so that migrating works
+// through a transaction pooler (PgBouncer's pool_mode=transaction) too; it
+// still excludes the session-level lock of earlier releases on the same
+// key.
 const migrationLock int64 = 0x6f_61_75_74_68_64_00_01
 
 type migration struct {
@@ -90,10 +94,12 @@ const createVersionTable = `CREATE TABLE IF NOT EXISTS oauthd_schema (
     applied_at timestamptz NOT NULL DEFAULT now()
 )`
 
-// Migrate creates or upgrades the schema at url, under an advisory lock so
-// that concurrent callers (replicas starting together) apply each
-// migration once. It returns the version before and after. A database
-// migrated by a newer oauthd gives [ErrSchemaTooNew] and is left as it is.
+// Migrate creates or upgrades the schema at url, one migration per
+// transaction, each under the advisory lock, so that concurrent callers
+// (replicas starting together) apply each migration once. It returns the
+// version before and after. A database migrated by a newer oauthd gives
+// [ErrSchemaTooNew] and is left as it is. It needs no session: url may be
+// a transaction pool.
 func Migrate(ctx context.Context, url string, logger *slog.Logger) (from, to int, err error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -106,43 +112,60 @@ func Migrate(ctx context.Context, url string, logger *slog.Logger) (from, to int
 	if err != nil {
 		return 0, 0, err
 	}
+	if !urlSets(url, "default_query_exec_mode") {
+		// A few statements, once: nothing worth preparing.
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
 		return 0, 0, explainConnect(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
-		return 0, 0, fmt.Errorf("take the migration lock: %w", err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock)
-	if _, err := conn.Exec(ctx, createVersionTable); err != nil {
-		return 0, 0, fmt.Errorf("create the schema version table: %w", err)
-	}
-	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM oauthd_schema").Scan(&from); err != nil {
-		return 0, 0, fmt.Errorf("read the schema version: %w", err)
-	}
-	if from > len(ms) {
-		return from, from, fmt.Errorf("%w: the database is at version %d, this oauthd knows up to %d; run a newer oauthd", ErrSchemaTooNew, from, len(ms))
-	}
-	for _, m := range ms[from:] {
+	from = -1
+	for {
+		var at int
+		var applied *migration
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+				return fmt.Errorf("take the migration lock: %w", err)
+			}
+			if _, err := tx.Exec(ctx, createVersionTable); err != nil {
+				return fmt.Errorf("create the schema version table: %w", err)
+			}
+			if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM oauthd_schema").Scan(&at); err != nil {
+				return fmt.Errorf("read the schema version: %w", err)
+			}
+			if at >= len(ms) {
+				return nil
+			}
+			m := ms[at]
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return err
+				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
 			if m.step != nil {
 				if err := m.step(ctx, tx, logger); err != nil {
-					return err
+					return fmt.Errorf("migration %s: %w", m.name, err)
 				}
 			}
-			_, err := tx.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name)
-			return err
+			if _, err := tx.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			applied = &m
+			return nil
 		})
-		if err != nil {
-			return from, m.version - 1, fmt.Errorf("migration %s: %w", m.name, err)
+		if from < 0 {
+			from = at
 		}
-		logger.InfoContext(ctx, "database schema migrated", "version", m.version, "name", m.name)
+		switch {
+		case err != nil:
+			return from, at, err
+		case at > len(ms):
+			return from, at, fmt.Errorf("%w: the database is at version %d, this oauthd knows up to %d; run a newer oauthd", ErrSchemaTooNew, at, len(ms))
+		case applied == nil:
+			return from, len(ms), nil
+		}
+		logger.InfoContext(ctx, "database schema migrated", "version", applied.version, "name", applied.name)
 	}
-	return from, len(ms), nil
 }
 
 // checkSchema fails unless the database is at exactly the version this

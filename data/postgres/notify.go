@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -56,6 +59,84 @@ type ListenOptions struct {
 	Probe time.Duration
 }
 
+// ErrNoSession: a notification sent through the pool did not reach the
+// LISTEN connection, which therefore does not keep its session: a
+// transaction pooler (PgBouncer's pool_mode=transaction) is in the way.
+var ErrNoSession = errors.New("the LISTEN connection does not keep its session")
+
+// noSessionHint is what the operator does about [ErrNoSession].
+const noSessionHint = "is it a transaction pool (PgBouncer's pool_mode=transaction)? " +
+	"Set --db-session-url (OAUTHD_DB_SESSION_URL) to a URL that reaches PostgreSQL directly or through a session-mode pool, " +
+	"and keep --db on the pool with default_query_exec_mode=exec (docs/POSTGRESQL.md \"Behind PgBouncer\")"
+
+// startListening connects with cfg, listens on [Channel], and proves that
+// the connection keeps its session: a notification on a private channel,
+// sent through the pool (the way every change is announced), must arrive
+// within wait. Behind a transaction pooler the LISTEN stays on a server
+// connection that goes back to the pooler's pool, and the notification
+// never reaches this connection: [ErrNoSession].
+func (s *Store) startListening(ctx context.Context, cfg *pgx.ConnConfig, wait time.Duration) (*pgx.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	probe := "oauthd_probe_" + hex.EncodeToString(nonce[:])
+	err = func() error {
+		if _, err := conn.Exec(ctx, "LISTEN "+Channel+"; LISTEN "+probe); err != nil {
+			return err
+		}
+		if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, '')", probe); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		for {
+			// Notifications on Channel that arrive meanwhile are
+			// dropped: the Reset that follows re-reads everything.
+			n, err := conn.WaitForNotification(wctx)
+			switch {
+			case err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)):
+				return fmt.Errorf("%w: a notification sent through the pool did not arrive within %s on the LISTEN connection to %s; %s",
+					ErrNoSession, wait, redactConn(cfg), noSessionHint)
+			case err != nil:
+				return err
+			case n.Channel == probe:
+				_, err := conn.Exec(ctx, "UNLISTEN "+probe)
+				return err
+			}
+		}
+	}()
+	if err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return conn, nil
+}
+
+// redactConn names the server of cfg for a message (no password).
+func redactConn(cfg *pgx.ConnConfig) string {
+	return fmt.Sprintf("database %q on %s port %d", cfg.Database, cfg.Host, cfg.Port)
+}
+
+// CheckSession checks, once, that the LISTEN connection keeps its session
+// (see [ErrNoSession]); serve calls it at startup so that a transaction
+// pooler in the way is refused with what to set instead of notifications
+// silently lost.
+func (s *Store) CheckSession(ctx context.Context) error {
+	if err := s.begin(ctx, "check the LISTEN connection"); err != nil {
+		return err
+	}
+	conn, err := s.startListening(ctx, s.listenConfig(), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
 // Listen calls fn with every change announced on [Channel], on one
 // goroutine, until ctx is done. It first calls fn with a Reset once it
 // listens (so that nothing changed between the caller's first load and the
@@ -69,13 +150,7 @@ func (s *Store) Listen(ctx context.Context, opts ListenOptions, fn func(context.
 	if opts.Probe <= 0 {
 		opts.Probe = 5 * time.Second
 	}
-	cfg := s.pool.Config().ConnConfig.Copy()
-	// A context deadline only interrupts the read (no cancel request is
-	// sent to the server), so that waiting with a timeout keeps the
-	// connection.
-	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
-	}
+	cfg := s.listenConfig()
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := s.listenOnce(ctx, cfg, opts, fn)
@@ -93,17 +168,31 @@ func (s *Store) Listen(ctx context.Context, opts ListenOptions, fn func(context.
 	}
 }
 
+// ListenerName is the application_name of the LISTEN connection (unless
+// the URL names the application).
+const ListenerName = "oauthd listener"
+
+// listenConfig is the configuration of a LISTEN connection: the session
+// URL's (Options.SessionURL), else the pool's. A context deadline only
+// interrupts the read (no cancel request is sent to the server), so that
+// waiting with a timeout keeps the connection.
+func (s *Store) listenConfig() *pgx.ConnConfig {
+	cfg := s.listen.Copy()
+	if cfg.RuntimeParams["application_name"] == "oauthd" {
+		cfg.RuntimeParams["application_name"] = ListenerName // in pg_stat_activity
+	}
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	return cfg
+}
+
 func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, opts ListenOptions, fn func(context.Context, Event)) error {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := pgx.ConnectConfig(cctx, cfg)
-	cancel()
+	conn, err := s.startListening(ctx, cfg, max(opts.Probe, 10*time.Second))
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
-		return err
-	}
 	s.stats.resets.Add(1)
 	fn(ctx, Event{Reset: true})
 	resync := time.Now().Add(opts.Resync)

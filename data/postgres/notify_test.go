@@ -2,12 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"oauthd/data"
 	"oauthd/data/postgres"
+	"oauthd/data/postgres/pgtest"
 )
 
 func TestListen(t *testing.T) {
@@ -77,7 +80,7 @@ func TestListen(t *testing.T) {
 		t.Fatalf("event = %+v; want grant %d c", e, u.ID)
 	}
 	// The listener's connection is cut: it reconnects and reports a reset.
-	if _, err := ss[0].Pool().Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN "+postgres.Channel+"' OR query LIKE 'SELECT 1'"); err != nil {
+	if _, err := ss[0].Pool().Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", postgres.ListenerName); err != nil {
 		t.Fatal(err)
 	}
 	if e := next("a reconnection"); !e.Reset {
@@ -116,6 +119,58 @@ func TestListenResync(t *testing.T) {
 		case <-resets:
 		case <-deadline:
 			t.Fatalf("%d resets within 5s; want 4 with Resync 200ms", n)
+		}
+	}
+}
+
+// TestCheckSession: the LISTEN connection must keep its session. Straight
+// to the server it does; through PgBouncer's transaction pooling
+// (OAUTHD_TEST_PGBOUNCER, as in CI) it does not, and CheckSession says
+// what to set, while the session URL (straight to the server) passes and
+// the listener then gets the changes made through the pool.
+func TestCheckSession(t *testing.T) {
+	url := pgtest.New(t)
+	s := open(t, url)
+	if err := s.CheckSession(ctx); err != nil {
+		t.Fatalf("CheckSession: %v", err)
+	}
+	if !pgtest.PgBouncer() {
+		t.Log("straight to the server; set " + pgtest.EnvPgBouncer + " for the PgBouncer half")
+		return
+	}
+	pooled, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pooled.Close()
+	err = pooled.CheckSession(ctx)
+	if !errors.Is(err, postgres.ErrNoSession) || !strings.Contains(err.Error(), "--db-session-url") {
+		t.Fatalf("CheckSession through PgBouncer without a session URL = %v; want ErrNoSession naming --db-session-url", err)
+	}
+	t.Log(err)
+}
+
+func TestCheckPooledURL(t *testing.T) {
+	for _, tc := range []struct {
+		db, session, want string // want: a part of the error, "" for none
+	}{
+		{"postgres://h/db", "", ""},
+		{"/var/lib/oauthd.db", "", ""},
+		{"postgres://pgbouncer:6432/db?default_query_exec_mode=exec", "postgres://pg:5432/db", ""},
+		{"postgres://pgbouncer:6432/db?default_query_exec_mode=cache_statement", "postgres://pg:5432/db", ""},
+		{"postgres://u:secret@pgbouncer:6432/db", "postgres://pg:5432/db", "add default_query_exec_mode=exec"},
+		{"/var/lib/oauthd.db", "postgres://pg:5432/db", "both must be postgres:// URLs"},
+		{"postgres://pgbouncer:6432/db?default_query_exec_mode=exec", "pg:5432", "both must be postgres:// URLs"},
+		{"postgres://pgbouncer:6432/db?default_query_exec_mode=exec", "postgres://pg:notaport/db", "--db-session-url"},
+	} {
+		err := postgres.CheckPooledURL(tc.db, tc.session)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckPooledURL(%q, %q) = %v; want nil", tc.db, tc.session, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckPooledURL(%q, %q) = %v; want an error saying %q", tc.db, tc.session, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "secret"):
+			t.Errorf("CheckPooledURL's error shows the password: %v", err)
 		}
 	}
 }

@@ -19,7 +19,7 @@ var ctx = context.Background()
 // open opens (and migrates) a store on url; it is closed when t ends.
 func open(t testing.TB, url string) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(ctx, url, postgres.Options{Migrate: true, Logger: slog.New(slog.DiscardHandler)})
+	s, err := postgres.Open(ctx, url, postgres.Options{Migrate: true, Logger: slog.New(slog.DiscardHandler), SessionURL: pgtest.Session(url)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,13 @@
 // the tests end. Each call of [New] creates one database and drops it when
 // the test ends.
 //
+// With OAUTHD_TEST_PGBOUNCER set to the URL of a PgBouncer in front of
+// that server (pool_mode=transaction, a fallback database "*" so that it
+// reaches every test database), [New] returns the URL of the new database
+// through PgBouncer, and [Session] the URL straight to the server, for what
+// needs a session (LISTEN): the tests then run as oauthd runs behind
+// PgBouncer (docs/POSTGRESQL.md "Behind PgBouncer").
+//
 // Where neither is available the test is skipped with one line saying what
 // is missing, except when CI=true: there a missing PostgreSQL fails the test,
 // so that a CI run cannot pass by skipping.
@@ -37,6 +44,11 @@ import (
 // EnvURL names the environment variable holding the URL of a PostgreSQL
 // server to test against.
 const EnvURL = "OAUTHD_TEST_POSTGRES"
+
+// EnvPgBouncer names the environment variable holding the URL of a
+// PgBouncer (transaction pooling) in front of the server; see [New] and
+// [Session].
+const EnvPgBouncer = "OAUTHD_TEST_PGBOUNCER"
 
 var cluster struct {
 	once    sync.Once
@@ -125,7 +137,30 @@ func New(t testing.TB) string {
 			t.Logf("drop database %s: %v", name, err)
 		}
 	})
+	if pb := os.Getenv(EnvPgBouncer); pb != "" {
+		return WithDatabase(pb, name)
+	}
 	return WithDatabase(admin, name)
+}
+
+// PgBouncer reports whether the tests run through PgBouncer
+// (OAUTHD_TEST_PGBOUNCER is set).
+func PgBouncer() bool { return os.Getenv(EnvPgBouncer) != "" }
+
+// Session returns, for a URL from [New], the URL of the same database
+// straight to the server when the tests run through PgBouncer
+// (OAUTHD_TEST_PGBOUNCER), and "" otherwise (the URL keeps its session).
+// AdminURL must have been called (New does).
+func Session(dbURL string) string {
+	if !PgBouncer() {
+		return ""
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return ""
+	}
+	cluster.once.Do(setup)
+	return WithDatabase(cluster.url, u.Path[1:])
 }
 
 // WithDatabase returns raw with its database replaced by name.
