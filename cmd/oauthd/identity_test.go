@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,91 +20,6 @@ import (
 // the real server over HTTP: a client belongs to its owner's ID, emails
 // and usernames are one identifier under the canonical form (data/ident),
 // and the login handover moves nothing by email.
-
-// settingsUser is a browser signed in to the settings pages with the
-// built-in login form.
-type settingsUser struct {
-	hc   *http.Client
-	base string
-}
-
-// signInSettings signs in at base's login form as login and returns the browser;
-// it fails the test when the login does not land on the settings pages.
-func signInSettings(t *testing.T, base string, transport http.RoundTripper, login, password string) *settingsUser {
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &settingsUser{hc: &http.Client{Jar: jar, Transport: transport}, base: base}
-	status, _, body := u.do(t, http.MethodGet, "/auth/login?return_to=%2Fsettings%2Fclients", nil)
-	if status != http.StatusOK {
-		t.Fatalf("GET /auth/login = %d\n%s", status, body)
-	}
-	status, at, body := u.do(t, http.MethodPost, "/auth/login", url.Values{"login": {login}, "password": {password},
-		"csrf_token": {consenttest.FormCSRF(t, body)}, "return_to": {"/settings/clients"}})
-	if status != http.StatusOK || at.Path != "/settings/clients" {
-		t.Fatalf("sign in as %q: %d at %s; want the settings pages\n%s", login, status, at, body)
-	}
-	return u
-}
-
-// do sends a request (a POST when form is not nil), following redirects,
-// and returns the last status, URL and body.
-func (u *settingsUser) do(t *testing.T, method, path string, form url.Values) (int, *url.URL, string) {
-	t.Helper()
-	var (
-		resp *http.Response
-		err  error
-	)
-	if method == http.MethodPost {
-		resp, err = u.hc.PostForm(u.base+path, form)
-	} else {
-		resp, err = u.hc.Get(u.base + path)
-	}
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Request.URL, string(b)
-}
-
-// client opens the settings page of client id: 200 when the user owns it,
-// 404 otherwise.
-func (u *settingsUser) client(t *testing.T, id string) (int, string) {
-	t.Helper()
-	status, _, body := u.do(t, http.MethodGet, "/settings/clients/"+url.PathEscape(id), nil)
-	return status, body
-}
-
-// list is the settings pages' list of the user's clients.
-func (u *settingsUser) list(t *testing.T) string {
-	t.Helper()
-	status, _, body := u.do(t, http.MethodGet, "/settings/clients", nil)
-	if status != http.StatusOK {
-		t.Fatalf("GET /settings/clients = %d", status)
-	}
-	return body
-}
-
-// generateSecret posts the "generate a secret" form of client id with the
-// user's own CSRF token: the status of the answer.
-func (u *settingsUser) generateSecret(t *testing.T, id string) int {
-	t.Helper()
-	status, _, _ := u.do(t, http.MethodPost, "/settings/clients/"+url.PathEscape(id)+"/secrets",
-		url.Values{"csrf_token": {consenttest.FormCSRF(t, u.list(t))}})
-	return status
-}
-
-// revokeSecret posts the "revoke" form of client id's secret sid with the
-// user's own CSRF token: the status of the answer.
-func (u *settingsUser) revokeSecret(t *testing.T, id, sid string) int {
-	t.Helper()
-	status, _, _ := u.do(t, http.MethodPost, "/settings/clients/"+url.PathEscape(id)+"/secrets/revoke",
-		url.Values{"csrf_token": {consenttest.FormCSRF(t, u.list(t))}, "secret_id": {sid}})
-	return status
-}
 
 // handoverLogin signs jar's browser in through the platform as sub with
 // email (the stand-in platform signs whatever it is told) and returns the
@@ -353,57 +266,5 @@ func TestHandoverEmailChange(t *testing.T) {
 	oneJSON(t, h.cli(t, "clients", "show", created.ID, "--json"), &show)
 	if show.Owner != "bob.new@plat.test" {
 		t.Errorf("after the refused login, clients show owner %q; want bob.new@plat.test", show.Owner)
-	}
-}
-
-// TestCLIOwner: clients create --owner takes an ID, an email in any
-// spelling or a username; clients show and list print the owner's current
-// email; clients import leaves an owner that names no user unclaimed (said
-// on stderr), listed by clients list --owner unclaimed until clients set
-// --owner gives it one.
-func TestCLIOwner(t *testing.T) {
-	c := newCLI(t)
-	addUser(c) // dev@example.com, dev: user 1
-	type view struct {
-		ID             string `json:"client_id"`
-		OwnerID        int64  `json:"owner_id"`
-		Owner          string `json:"owner"`
-		UnclaimedOwner string `json:"unclaimed_owner"`
-	}
-	for _, ref := range []string{"1", "dev", "DEV@EXAMPLE.COM", "\uff44\uff45\uff56@example.com"} {
-		var created view
-		oneJSON(t, c.ok("", "clients", "create", "--owner", ref, "--name", "A", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ", "--json"), &created)
-		var shown view
-		oneJSON(t, c.ok("", "clients", "show", created.ID, "--json"), &shown)
-		if shown.OwnerID != 1 || shown.Owner != "dev@example.com" {
-			t.Errorf("--owner %q: clients show owner %d %q; want 1 dev@example.com", ref, shown.OwnerID, shown.Owner)
-		}
-	}
-	if out := c.ok("", "clients", "list"); !strings.Contains(out, "dev@example.com (user 1)") {
-		t.Errorf("clients list does not show the owner as its email and ID:\n%s", out)
-	}
-	file := filepath.Join(t.TempDir(), "legacy.json")
-	if err := os.WriteFile(file, []byte(`[{"client_id":"old-1","name":"Old","owner":"gone@example.com","redirect_uris":["https://old.example/cb"],"client_secret":"legacy-secret"}]`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, errOut, err := c.run("", "clients", "import", file)
-	if err != nil || !strings.Contains(errOut, `client old-1 is unclaimed: its owner "gone@example.com" names no user`) {
-		t.Errorf("clients import: %v, stderr %q; want the unclaimed client named", err, errOut)
-	}
-	var unclaimed []view
-	oneJSON(t, c.ok("", "clients", "list", "--owner", "unclaimed", "--json"), &unclaimed)
-	if len(unclaimed) != 1 || unclaimed[0].ID != "old-1" || unclaimed[0].UnclaimedOwner != "gone@example.com" {
-		t.Errorf("clients list --owner unclaimed = %+v; want old-1", unclaimed)
-	}
-	if out := c.ok("", "clients", "show", "old-1"); !strings.Contains(out, "unclaimed (was gone@example.com)") {
-		t.Errorf("clients show of an unclaimed client:\n%s", out)
-	}
-	c.fails(`--owner "someone": give a user ID`, "", "clients", "list", "--owner", "someone")
-	c.ok("", "clients", "set", "old-1", "--owner", "dev")
-	oneJSON(t, c.ok("", "clients", "list", "--owner", "unclaimed", "--json"), &unclaimed)
-	var mine []view
-	oneJSON(t, c.ok("", "clients", "list", "--owner", "1", "--json"), &mine)
-	if len(unclaimed) != 0 || len(mine) != 5 {
-		t.Errorf("after clients set --owner dev: %d unclaimed, %d of user 1's; want 0, 5", len(unclaimed), len(mine))
 	}
 }

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	oauthdBin = filepath.Join(dir, "oauthd")
-	build := exec.Command("go", "build", "-o", oauthdBin, ".")
+	build := exec.Command("go", "build", "-o", oauthdBin, "oauthd/cmd/oauthd") // from this directory or another
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build oauthd:", err)
