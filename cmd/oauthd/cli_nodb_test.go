@@ -98,3 +98,19 @@ func files(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestCLIUnknownSubcommandExits: the real binary exits non-zero on an
+// unknown subcommand, with the sentence TestCLIUnknownSubcommand checks
+// in-process.
+func TestCLIUnknownSubcommandExits(t *testing.T) {
+	cmd := exec.Command(oauthdBin, "--db", filepath.Join(t.TempDir(), "o.db"), "clients", "lst")
+	cmd.Env = cleanEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Error("oauthd clients lst exited 0")
+	}
+	if want := `unknown command "lst" for "oauthd clients"`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("oauthd clients lst: stderr %q; want it to contain %q", stderr.String(), want)
+	}
+}
