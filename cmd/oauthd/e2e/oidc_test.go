@@ -295,7 +295,7 @@ func TestOIDCLogoutAttacks(t *testing.T) {
 
 // TestOIDCDocExample: docs/OIDC.md quotes signIn as it is here.
 func TestOIDCDocExample(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/OIDC.md")
+	doc, err := os.ReadFile("../../../docs/OIDC.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestOIDCDocExample(t *testing.T) {
 	end := strings.Index(string(src)[start:], "\n}\n")
 	fn := string(src)[start : start+end+2]
 	if !strings.Contains(string(doc), fn) {
-		t.Fatalf("docs/OIDC.md does not quote signIn of cmd/oauthd/oidc_test.go as it is:\n%s", fn)
+		t.Fatalf("docs/OIDC.md does not quote signIn of cmd/oauthd/e2e/oidc_test.go as it is:\n%s", fn)
 	}
 	if n := strings.Count(fn, "\n"); n > 30 {
 		t.Errorf("the example is %d lines; keep it short", n)

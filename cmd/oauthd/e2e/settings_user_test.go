@@ -86,12 +86,3 @@ func (u *settingsUser) generateSecret(t *testing.T, id string) int {
 		url.Values{"csrf_token": {consenttest.FormCSRF(t, u.list(t))}})
 	return status
 }
-
-// revokeSecret posts the "revoke" form of client id's secret sid with the
-// user's own CSRF token: the status of the answer.
-func (u *settingsUser) revokeSecret(t *testing.T, id, sid string) int {
-	t.Helper()
-	status, _, _ := u.do(t, http.MethodPost, "/settings/clients/"+url.PathEscape(id)+"/secrets/revoke",
-		url.Values{"csrf_token": {consenttest.FormCSRF(t, u.list(t))}, "secret_id": {sid}})
-	return status
-}
