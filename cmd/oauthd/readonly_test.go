@@ -152,6 +152,9 @@ func pgRecords(t *testing.T, url string) string {
 // database with records, every read-only command leaves every row of
 // every table as it was.
 func TestPostgresReadOnlyCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
 	pg := pgtest.New(t)
 	c := newCLI(t) // the bbolt database copied in below
 	p := &cli{t: t, db: pg}

@@ -579,6 +579,9 @@ func testUpgradeFrom(t *testing.T, dir string) {
 		return
 	}
 	t.Run("copied to PostgreSQL", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: starts PostgreSQL")
+		}
 		// The upgraded database copied to PostgreSQL keeps every owner
 		// and every clash (the later user of a clash stays out of the
 		// unique index there too).

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +24,15 @@ import (
 // run the real process.
 var oauthdBin string
 
+// shortLine is what a -short run prints instead of running the package.
+const shortLine = "e2e: -short: skipping the end-to-end suites (they build and start the binary)"
+
 func TestMain(m *testing.M) {
+	flag.Parse() // testing.Short reads the flags
+	if testing.Short() {
+		consenttest.Notice(shortLine) // seen without -v, as the browser skip line is
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "oauthd-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
