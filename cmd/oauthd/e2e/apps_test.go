@@ -167,7 +167,8 @@ func TestConnectedAppsE2E(t *testing.T) {
 	upSrv := httptest.NewServer(&upstreamStub{})
 	t.Cleanup(upSrv.Close)
 	gwCmd := exec.Command(oauthdBin, "gateway", "--listen", "127.0.0.1:0", "--upstream", upSrv.URL, "--issuer", e.base,
-		"--jwks-url", e.base+"/.well-known/jwks.json", "--revocation-feed-url", e.base+"/.well-known/revoked-grants")
+		"--jwks-url", e.base+"/.well-known/jwks.json", "--revocation-feed-url", e.base+"/.well-known/revoked-grants",
+		"--dpop-trust-host") // the port is not known before it listens
 	addr, _ := startProcess(t, gwCmd, "gateway", gatewayListenRE, &logSink{})
 	gw := "http://" + addr
 
