@@ -48,12 +48,14 @@ func TestImportsPointDownward(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkgs := 0
+	listed := map[string]bool{}
 	for line := range strings.Lines(string(out)) {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
 		}
 		pkg, own := f[0], layer(f[0])
+		listed[pkg] = true
 		if own < 0 {
 			t.Errorf("package %s is outside the layers %v: put it under one of them", pkg, layers)
 			continue
@@ -68,6 +70,50 @@ func TestImportsPointDownward(t *testing.T) {
 	}
 	if pkgs < 20 {
 		t.Fatalf("go list named only %d packages; want the whole module", pkgs)
+	}
+	// The test-only end-to-end package is checked as well: its tests'
+	// imports are on the lines above.
+	for _, pkg := range []string{"oauthd/cmd/oauthd", "oauthd/cmd/oauthd/e2e"} {
+		if !listed[pkg] {
+			t.Errorf("go list did not name %s; the check must cover it", pkg)
+		}
+	}
+}
+
+// TestEndToEndApart keeps the split of docs/DESIGN.md "Where a test goes":
+// cmd/oauthd/e2e is tests only (plus its doc.go), so nothing can import it
+// and it can reach package main only through the built binary; and
+// package main's tests drive no browser (a browser test starts the binary:
+// it belongs in e2e, which -short skips).
+func TestEndToEndApart(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .GoFiles " "}} | {{join .TestImports " "}}`,
+		"oauthd/cmd/oauthd", "oauthd/cmd/oauthd/e2e").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := 0
+	for line := range strings.Lines(string(out)) {
+		head, imports, _ := strings.Cut(strings.TrimSpace(line), " | ")
+		f := strings.Fields(head)
+		if len(f) == 0 {
+			continue
+		}
+		seen++
+		switch pkg, files := f[0], f[1:]; pkg {
+		case "oauthd/cmd/oauthd/e2e":
+			if len(files) != 1 || files[0] != "doc.go" {
+				t.Errorf("%s has non-test files %v; want doc.go alone: its helpers are _test.go files", pkg, files)
+			}
+		case "oauthd/cmd/oauthd":
+			for _, imp := range strings.Fields(imports) {
+				if imp == "github.com/chromedp/chromedp" {
+					t.Errorf("a test of package main imports %s: a browser test starts the binary, so it goes in cmd/oauthd/e2e", imp)
+				}
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("go list named %d of the 2 packages:\n%s", seen, out)
 	}
 }
 

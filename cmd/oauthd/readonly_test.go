@@ -152,31 +152,35 @@ func pgRecords(t *testing.T, url string) string {
 // database with records, every read-only command leaves every row of
 // every table as it was.
 func TestPostgresReadOnlyCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
 	pg := pgtest.New(t)
-	mustOauthd(t, pg, "", "store", "migrate")
-	_, stderr, err := oauthd(t, pg, "", "keys", "list")
+	c := newCLI(t) // the bbolt database copied in below
+	p := &cli{t: t, db: pg}
+	p.ok("", "store", "migrate")
+	_, stderr, err := p.run("", "keys", "list")
 	if err == nil || !strings.Contains(stderr, "no signing keys yet: start `oauthd serve` or `store copy` into it") {
 		t.Fatalf("keys list on a fresh database: %v %q; want the no-keys sentence", err, stderr)
 	}
 	for _, args := range [][]string{{"users", "list"}, {"clients", "list"}} {
-		mustOauthd(t, pg, "", args...)
+		p.ok("", args...)
 	}
 
 	// A bbolt database with records, copied into it.
-	c := newCLI(t)
 	addUser(c)
 	c.ok("", "keys", "rotate")
 	var cl struct {
 		ID string `json:"client_id"`
 	}
 	oneJSON(t, c.ok("", "clients", "create", "--owner", "dev@example.com", "--name", "App", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ", "--json"), &cl)
-	if out := mustOauthd(t, pg, "", "store", "copy", "--from", c.db, "--to", pg); !strings.Contains(out, "copied 1 users, 1 clients") {
+	if out := p.ok("", "store", "copy", "--from", c.db, "--to", pg); !strings.Contains(out, "copied 1 users, 1 clients") {
 		t.Fatalf("store copy into the database keys list ran on = %q", out)
 	}
 
 	before := pgRecords(t, pg)
 	for _, args := range readOnlyRuns(cl.ID) {
-		mustOauthd(t, pg, "", args...)
+		p.ok("", args...)
 	}
 	if after := pgRecords(t, pg); after != before {
 		t.Errorf("read-only commands changed the database:\nbefore:\n%s\nafter:\n%s", before, after)

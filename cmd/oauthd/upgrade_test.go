@@ -258,12 +258,15 @@ func (u *upgradeServer) me(t *testing.T, tok string) (int, int64) {
 // tokens signed before, every live refresh token (it refreshes, twice),
 // every revoked one (still refused), the live code (it exchanges), the
 // login sessions (a sign-in needs no password), and, after a clean stop,
-// the users, clients, secrets and keys as the CLI lists them.
+// the users, clients, secrets and keys as the CLI lists them. The server
+// is wired in-process (with the fixture's clock) and the CLI runs
+// in-process too (run), so the test stays beside the commands.
 //
 // testdata/upgrade is the newest fixture (the release before this one);
 // testdata/upgrade-* are older ones, kept: every release they name must
 // still upgrade.
 func TestUpgradeFromRelease(t *testing.T) {
+	clearConfigEnv(t) // the CLI runs in-process: no OAUTHD_* of the caller's
 	dirs, err := filepath.Glob("testdata/upgrade-*")
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +459,7 @@ func testUpgradeFrom(t *testing.T, dir string) {
 	t.Run("users, clients, secrets and keys", func(t *testing.T) {
 		cli := func(v any, args ...string) {
 			t.Helper()
-			oneJSON(t, mustOauthd(t, u.db, "", append([]string{"--master-key-file", u.mk}, append(args, "--json")...)...), v)
+			oneJSON(t, (&cli{t: t, db: u.db}).ok("", append([]string{"--master-key-file", u.mk}, append(args, "--json")...)...), v)
 		}
 		var users []struct {
 			ID       int64  `json:"id"`
@@ -577,19 +580,22 @@ func testUpgradeFrom(t *testing.T, dir string) {
 		return
 	}
 	t.Run("copied to PostgreSQL", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: starts PostgreSQL")
+		}
 		// The upgraded database copied to PostgreSQL keeps every owner
 		// and every clash (the later user of a clash stays out of the
 		// unique index there too).
 		pg := pgtest.New(t)
-		mustOauthd(t, u.db, "", "--master-key-file", u.mk, "store", "copy", "--from", u.db, "--to", pg)
+		(&cli{t: t, db: u.db}).ok("", "--master-key-file", u.mk, "store", "copy", "--from", u.db, "--to", pg)
 		type view struct {
 			Users   []map[string]any
 			Clients []map[string]any
 		}
 		read := func(db string) view {
 			var v view
-			oneJSON(t, mustOauthd(t, db, "", "--master-key-file", u.mk, "users", "list", "--json"), &v.Users)
-			oneJSON(t, mustOauthd(t, db, "", "--master-key-file", u.mk, "clients", "list", "--json"), &v.Clients)
+			oneJSON(t, (&cli{t: t, db: db}).ok("", "--master-key-file", u.mk, "users", "list", "--json"), &v.Users)
+			oneJSON(t, (&cli{t: t, db: db}).ok("", "--master-key-file", u.mk, "clients", "list", "--json"), &v.Clients)
 			return v
 		}
 		onFile, onPG := read(u.db), read(pg)
@@ -609,7 +615,7 @@ func testUpgradeFrom(t *testing.T, dir string) {
 			t.Errorf("PostgreSQL has %d users, %d clients; the file %d, %d", len(onPG.Users), len(onPG.Clients), len(onFile.Users), len(onFile.Clients))
 		}
 		// A look-alike is refused there as well.
-		if _, stderr, err := oauthd(t, pg, "pw-12345678\n", "users", "add", "--email", "SAM@example.com", "--username", "sam2", "--name", "S", "--password-stdin"); err == nil || !strings.Contains(stderr, "already exists") {
+		if _, stderr, err := (&cli{t: t, db: pg}).run("pw-12345678\n", "users", "add", "--email", "SAM@example.com", "--username", "sam2", "--name", "S", "--password-stdin"); err == nil || !strings.Contains(stderr, "already exists") {
 			t.Errorf("users add SAM@example.com on PostgreSQL: %v %s; want refused", err, stderr)
 		}
 	})

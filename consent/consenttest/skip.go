@@ -17,10 +17,10 @@ import (
 // directory. [FindChromium] refuses a test that is not listed, so that the
 // line [Main] prints names them all.
 var browserTests = []struct{ dir, test string }{
-	{"./cmd/oauthd", "TestBrowser"},
-	{"./cmd/oauthd", "TestBrowserCORS"},
-	{"./cmd/oauthd", "TestHandoverBrowser"},
-	{"./cmd/oauthd", "TestReviewWidening"},
+	{"./cmd/oauthd/e2e", "TestBrowser"},
+	{"./cmd/oauthd/e2e", "TestBrowserCORS"},
+	{"./cmd/oauthd/e2e", "TestHandoverBrowser"},
+	{"./cmd/oauthd/e2e", "TestReviewWidening"},
 	{"./consent", "TestBrowserFlow"},
 	{"./consent/settings", "TestSettingsBrowser"},
 	{"./consent/settings", "TestAppsBrowser"},
@@ -88,6 +88,15 @@ func Main(m *testing.M) int {
 		closeW()
 	}
 	return code
+}
+
+// Notice prints line once where a `go test` run shows it even when the
+// package passes without -v (see skipNoticeTarget). The end-to-end suites
+// (cmd/oauthd/e2e) say with it that -short skipped them.
+func Notice(line string) {
+	w, closeW := skipNoticeTarget()
+	fmt.Fprintln(w, line)
+	closeW()
 }
 
 // goParent returns the pid of the go command that runs this test binary, or

@@ -21,7 +21,7 @@ func TestSkipLineOnce(t *testing.T) {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OAUTHD_CHROMIUM=") || strings.HasPrefix(kv, "CI=")
 	})
-	cmd := exec.Command("go", "test", "-count=1", "-run", "^(TestBrowser|TestBrowserFlow|TestSettingsBrowser)$", "oauthd/consent", "oauthd/consent/settings", "oauthd/cmd/oauthd")
+	cmd := exec.Command("go", "test", "-count=1", "-run", "^(TestBrowser|TestBrowserFlow|TestSettingsBrowser)$", "oauthd/consent", "oauthd/consent/settings", "oauthd/cmd/oauthd/e2e")
 	cmd.Env = append(env, "OAUTHD_CHROMIUM=none")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
