@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 )
 
 // The rule that a disabled user has no session, code, family or grant, and
@@ -230,4 +231,56 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User)
 		return data.User{}, err
 	}
 	return out, nil
+}
+
+// CreateUser implements [data.Store.CreateUser] as a batch of one (see
+// [Store.CreateUsers]).
+func (s *Store) CreateUser(ctx context.Context, u data.User) (data.User, error) {
+	us, err := s.CreateUsers(ctx, []data.User{u})
+	if err != nil {
+		return data.User{}, err
+	}
+	return us[0], nil
+}
+
+// GetUser implements [data.Store.GetUser].
+func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
+	if err := s.begin(ctx, "get user"); err != nil {
+		return data.User{}, err
+	}
+	u, err := queryOne[data.User](ctx, s.pool, "SELECT body FROM users WHERE id = $1", id)
+	if err != nil {
+		return data.User{}, fmt.Errorf("get user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// GetUserByLogin implements [data.Store.GetUserByLogin]: an email match
+// comes before a username match.
+func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, error) {
+	if err := s.begin(ctx, "get user by login"); err != nil {
+		return data.User{}, err
+	}
+	l := ident.Key(login)
+	if l == "" {
+		return data.User{}, fmt.Errorf("get user by login: %w", data.ErrNotFound)
+	}
+	u, err := queryOne[data.User](ctx, s.pool,
+		"SELECT body FROM users WHERE email_lower = $1 OR username_lower = $1 ORDER BY email_lower = $1 DESC LIMIT 1", l)
+	if err != nil {
+		return data.User{}, fmt.Errorf("get user by login: %w", err)
+	}
+	return u, nil
+}
+
+// ListUsers implements [data.Store.ListUsers], ordered by ID.
+func (s *Store) ListUsers(ctx context.Context) ([]data.User, error) {
+	if err := s.begin(ctx, "list users"); err != nil {
+		return nil, err
+	}
+	us, err := queryAll[data.User](ctx, s.pool, "SELECT body FROM users ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return us, nil
 }
