@@ -12,6 +12,7 @@ import (
 	"oauthd/data/oauth"
 	"oauthd/data/scope"
 	"oauthd/keys/guard"
+	"oauthd/keys/verify"
 )
 
 // meScope is the scope /v2/me requires (or an unrestricted legacy token).
@@ -37,53 +38,74 @@ type meResponse struct {
 // revoked, or whose client is no longer approved, is refused here at once
 // (grantLive), unlike at resource servers that verify offline.
 func (s *Server) handleMe(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	covered := func(cl *verify.Claims) bool {
+		_, ok := scope.Covers(cl.Scopes, []string{meScope})
+		return cl.Unrestricted || ok
+	}
+	_, u, ok, err := s.tokenUser(c, "me", meScope, covered, "the token's scopes do not cover this route: it requires "+meScope)
+	if !ok {
+		return err
+	}
+	return c.JSON(http.StatusOK, meResponse{Status: "success", Data: meProfile{
+		ID: u.ID, Email: u.Email, Username: u.Username, Name: u.Name, TimeZone: u.TimeZone,
+	}})
+}
+
+// tokenUser is what every endpoint that answers with the user an access
+// token names (/v2/me, userinfo) checks first, in one place: the token's
+// claims (Config.MeAuth verified the token; this is a second line of
+// defence), its grant still live (grantLive: a revoked grant, or a client
+// no longer approved, is refused at once, unlike at resource servers that
+// verify offline), the route's scope (covered, else 403 naming required),
+// and the user it was issued for. When the request is refused it has
+// written the RFC 6750 §3.1 answer and returns ok false with the error to
+// return (nil, or one for the error handler).
+func (s *Server) tokenUser(c echo.Context, op, required string, covered func(*verify.Claims) bool, uncovered string) (*verify.Claims, data.User, bool, error) {
 	ctx := c.Request().Context()
 	h := c.Response().Header()
-	h.Set("Cache-Control", "no-store")
 	claims, ok := guard.ClaimsFrom(ctx)
 	if !ok && len(c.Request().Header.Values("Authorization")) == 0 {
 		// No credentials at all: a bare challenge, no error information
 		// (RFC 6750 §3.1).
 		h.Set("WWW-Authenticate", "Bearer")
-		return c.NoContent(http.StatusUnauthorized)
+		return nil, data.User{}, false, c.NoContent(http.StatusUnauthorized)
 	}
 	if !ok {
-		return meInvalidToken(c, "the request carries no valid access token")
+		return nil, data.User{}, false, meInvalidToken(c, "the request carries no valid access token")
 	}
 	switch live, err := s.grantLive(ctx, claims); {
 	case err != nil:
-		return fmt.Errorf("me: %w", err)
+		return nil, data.User{}, false, fmt.Errorf("%s: %w", op, err)
 	case !live:
 		s.metrics.grantRefused.Inc()
-		return meInvalidToken(c, "the token's grant was revoked")
+		return nil, data.User{}, false, meInvalidToken(c, "the token's grant was revoked")
 	}
-	if _, covered := scope.Covers(claims.Scopes, []string{meScope}); !claims.Unrestricted && !covered {
-		h.Set("WWW-Authenticate", `Bearer error="`+oauth.InsufficientScope+`", scope="`+meScope+`"`)
+	if !covered(claims) {
+		h.Set("WWW-Authenticate", `Bearer error="`+oauth.InsufficientScope+`", scope="`+required+`"`)
 		granted := claims.Scopes
 		if granted == nil {
 			granted = []string{}
 		}
-		return c.JSON(http.StatusForbidden, oauth.ScopeErrorBody{
+		return nil, data.User{}, false, c.JSON(http.StatusForbidden, oauth.ScopeErrorBody{
 			Error:          oauth.InsufficientScope,
-			Description:    "the token's scopes do not cover this route: it requires " + meScope,
-			RequiredScopes: []string{meScope},
+			Description:    uncovered,
+			RequiredScopes: []string{required},
 			GrantedScopes:  granted,
 		})
 	}
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
 	if err != nil || id <= 0 {
-		return meInvalidToken(c, "the token's subject is not a user")
+		return nil, data.User{}, false, meInvalidToken(c, "the token's subject is not a user")
 	}
 	u, err := s.store.GetUser(ctx, id)
 	if errors.Is(err, data.ErrNotFound) {
-		return meInvalidToken(c, "the token's user no longer exists")
+		return nil, data.User{}, false, meInvalidToken(c, "the token's user no longer exists")
 	}
 	if err != nil {
-		return fmt.Errorf("me: get user %d: %w", id, err)
+		return nil, data.User{}, false, fmt.Errorf("%s: get user %d: %w", op, id, err)
 	}
-	return c.JSON(http.StatusOK, meResponse{Status: "success", Data: meProfile{
-		ID: u.ID, Email: u.Email, Username: u.Username, Name: u.Name, TimeZone: u.TimeZone,
-	}})
+	return claims, u, true, nil
 }
 
 // meInvalidToken answers 401 with WWW-Authenticate: Bearer

@@ -673,9 +673,11 @@ func TestUserinfoRefusals(t *testing.T) {
 	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="insufficient_scope"`) {
 		t.Fatalf("userinfo without openid = %d %q", rec.Code, rec.Header().Get("WWW-Authenticate"))
 	}
+	// No credentials at all: a bare challenge, no error code and no body
+	// (RFC 6750 §3.1), as at /v2/me.
 	rec = env.do(tkReq{path: userinfoPath, method: http.MethodGet, ct: "none"})
-	if rec.Code != http.StatusUnauthorized || rec.Header().Get("WWW-Authenticate") == "" {
-		t.Fatalf("userinfo without a token = %d", rec.Code)
+	if rec.Code != http.StatusUnauthorized || rec.Header().Get("WWW-Authenticate") != "Bearer" || rec.Body.Len() != 0 {
+		t.Fatalf("userinfo without a token = %d %q %q; want 401, a bare Bearer challenge, no body", rec.Code, rec.Header().Get("WWW-Authenticate"), rec.Body)
 	}
 	// Revoke the grant (RFC 7009): the token is refused at once.
 	if rec := env.do(tkReq{path: "/v2/auth/oauth2/revoke", body: tkForm("token", tok.RefreshToken, "client_id", oidcRP, "client_secret", oidcRPSecret)}); rec.Code != http.StatusOK {

@@ -1,19 +1,15 @@
 package issuer
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"oauthd/data"
-	"oauthd/data/oauth"
 	"oauthd/data/scope"
 	"oauthd/keys/guard"
+	"oauthd/keys/verify"
 )
 
 // userinfoPath is the UserInfo endpoint (OpenID Connect Core §5.3).
@@ -46,48 +42,17 @@ type userinfoResponse struct {
 // is not an OpenID Connect grant. A revoked grant is 401 invalid_token at
 // once, as at /v2/me.
 func (s *Server) handleUserinfo(c echo.Context) error {
-	ctx := c.Request().Context()
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
-	claims, ok := guard.ClaimsFrom(ctx)
+	covered := func(cl *verify.Claims) bool { return slices.Contains(cl.Scopes, scope.OpenID) }
+	claims, u, ok, err := s.tokenUser(c, "userinfo", scope.OpenID, covered, "the userinfo endpoint requires a token with the openid scope")
 	if !ok {
-		return meInvalidToken(c, "the request carries no valid access token")
-	}
-	switch live, err := s.grantLive(ctx, claims); {
-	case err != nil:
-		return fmt.Errorf("userinfo: %w", err)
-	case !live:
-		s.metrics.grantRefused.Inc()
-		return meInvalidToken(c, "the token's grant was revoked")
-	}
-	if !slices.Contains(claims.Scopes, scope.OpenID) {
-		h.Set("WWW-Authenticate", `Bearer error="`+oauth.InsufficientScope+`", scope="`+scope.OpenID+`"`)
-		granted := claims.Scopes
-		if granted == nil {
-			granted = []string{}
-		}
-		return c.JSON(http.StatusForbidden, oauth.ScopeErrorBody{
-			Error:          oauth.InsufficientScope,
-			Description:    "the userinfo endpoint requires a token with the openid scope",
-			RequiredScopes: []string{scope.OpenID},
-			GrantedScopes:  granted,
-		})
-	}
-	id, err := strconv.ParseInt(claims.Subject, 10, 64)
-	if err != nil || id <= 0 {
-		return meInvalidToken(c, "the token's subject is not a user")
-	}
-	u, err := s.store.GetUser(ctx, id)
-	if errors.Is(err, data.ErrNotFound) {
-		return meInvalidToken(c, "the token's user no longer exists")
-	}
-	if err != nil {
-		return fmt.Errorf("userinfo: get user %d: %w", id, err)
+		return err
 	}
 	if c.Request().Header.Get("Origin") != "" {
 		// CORS (cors.go): only an origin of the token's own client.
-		if client, err := s.store.GetClient(ctx, claims.ClientID); err == nil {
+		if client, err := s.store.GetClient(c.Request().Context(), claims.ClientID); err == nil {
 			s.allowOrigin(c, client)
 		}
 	}
