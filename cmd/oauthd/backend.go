@@ -126,7 +126,7 @@ func checkSessionURL(db, session string) error {
 	b := backendOf(db)
 	if b.checkSession == nil {
 		if session != "" {
-			return fmt.Errorf("--db-session-url is for a postgres:// --db behind a transaction pool; %s needs none", redactDB(db))
+			return fmt.Errorf("--db-session-url %s: both must be postgres:// URLs (it is for a PostgreSQL --db behind a transaction pool); --db %s needs none", postgres.Redact(session), redactDB(db))
 		}
 		return nil
 	}

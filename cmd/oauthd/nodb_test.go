@@ -190,7 +190,8 @@ func TestErrorsSayItOnce(t *testing.T) {
 			t.Errorf("oauthd %s: %v, stderr %q; want %q said once, and %q", strings.Join(tc.args, " "), err, errOut, tc.once, tc.want)
 		}
 	}
-	// serve.
+	// serve, with a usable master key (it reads the key before the database).
+	t.Setenv("OAUTHD_MASTER_KEY", strings.Repeat("ab", 32))
 	_, errOut, err := c.run("", "--db", garbage, "serve", "--addr", "127.0.0.1:0")
 	if err == nil || strings.Count(errOut, "open database") != 1 {
 		t.Errorf("serve on a file that is no database: %v, stderr %q; want \"open database\" once", err, errOut)
