@@ -56,6 +56,11 @@ func Email(s string) (string, error) {
 // ASCII only: no space, no compatibility character such as ſ, no control
 // or format character; the Kelvin sign K is K, its canonical equivalent),
 // then case-folded in full, so that, as in [Email], ß is ss.
+//
+// A username of digits only (after width folding: "１２" is "12") is
+// refused: every command that names a user (USER: an ID, an email or a
+// username) reads digits as a user ID, so the username "1" would name
+// user 1, someone else.
 func Username(s string) (string, error) {
 	if err := Check(s); err != nil {
 		return "", err
@@ -63,6 +68,9 @@ func Username(s string) (string, error) {
 	k, err := precis.UsernameCaseMapped.String(s)
 	if err != nil || k == "" {
 		return "", fmt.Errorf("%w: %q is not a valid username (letters, digits and printable ASCII symbols; no spaces)", ErrInvalid, s)
+	}
+	if strings.Trim(k, "0123456789") == "" {
+		return "", fmt.Errorf("%w: %q is only digits, which names a user ID; add a letter or a symbol", ErrInvalid, s)
 	}
 	return norm.NFC.String(cases.Fold().String(k)), nil
 }

@@ -69,6 +69,10 @@ func TestUsername(t *testing.T) {
 		{"symbols", "a.b-c_d+e", "a.b-c_d+e", false},
 		{"greek final sigma", "\u039f\u03a3", "\u03bf\u03c3", false},
 		{"long s refused", "\u017fam", "", true},
+		// Digits only name a user ID wherever a user is named (ResolveUser).
+		{"digits only refused", "12", "", true},
+		{"fullwidth digits refused", "\uff11\uff12", "", true},
+		{"digits with a letter", "12a", "12a", false},
 		{"space", "sam fox", "", true},
 		{"tab", "sam\tfox", "", true},
 		{"RTL override", "\u202esam", "", true},
