@@ -95,7 +95,31 @@ func (h *Handler) write(c echo.Context, status int, page string, t *template.Tem
 		return c.String(http.StatusInternalServerError, "internal error")
 	}
 	setPageHeaders(c.Response(), csp)
-	return c.HTML(status, b.String())
+	return c.HTML(status, shownText(b.String()))
+}
+
+// shownText is a rendered page with every character [data.UnsafeRune]
+// names above ASCII (C1 controls, bidi embeddings, overrides and isolates)
+// written as a visible \uXXXX. html/template escapes markup, not these: a
+// name stored before names were checked ("Pay\u202egnikooB", which reads
+// "PayBooking") would otherwise show on the consent or Connected apps
+// page as another name. The templates hold none of them, and the escape
+// is plain ASCII, so it is as safe in an attribute as in text.
+func shownText(page string) string {
+	i := strings.IndexFunc(page, func(r rune) bool { return r >= 0x80 && data.UnsafeRune(r) != "" })
+	if i < 0 {
+		return page
+	}
+	var b strings.Builder
+	b.WriteString(page[:i])
+	for _, r := range page[i:] {
+		if r >= 0x80 && data.UnsafeRune(r) != "" {
+			fmt.Fprintf(&b, "\\u%04X", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // ErrorPage renders the error page with status, title and message.

@@ -1,0 +1,30 @@
+package consent
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPagesNeutraliseBidi: a client stored before names were checked (an
+// upgraded database, an older import) is named "Pay\u202egnikooB\u202c
+// Sync"; html/template escapes markup but not a bidi override, so the
+// consent page showed "PayBooking Sync" to the user deciding whether to
+// allow it. Every page's output shows such a character as a visible
+// \uXXXX escape instead, in text and in attributes.
+func TestPagesNeutraliseBidi(t *testing.T) {
+	en := newEnv(t, "")
+	evil := testClient
+	evil.Name = "Pay\u202egnikooB\u202c Sync\u2067x\u2069\u0085"
+	en.authz.parse = defaultParse(evil)
+	sess := en.login("bob", bobPassword)
+	rec := en.get(authorizePath+"?"+authorizeQuery().Encode(), sess)
+	body := rec.Body.String()
+	for _, r := range body {
+		if (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || (r >= 0x80 && r <= 0x9f) {
+			t.Fatalf("consent page holds %U as it is:\n%s", r, body)
+		}
+	}
+	if !strings.Contains(body, `Pay\u202EgnikooB\u202C Sync\u2067x\u2069\u0085`) {
+		t.Errorf("the client name is not shown with its bidi characters escaped:\n%s", body)
+	}
+}
