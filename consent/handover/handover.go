@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -143,6 +144,24 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	return v, nil
 }
 
+// keysShown is Keys as errors and logs show it: a URL without its
+// password and query (either may be the platform's credential).
+func (v *Verifier) keysShown() string {
+	if !v.isURL() {
+		return v.cfg.Keys
+	}
+	u, err := url.Parse(v.cfg.Keys)
+	if err != nil {
+		return "the --login-jwks URL"
+	}
+	hidden := u.RawQuery != ""
+	u.RawQuery, u.Fragment = "", ""
+	if hidden {
+		return u.Redacted() + "?…"
+	}
+	return u.Redacted()
+}
+
 // isURL reports whether Keys is a URL rather than a file.
 func (v *Verifier) isURL() bool {
 	return strings.HasPrefix(v.cfg.Keys, "https://") || strings.HasPrefix(v.cfg.Keys, "http://")
@@ -158,7 +177,7 @@ func (v *Verifier) load(ctx context.Context) (jwk.Set, time.Duration, error) {
 	for i := range set.Len() {
 		k, _ := set.Key(i)
 		if isPrivate(k) {
-			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
+			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.keysShown())
 		}
 	}
 	return set, age, nil
@@ -197,18 +216,21 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 	if v.isURL() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.Keys, nil)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %v", ErrKeys, err)
+			return nil, 0, fmt.Errorf("%w: %s is not a valid URL", ErrKeys, v.keysShown())
 		}
 		resp, err := v.cfg.HTTPClient.Do(req)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
+			if ue, ok := errors.AsType[*url.Error](err); ok {
+				err = ue.Err // its URL holds the query
+			}
+			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.keysShown(), err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return nil, 0, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.cfg.Keys, resp.Status)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.keysShown(), resp.Status)
 		}
 		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
-			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.keysShown(), err)
 		}
 		age = cacheAge(resp.Header.Get("Cache-Control"), age)
 	} else {
@@ -220,7 +242,7 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 	pem := bytes.Contains(raw, []byte("-----BEGIN"))
 	set, err := jwk.Parse(raw, jwk.WithPEM(pem))
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
+		return nil, 0, fmt.Errorf("%w: read %s: %v", ErrKeys, v.keysShown(), err)
 	}
 	return set, age, nil
 }
