@@ -10,16 +10,22 @@ import (
 // Sync"; html/template escapes markup but not a bidi override, so the
 // consent page showed "PayBooking Sync" to the user deciding whether to
 // allow it. Every page's output shows such a character as a visible
-// \uXXXX escape instead, in text and in attributes.
+// \uXXXX escape instead, in text and in attributes, but for a hidden
+// input's value, which goes back to the server as it came.
 func TestPagesNeutraliseBidi(t *testing.T) {
 	en := newEnv(t, "")
 	evil := testClient
 	evil.Name = "Pay\u202egnikooB\u202c Sync\u2067x\u2069\u0085"
 	en.authz.parse = defaultParse(evil)
 	sess := en.login("bob", bobPassword)
-	rec := en.get(authorizePath+"?"+authorizeQuery().Encode(), sess)
+	q := authorizeQuery()
+	q.Set("state", "st\u202eate") // not shown: goes back unchanged
+	rec := en.get(authorizePath+"?"+q.Encode(), sess)
 	body := rec.Body.String()
-	for _, r := range body {
+	if !strings.Contains(body, `name="state" value="st`+"\u202e"+`ate"`) {
+		t.Errorf("the state's hidden input was changed:\n%s", body)
+	}
+	for _, r := range strings.ReplaceAll(body, `value="st`+"\u202e"+`ate"`, "") {
 		if (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || (r >= 0x80 && r <= 0x9f) {
 			t.Fatalf("consent page holds %U as it is:\n%s", r, body)
 		}
