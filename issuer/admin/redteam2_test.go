@@ -57,3 +57,25 @@ func TestImportClientsHostileRecords(t *testing.T) {
 		}
 	})
 }
+
+// TestEmailLongerThanTheLoginForm: the login form takes at most 254 bytes
+// (RFC 5321's longest address). The attack: `users add` and `users
+// import` took a 312-byte email, so a user imported without a username
+// (who logs in with the email) could never sign in.
+func TestEmailLongerThanTheLoginForm(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		long := strings.Repeat("a", 255-len("@example.com")) + "@example.com"
+		if _, err := e.svc.AddUser(t.Context(), NewUser{Email: long, Username: "longmail", Name: "Long", Password: "correct horse"}); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("AddUser(255-byte email) = %v; want ErrInvalid", err)
+		}
+		_, err := e.svc.ImportUsers(t.Context(), []ImportUser{{Line: 1, Email: long, Name: "Long",
+			PasswordHash: "$2b$04$abcdefghijklmnopqrstuu5e8yHn7wQwCUr0tq1kkT0b6nJ1mVEyS"}})
+		if !errors.Is(err, data.ErrInvalid) || !strings.Contains(err.Error(), "254") {
+			t.Errorf("ImportUsers(255-byte email) = %v; want refused, saying 254", err)
+		}
+		ok := long[1:] // 254 bytes
+		if _, err := e.svc.AddUser(t.Context(), NewUser{Email: ok, Username: "longmail", Name: "Long", Password: "correct horse"}); err != nil {
+			t.Errorf("AddUser(254-byte email) = %v", err)
+		}
+	})
+}
