@@ -3,6 +3,8 @@ package consent
 import (
 	"strings"
 	"testing"
+
+	"oauthd/data"
 )
 
 // TestPagesNeutraliseBidi: a client stored before names were checked (an
@@ -32,5 +34,25 @@ func TestPagesNeutraliseBidi(t *testing.T) {
 	}
 	if !strings.Contains(body, `Pay\u202EgnikooB\u202C Sync\u2067x\u2069\u0085`) {
 		t.Errorf("the client name is not shown with its bidi characters escaped:\n%s", body)
+	}
+}
+
+// TestConsentPageDeveloperHomograph: the developer's email is what the
+// user trusts an app by. The attack: a developer whose email is at
+// "exаmple.com" (Cyrillic а, a domain anyone can register) showed on the
+// consent page as example.com's; the domain is shown in its ASCII form.
+func TestConsentPageDeveloperHomograph(t *testing.T) {
+	en := newEnv(t, "")
+	dev, err := en.store.CreateUser(t.Context(), data.User{Email: "apps@ex\u0430mple.com", Name: "Dev", TimeZone: "UTC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := testClient
+	cl.OwnerID = dev.ID
+	en.authz.parse = defaultParse(cl)
+	sess := en.login("bob", bobPassword)
+	body := en.get(authorizePath+"?"+authorizeQuery().Encode(), sess).Body.String()
+	if strings.Contains(body, "ex\u0430mple.com") || !strings.Contains(body, "apps@xn--exmple-4nf.com") {
+		t.Errorf("the consent page does not show the developer's domain in its ASCII form:\n%s", body)
 	}
 }

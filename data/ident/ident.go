@@ -99,6 +99,38 @@ func Key(s string) string {
 	return k
 }
 
+// Shown is an email as a page shows it to someone deciding whether to
+// trust its holder (the developer of an app on the consent and Connected
+// apps pages): its domain in the ASCII form DNS knows (IDNA), as browsers
+// show a domain that could pass for another. "ann@exаmple.com" with a
+// Cyrillic а shows as "ann@xn--exmple-4nf.com", never as example.com. The
+// local part is kept (the domain's owner hands out its mailboxes); text
+// that is not an email comes back as it is.
+func Shown(email string) string {
+	at := strings.LastIndexByte(email, '@')
+	if at <= 0 || at == len(email)-1 {
+		return email
+	}
+	domain := email[at+1:]
+	if isASCII(domain) {
+		return email
+	}
+	a, err := idna.Lookup.ToASCII(strings.TrimSuffix(domain, "."))
+	if err != nil || a == "" {
+		return email
+	}
+	return email[:at+1] + a
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // Same reports whether a and b are one identifier ([Key]).
 func Same(a, b string) bool { return a != "" && b != "" && Key(a) == Key(b) }
 

@@ -139,3 +139,20 @@ func BenchmarkKey(b *testing.B) {
 		})
 	}
 }
+
+// TestShown: a developer's email whose domain passes for another (a
+// Cyrillic а in "exаmple.com", a registrable IDN) is shown with the
+// domain's ASCII form on the pages a user trusts an app by.
+func TestShown(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"ann@ex\u0430mple.com", "ann@xn--exmple-4nf.com"},
+		{"ann@B\u00fccher.example", "ann@xn--bcher-kva.example"},
+		{"ann@example.com", "ann@example.com"},
+		{"\u0430nn@example.com", "\u0430nn@example.com"},
+		{"not an email", "not an email"},
+	} {
+		if got := ident.Shown(tc.in); got != tc.want {
+			t.Errorf("Shown(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
