@@ -162,6 +162,16 @@ func (v *Verifier) keysShown() string {
 	return u.Redacted()
 }
 
+// shownError is a key-loading error as it may be shown: its text without
+// the credentials of the JWKS URL (keysShown), its chain unchanged.
+type shownError struct {
+	err error
+	msg string
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }
+
 // isURL reports whether Keys is a URL rather than a file.
 func (v *Verifier) isURL() bool {
 	return strings.HasPrefix(v.cfg.Keys, "https://") || strings.HasPrefix(v.cfg.Keys, "http://")
@@ -177,7 +187,7 @@ func (v *Verifier) load(ctx context.Context) (jwk.Set, time.Duration, error) {
 	for i := range set.Len() {
 		k, _ := set.Key(i)
 		if isPrivate(k) {
-			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.keysShown())
+			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
 		}
 	}
 	return set, age, nil
@@ -223,14 +233,14 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 			if ue, ok := errors.AsType[*url.Error](err); ok {
 				err = ue.Err // its URL holds the query
 			}
-			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.keysShown(), err)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return nil, 0, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.keysShown(), resp.Status)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.cfg.Keys, resp.Status)
 		}
 		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
-			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.keysShown(), err)
+			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
 		}
 		age = cacheAge(resp.Header.Get("Cache-Control"), age)
 	} else {
@@ -242,7 +252,7 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 	pem := bytes.Contains(raw, []byte("-----BEGIN"))
 	set, err := jwk.Parse(raw, jwk.WithPEM(pem))
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: read %s: %v", ErrKeys, v.keysShown(), err)
+		return nil, 0, fmt.Errorf("%w: read %s: %v", ErrKeys, v.cfg.Keys, err)
 	}
 	return set, age, nil
 }
@@ -286,6 +296,9 @@ func (v *Verifier) keys(ctx context.Context, kid string, force bool) (jwk.Set, e
 	}
 	v.tried = now
 	set, age, err := v.load(ctx)
+	if err != nil {
+		err = &shownError{err: err, msg: strings.ReplaceAll(err.Error(), v.cfg.Keys, v.keysShown())}
+	}
 	v.lastErr = err
 	if err != nil {
 		if v.set != nil && !force && !expired {
