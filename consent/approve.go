@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/data/scope"
 	"oauthd/issuer"
 )
@@ -274,11 +275,11 @@ func returnQuery(ar *issuer.AuthorizeRequest, q url.Values) string {
 // imported with; "" when it cannot be read (the page then leaves it out).
 func (h *Handler) ownerName(ctx context.Context, c data.Client) string {
 	if c.OwnerID == 0 {
-		return c.UnclaimedOwner
+		return ident.Shown(c.UnclaimedOwner)
 	}
 	u, err := h.store.GetUser(ctx, c.OwnerID)
 	if err != nil {
 		return ""
 	}
-	return u.Email
+	return ident.Shown(u.Email)
 }

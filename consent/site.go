@@ -95,7 +95,42 @@ func (h *Handler) write(c echo.Context, status int, page string, t *template.Tem
 		return c.String(http.StatusInternalServerError, "internal error")
 	}
 	setPageHeaders(c.Response(), csp)
-	return c.HTML(status, b.String())
+	return c.HTML(status, shownText(b.String()))
+}
+
+// shownText is a rendered page with every character [data.UnsafeRune]
+// names above ASCII (C1 controls, bidi embeddings, overrides and isolates)
+// written as a visible \uXXXX. html/template escapes markup, not these: a
+// name stored before names were checked ("Pay\u202egnikooB", which reads
+// "PayBooking") would otherwise show on the consent or Connected apps
+// page as another name. The templates hold none of them, and the escape
+// is plain ASCII, so it is as safe in an attribute as in text. A hidden
+// input is left as it is: its value (an authorization request's state,
+// say) is not shown, and goes back to the server unchanged.
+func shownText(page string) string {
+	unsafe := func(r rune) bool { return r >= 0x80 && data.UnsafeRune(r) != "" }
+	i := strings.IndexFunc(page, unsafe)
+	if i < 0 {
+		return page
+	}
+	var b strings.Builder
+	b.WriteString(page[:i])
+	for j, r := range page[i:] {
+		if unsafe(r) && !inHiddenInput(page[:i+j]) {
+			fmt.Fprintf(&b, "\\u%04X", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// inHiddenInput reports whether the end of before is inside an
+// <input type="hidden"> tag. html/template writes < and > in text and
+// attribute values as entities, so the last < or > is the tag's.
+func inHiddenInput(before string) bool {
+	lt := strings.LastIndexByte(before, '<')
+	return lt > strings.LastIndexByte(before, '>') && strings.HasPrefix(before[lt:], `<input type="hidden"`)
 }
 
 // ErrorPage renders the error page with status, title and message.

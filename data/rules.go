@@ -30,6 +30,28 @@ func ruleErr(field, format string, args ...any) error {
 // MaxNameLen bounds client and user names.
 const MaxNameLen = 200
 
+// MaxClientIDLen bounds a client ID given from outside (a legacy import);
+// the settings pages take no longer one.
+const MaxClientIDLen = 200
+
+// ValidateClientID checks a client ID oauthd did not make (clients import):
+// 1 to [MaxClientIDLen] visible ASCII characters (RFC 6749 Appendix A.1,
+// VSCHAR without the space). A client ID is shown in URLs, on the consent
+// and Connected apps pages and in the CLI: a newline, a bidi override or a
+// look-alike letter would make it read as another one, and a longer one
+// could not be removed on the Connected apps page.
+func ValidateClientID(id string) error {
+	if id == "" || len(id) > MaxClientIDLen {
+		return ruleErr("client_id", "must be 1 to %d characters", MaxClientIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return ruleErr("client_id", "%q holds a character other than visible ASCII at byte %d (RFC 6749 Appendix A.1)", id, i+1)
+		}
+	}
+	return nil
+}
+
 // ValidateRedirectURI checks one redirect URI: absolute, https (or http on a
 // loopback host, RFC 8252 §7.3), no fragment (RFC 6749 §3.1.2), no user
 // info, no space, control or invisible formatting character (Unicode

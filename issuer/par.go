@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -52,10 +51,12 @@ import (
 //     continuations before login; the decision's nonce still allows one
 //     code or denial.
 //   - A public client's pushes are limited per source address
-//     (parLimits) and per client (parMaxOutstanding request_uris within
-//     their lifetime, per replica): a flood of valid pushes costs
-//     nothing durable and bounded memory. A confidential client
-//     authenticates and is not limited here.
+//     (parLimits), never per client: a request_uri is sealed, so a flood
+//     of valid pushes costs nothing durable and no memory, and a cap per
+//     client would let anyone with a few dozen addresses refuse every
+//     user of the app its sign-in (an app that requires PAR has no
+//     other way in). A confidential client authenticates and is not
+//     limited here.
 //   - A client with require_pushed_authorization_requests must come
 //     through the endpoint.
 
@@ -68,9 +69,6 @@ const (
 	parNonceRequest = "par-request\x00"
 	parNonceConsent = "par-consent\x00"
 	parAAD          = "oauthd pushed authorization request v1"
-	// parMaxOutstanding bounds a public client's request_uris issued by
-	// one replica within parRequestTTL.
-	parMaxOutstanding = 1000
 	// parSeenMax bounds the request_uris whose first use is remembered
 	// in memory (≈150 bytes each). When full, the oldest is forgotten:
 	// the decision's nonce still holds.
@@ -86,16 +84,6 @@ type parState struct {
 	aead    cipher.AEAD
 	limiter *throttle.Limiter    // public clients' pushes per address
 	seen    *verify.MemoryNonces // request_uris used before login
-	mu      sync.Mutex
-	issued  map[string]*parWindow // per public client
-}
-
-// parWindow counts a client's pushes in two consecutive windows of
-// parRequestTTL: the outstanding ones are about cur + prev × the part of
-// the previous window still alive.
-type parWindow struct {
-	start     time.Time
-	cur, prev int
 }
 
 func newPARState(cfg Config) *parState {
@@ -103,33 +91,7 @@ func newPARState(cfg Config) *parState {
 		aead:    newPARSealer(cfg.RefreshTokenKey),
 		limiter: throttle.New(throttle.Config{Name: "par", Rules: parLimits, Now: cfg.Now, Registerer: cfg.Registerer}),
 		seen:    verify.NewMemoryNoncesFilter(parSeenMax, cfg.Now),
-		issued:  map[string]*parWindow{},
 	}
-}
-
-// take counts one push of clientID at now, unless it has
-// parMaxOutstanding request_uris outstanding; then it reports false and
-// how long until one expires, about.
-func (p *parState) take(clientID string, now time.Time) (bool, time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w := p.issued[clientID]
-	if w == nil {
-		w = &parWindow{start: now}
-		p.issued[clientID] = w
-	}
-	switch el := now.Sub(w.start); {
-	case el >= 2*parRequestTTL:
-		w.start, w.cur, w.prev = now, 0, 0
-	case el >= parRequestTTL:
-		w.start, w.cur, w.prev = w.start.Add(parRequestTTL), 0, w.cur
-	}
-	left := 1 - float64(now.Sub(w.start))/float64(parRequestTTL)
-	if float64(w.cur)+float64(w.prev)*left >= parMaxOutstanding {
-		return false, w.start.Add(parRequestTTL).Sub(now)
-	}
-	w.cur++
-	return true, 0
 }
 
 // pushedParams are the authorization request parameters a pushed request
@@ -216,7 +178,7 @@ func (s *Server) push(c echo.Context) (string, error) {
 		return "", err
 	}
 	if client.Type == data.Public {
-		if err := s.admitPush(c, client.ID); err != nil {
+		if err := s.admitPush(c); err != nil {
 			return "", err
 		}
 	}
@@ -254,17 +216,14 @@ func (s *Server) push(c echo.Context) (string, error) {
 	}, parURIPrefix), nil
 }
 
-// admitPush applies a public client's push limits: per source address
-// (parLimits) and per client (parMaxOutstanding).
-func (s *Server) admitPush(c echo.Context, clientID string) error {
+// admitPush applies a public client's push limit: per source address
+// (parLimits).
+func (s *Server) admitPush(c echo.Context) error {
 	ctx := c.Request().Context()
 	var ks throttle.Keys
 	ks.Add(throttle.AddrKey(throttle.ParseAddr(c.RealIP())))
 	if wait, ok := s.par.limiter.Check(ctx, ks); !ok {
 		return tooManyPushes(wait, "too many pushed authorization requests from this address")
-	}
-	if ok, wait := s.par.take(clientID, s.now()); !ok {
-		return tooManyPushes(wait, "too many pushed authorization requests outstanding for this client")
 	}
 	s.par.limiter.Fail(ctx, ks) // counts the push
 	return nil

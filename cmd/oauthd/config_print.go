@@ -153,14 +153,43 @@ func maskURL(v string) string {
 		return r
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.User == nil {
+	if err != nil {
 		return v
 	}
-	if _, ok := u.User.Password(); !ok {
+	changed := false
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User, changed = url.UserPassword(u.User.Username(), "xxxxx"), true
+		}
+	}
+	// A credential in the query (a signed URL, ?token=, ?api_key=): its
+	// value is replaced, the parameters keep their order.
+	if u.RawQuery != "" {
+		ps := strings.Split(u.RawQuery, "&")
+		for i, p := range ps {
+			k, _, ok := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); ok && err == nil && secretParam(name) {
+				ps[i], changed = k+"=xxxxx", true
+			}
+		}
+		u.RawQuery = strings.Join(ps, "&")
+	}
+	if !changed {
 		return v
 	}
-	u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	return u.String()
+}
+
+// secretParam reports whether a URL query parameter named name likely
+// holds a credential.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"token", "key", "secret", "pass", "pwd", "sig", "auth", "credential", "session"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // textValue is a shown value as text.

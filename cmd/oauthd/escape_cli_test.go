@@ -44,6 +44,8 @@ var textCommands = []struct {
 	{path: "clients create", args: []string{"--owner", "owner@x.example", "--name", evil, "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ"}, fails: "a control character (U+001B)"},
 	{path: "clients create", args: []string{"--owner", "owner@x.example", "--name", "Fine\u202E", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ"}, fails: "a bidirectional override (U+202E)"},
 	{path: "clients create", args: []string{"--owner", "owner@x.example", "--name", "Fine", "--redirect-uri", "https://a.example/cb", "--scope", "PROFILE_READ"}},
+	{path: "clients import", args: []string{"{badclients.json}"}, fails: "visible ASCII"},
+	{path: "clients import", args: []string{"{badname.json}"}, fails: "a control character (U+001B)"},
 	{path: "clients import", args: []string{"{clients.json}"}},
 	{path: "clients list"},
 	{path: "clients list", args: []string{"--status", "pending"}},
@@ -79,8 +81,8 @@ var notWalked = map[string]string{
 
 // TestNoStoredByteReachesTheTerminal: clients and users whose names (and
 // IDs, usernames, a rejection reason) carry escape sequences, CR/LF, C1
-// controls and bidi overrides, arriving through every entry — `users add`
-// and `clients create` (refused), `users import` and `clients import`
+// controls and bidi overrides, arriving through every entry — `users add`,
+// `clients create` and `clients import` (refused), `users import`
 // (legacy data, kept), records stored directly by an older version — and
 // no byte of them reaches the output of any text command: every control
 // or bidi character is shown escaped, so no line is forged. --json output
@@ -112,6 +114,12 @@ func TestNoStoredByteReachesTheTerminal(t *testing.T) {
 			Scopes: []string{"PROFILE_READ"}, Status: data.StatusApproved, CreatedAt: now, UpdatedAt: now},
 		{ID: "pending-client", Name: "Pending" + evil, UnclaimedOwner: "gone" + evil, Type: data.Public, RedirectURIs: []string{"https://a.example/cb"},
 			Scopes: []string{"PROFILE_READ"}, Status: data.StatusPending, CreatedAt: now, UpdatedAt: now},
+		// What `clients import` took before it refused such IDs and names.
+		{ID: "legacy-client", Name: "Legacy" + evil, OwnerID: owner.ID, Type: data.Confidential, RedirectURIs: []string{"https://a.example/cb"},
+			Secrets: []data.ClientSecret{{ID: data.NewID("cs_", 9), Hash: data.Hash("s3cret-s3cret"), CreatedAt: now}},
+			Legacy:  true, Status: data.StatusApproved, CreatedAt: now, UpdatedAt: now},
+		{ID: "id\x1b[2J\r\nFORGED_LINE", Name: "Evil ID", OwnerID: owner.ID, Type: data.Public, RedirectURIs: []string{"https://a.example/cb"},
+			Legacy: true, Status: data.StatusApproved, CreatedAt: now, UpdatedAt: now},
 	} {
 		if err := st.CreateClient(ctx, cl); err != nil {
 			t.Fatal(err)
@@ -125,11 +133,19 @@ func TestNoStoredByteReachesTheTerminal(t *testing.T) {
 	users, _ := json.Marshal(map[string]string{"email": "imp@x.example", "username": "imp", "name": "Imported" + evil,
 		"password_hash": "$2b$04$abcdefghijklmnopqrstuu5e8yHn7wQwCUr0tq1kkT0b6nJ1mVEyS"})
 	clients, _ := json.Marshal([]map[string]any{
-		{"client_id": "legacy-client", "name": "Legacy" + evil, "owner": "owner@x.example", "redirect_uris": []string{"https://a.example/cb"}, "client_secret": "s3cret-s3cret"},
+		{"client_id": "imported-client", "name": "Imported", "owner": "owner@x.example", "redirect_uris": []string{"https://a.example/cb"}, "client_secret": "s3cret-s3cret"},
+	})
+	// A client ID or a name with a control or bidi character is refused
+	// at import (TestImportClientsHostileRecords).
+	badClients, _ := json.Marshal([]map[string]any{
 		{"client_id": "id\x1b[2J\r\nFORGED_LINE", "name": "Evil ID", "owner": "owner@x.example", "redirect_uris": []string{"https://a.example/cb"}, "client_type": "public"},
+	})
+	badName, _ := json.Marshal([]map[string]any{
+		{"client_id": "evil-name", "name": "Legacy" + evil, "owner": "owner@x.example", "redirect_uris": []string{"https://a.example/cb"}, "client_type": "public"},
 	})
 	vars := map[string]string{
 		"{users.jsonl}": filepath.Join(dir, "users.jsonl"), "{baduser.jsonl}": filepath.Join(dir, "baduser.jsonl"), "{clients.json}": filepath.Join(dir, "clients.json"),
+		"{badclients.json}": filepath.Join(dir, "badclients.json"), "{badname.json}": filepath.Join(dir, "badname.json"),
 		"{olduser}": "old@x.example", "{legacy}": "legacy-client", "{old}": "old-client", "{pending}": "pending-client",
 		"{evilid}": "id\x1b[2J\r\nFORGED_LINE", "{db}": c.db, "{copy}": filepath.Join(dir, "copy.db"),
 	}
@@ -144,6 +160,12 @@ func TestNoStoredByteReachesTheTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(vars["{clients.json}"], clients, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vars["{badclients.json}"], badClients, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vars["{badname.json}"], badName, 0o600); err != nil {
 		t.Fatal(err)
 	}
 

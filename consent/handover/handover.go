@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -143,6 +144,34 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	return v, nil
 }
 
+// keysShown is Keys as errors and logs show it: a URL without its
+// password and query (either may be the platform's credential).
+func (v *Verifier) keysShown() string {
+	if !v.isURL() {
+		return v.cfg.Keys
+	}
+	u, err := url.Parse(v.cfg.Keys)
+	if err != nil {
+		return "the --login-jwks URL"
+	}
+	hidden := u.RawQuery != ""
+	u.RawQuery, u.Fragment = "", ""
+	if hidden {
+		return u.Redacted() + "?…"
+	}
+	return u.Redacted()
+}
+
+// shownError is a key-loading error as it may be shown: its text without
+// the credentials of the JWKS URL (keysShown), its chain unchanged.
+type shownError struct {
+	err error
+	msg string
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }
+
 // isURL reports whether Keys is a URL rather than a file.
 func (v *Verifier) isURL() bool {
 	return strings.HasPrefix(v.cfg.Keys, "https://") || strings.HasPrefix(v.cfg.Keys, "http://")
@@ -187,10 +216,13 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 	if v.isURL() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.Keys, nil)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %v", ErrKeys, err)
+			return nil, 0, fmt.Errorf("%w: %s is not a valid URL", ErrKeys, v.keysShown())
 		}
 		resp, err := v.cfg.HTTPClient.Do(req)
 		if err != nil {
+			if ue, ok := errors.AsType[*url.Error](err); ok {
+				err = ue.Err // its URL holds the query
+			}
 			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
 		}
 		defer resp.Body.Close()
@@ -268,6 +300,9 @@ func (v *Verifier) keys(ctx context.Context, kid string, force bool) (jwk.Set, e
 	}
 	v.tried = now
 	set, age, err := v.load(ctx)
+	if err != nil {
+		err = &shownError{err: err, msg: strings.ReplaceAll(err.Error(), v.cfg.Keys, v.keysShown())}
+	}
 	v.lastErr = err
 	if err != nil {
 		if v.set != nil && !force && !expired {

@@ -56,6 +56,11 @@ func Email(s string) (string, error) {
 // ASCII only: no space, no compatibility character such as ſ, no control
 // or format character; the Kelvin sign K is K, its canonical equivalent),
 // then case-folded in full, so that, as in [Email], ß is ss.
+//
+// A username of digits only (after width folding: "１２" is "12") is
+// refused: every command that names a user (USER: an ID, an email or a
+// username) reads digits as a user ID, so the username "1" would name
+// user 1, someone else.
 func Username(s string) (string, error) {
 	if err := Check(s); err != nil {
 		return "", err
@@ -63,6 +68,9 @@ func Username(s string) (string, error) {
 	k, err := precis.UsernameCaseMapped.String(s)
 	if err != nil || k == "" {
 		return "", fmt.Errorf("%w: %q is not a valid username (letters, digits and printable ASCII symbols; no spaces)", ErrInvalid, s)
+	}
+	if strings.Trim(k, "0123456789") == "" {
+		return "", fmt.Errorf("%w: %q is only digits, which names a user ID; add a letter or a symbol", ErrInvalid, s)
 	}
 	return norm.NFC.String(cases.Fold().String(k)), nil
 }
@@ -89,6 +97,38 @@ func Key(s string) string {
 		return fold(s)
 	}
 	return k
+}
+
+// Shown is an email as a page shows it to someone deciding whether to
+// trust its holder (the developer of an app on the consent and Connected
+// apps pages): its domain in the ASCII form DNS knows (IDNA), as browsers
+// show a domain that could pass for another. "ann@exаmple.com" with a
+// Cyrillic а shows as "ann@xn--exmple-4nf.com", never as example.com. The
+// local part is kept (the domain's owner hands out its mailboxes); text
+// that is not an email comes back as it is.
+func Shown(email string) string {
+	at := strings.LastIndexByte(email, '@')
+	if at <= 0 || at == len(email)-1 {
+		return email
+	}
+	domain := email[at+1:]
+	if isASCII(domain) {
+		return email
+	}
+	a, err := idna.Lookup.ToASCII(strings.TrimSuffix(domain, "."))
+	if err != nil || a == "" {
+		return email
+	}
+	return email[:at+1] + a
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // Same reports whether a and b are one identifier ([Key]).

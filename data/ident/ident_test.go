@@ -69,6 +69,10 @@ func TestUsername(t *testing.T) {
 		{"symbols", "a.b-c_d+e", "a.b-c_d+e", false},
 		{"greek final sigma", "\u039f\u03a3", "\u03bf\u03c3", false},
 		{"long s refused", "\u017fam", "", true},
+		// Digits only name a user ID wherever a user is named (ResolveUser).
+		{"digits only refused", "12", "", true},
+		{"fullwidth digits refused", "\uff11\uff12", "", true},
+		{"digits with a letter", "12a", "12a", false},
 		{"space", "sam fox", "", true},
 		{"tab", "sam\tfox", "", true},
 		{"RTL override", "\u202esam", "", true},
@@ -133,5 +137,22 @@ func BenchmarkKey(b *testing.B) {
 				_ = ident.Key(in)
 			}
 		})
+	}
+}
+
+// TestShown: a developer's email whose domain passes for another (a
+// Cyrillic а in "exаmple.com", a registrable IDN) is shown with the
+// domain's ASCII form on the pages a user trusts an app by.
+func TestShown(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"ann@ex\u0430mple.com", "ann@xn--exmple-4nf.com"},
+		{"ann@B\u00fccher.example", "ann@xn--bcher-kva.example"},
+		{"ann@example.com", "ann@example.com"},
+		{"\u0430nn@example.com", "\u0430nn@example.com"},
+		{"not an email", "not an email"},
+	} {
+		if got := ident.Shown(tc.in); got != tc.want {
+			t.Errorf("Shown(%q) = %q; want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/data/scope"
 )
 
@@ -214,11 +215,11 @@ func (l *Local) RevokeUserApp(ctx context.Context, user, clientID string) (Remov
 // the owner an unclaimed client was imported with; "" when unknown.
 func (l *Local) developer(ctx context.Context, c data.Client) string {
 	if c.OwnerID == 0 {
-		return c.UnclaimedOwner
+		return ident.Shown(c.UnclaimedOwner)
 	}
 	u, err := l.store.GetUser(ctx, c.OwnerID)
 	if err != nil {
 		return ""
 	}
-	return u.Email
+	return ident.Shown(u.Email)
 }

@@ -123,6 +123,13 @@ func (l *Local) ImportClients(ctx context.Context, in []LegacyClient) ([]string,
 			c.Type = data.Confidential
 		}
 		where := fmt.Sprintf("client %d (%q)", i+1, c.ID)
+		if err := data.ValidateClientID(c.ID); err != nil {
+			return nil, newError(data.ErrInvalid, fmt.Sprintf("%s: %v", where, ruleError(err)))
+		}
+		// The name is read on the consent page: the rule of clients create.
+		if err := data.CheckDisplayText("name", c.Name); err != nil {
+			return nil, newError(data.ErrInvalid, fmt.Sprintf("%s: %v", where, ruleError(err)))
+		}
 		// The owner is resolved once, to a user ID; one that names no
 		// user leaves the client unclaimed (the operator sees it in
 		// `clients list --owner unclaimed`), never matched by email later.
@@ -132,7 +139,9 @@ func (l *Local) ImportClients(ctx context.Context, in []LegacyClient) ([]string,
 		case ident.Check(owner) != nil:
 			return nil, newError(data.ErrInvalid, where+": the owner holds an invisible or control character; fix it in the file")
 		default:
-			u, err := l.ResolveUser(ctx, owner)
+			// By email or username only: a number in another system's
+			// file is that system's user, never our user ID.
+			u, err := l.store.GetUserByLogin(ctx, owner)
 			switch {
 			case err == nil:
 				c.OwnerID = u.ID

@@ -27,6 +27,10 @@ type ImportUser struct {
 	PasswordHash string `json:"password_hash"`
 }
 
+// MaxEmailLen bounds an email: RFC 5321's longest address, and the
+// longest login the login form takes.
+const MaxEmailLen = 254
+
 // MaxImportUsers bounds one import (the admin request carries them all).
 const MaxImportUsers = 10000
 
@@ -61,6 +65,11 @@ func checkProfile(email, username, name, tz string, usernameOptional bool) (stri
 // its plain form, that has a canonical form ([ident.Email]: no control or
 // bidi character, a valid domain). The error says what is wrong.
 func CheckEmail(email string) error {
+	// The login form takes no more (RFC 5321 §4.5.3.1.3): a longer email
+	// could never be typed there.
+	if len(email) > MaxEmailLen {
+		return fmt.Errorf("the email is %d bytes; an email address has at most %d", len(email), MaxEmailLen)
+	}
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email {
 		return fmt.Errorf("%q is not an email address", email)
 	}
