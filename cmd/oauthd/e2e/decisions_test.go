@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -340,7 +341,7 @@ func TestForgedRefreshTokenChangesNothing(t *testing.T) {
 	// Only a token really issued for the family, replayed, revokes it.
 	e.wantInvalidGrant(t, "genuine replay", id, secret, rt)
 	e.wantInvalidGrant(t, "current token after the genuine replay", id, secret, next.str("refresh_token"))
-	if lines := logs.grep(`refresh_token_reuse`); len(lines) != 1 {
+	if lines := logs.await(1, 5*time.Second, `refresh_token_reuse`); len(lines) != 1 {
 		t.Errorf("audit records of the genuine replay = %q; want 1", lines)
 	}
 }

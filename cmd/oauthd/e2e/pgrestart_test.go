@@ -67,6 +67,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts PostgreSQL under load")
 	}
+	pgtest.CanRestart(t)
 	ctx := context.Background()
 	sinks := []*logSink{{}, {}}
 	rs := startReplicasSinks(t, 2, sinks)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"oauthd/consent/consenttest"
 )
@@ -50,6 +51,21 @@ next:
 		out = append(out, line)
 	}
 	return out
+}
+
+// await returns the lines that contain every one of subs once there are
+// at least n of them, waiting up to timeout: a server writes its log line
+// around its answer, not before it, so a test that just got the answer may
+// be a moment ahead of the line.
+func (l *logSink) await(n int, timeout time.Duration, subs ...string) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		got := l.grep(subs...)
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // raceN is how many requests or processes each race sends at once.

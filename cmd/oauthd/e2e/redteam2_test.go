@@ -25,6 +25,7 @@ func TestPostgresDownEveryEndpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops PostgreSQL")
 	}
+	pgtest.CanRestart(t)
 	ctx := context.Background()
 	rs := startReplicas(t, 1)
 	var u struct{ ID int64 }

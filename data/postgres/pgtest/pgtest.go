@@ -250,6 +250,19 @@ func setup() {
 	cluster.url = (&url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/postgres", RawQuery: url.Values{"host": {dir}}.Encode()}).String()
 }
 
+// CanRestart skips t, with one line, unless [Restart] can stop and start
+// the server: the private cluster, not the one OAUTHD_TEST_POSTGRES names
+// (other test processes share that one). A test that restarts the server
+// calls it first, before it starts anything. .ci/run runs those tests in a
+// pass of their own without OAUTHD_TEST_POSTGRES, so they run in CI.
+func CanRestart(t testing.TB) {
+	t.Helper()
+	AdminURL(t)
+	if cluster.dir == "" {
+		t.Skip("restarting PostgreSQL needs the private cluster (unset " + EnvURL + "); .ci/run runs this test in a pass of its own")
+	}
+}
+
 // Restart stops the private cluster (pg_ctl stop -m fast: sessions are
 // terminated with admin_shutdown, as in a real restart), leaves it down
 // for down, and starts it again; the databases survive. It skips t on an
