@@ -11,7 +11,8 @@
 #
 # PGURL is a superuser URL of a running, durable (fsync=on,
 # synchronous_commit=on) cluster on loopback; one database per N is created.
-# Without PGURL only bbolt runs. Output: OUTDIR/*.txt, one line per run on
+# Without PGURL only bbolt runs. SKIP_SEED=1 drives the databases an
+# earlier run seeded in OUTDIR again (more reps). Output: OUTDIR/*.txt, one line per run on
 # stdout.
 set -eu
 out=${1:?usage: scale-growth.sh OUTDIR}
@@ -26,6 +27,7 @@ db_of() { # backend N
 }
 
 seed() { # backend N
+	[ -z "${SKIP_SEED:-}" ] || return 0
 	db=$(db_of "$1" "$2")
 	[ "$1" = pg ] && psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS scale_$2" -c "CREATE DATABASE scale_$2" >/dev/null
 	"$OAUTHD" --db "$db" bench --emit-tokens "$out/$1-$2.tok" --grants 64 --seed "$2" --expire-share 0.1 --json \
