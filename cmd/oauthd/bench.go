@@ -78,7 +78,9 @@ second on stderr.
       family, no consent grant; random refresh tokens no one holds), spread around
       the N real ones, concurrently (the backends' group commit batches
       them), and prints families/s; with F, F of them expire in an hour
-      and one expiry sweep, run as if two hours later, is timed.
+      and one expiry sweep, run as if two hours later, is timed, then
+      a second one that finds nothing (what each sweep of a steady
+      database costs).
   --mode code
       authorization_code exchanges/s (PKCE S256, client_secret_post) over
       loopback HTTP against refresh grants/s on the same server, in 4

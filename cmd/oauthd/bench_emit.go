@@ -60,7 +60,8 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 		kv = append(kv, "seeded", strconv.Itoa(sr.Families), "seed_s", fmt.Sprintf("%.1f", sr.Seconds),
 			"families_per_s", fmt.Sprintf("%.0f", sr.PerS), "heap_mib", fmt.Sprintf("%.1f", sr.HeapMiB))
 		if o.expireShare > 0 {
-			kv = append(kv, "gc_s", fmt.Sprintf("%.2f", sr.GCSeconds), "gc_families", strconv.Itoa(sr.GCFamilies), "gc_auth_codes", strconv.Itoa(sr.GCAuthCodes))
+			kv = append(kv, "gc_s", fmt.Sprintf("%.2f", sr.GCSeconds), "gc_families", strconv.Itoa(sr.GCFamilies), "gc_auth_codes", strconv.Itoa(sr.GCAuthCodes),
+				"gc_idle_s", fmt.Sprintf("%.2f", sr.GCIdleSeconds))
 		}
 	}
 	return fields(stdout, kv...)

@@ -29,7 +29,7 @@ func TestBenchSeedThenTarget(t *testing.T) {
 			toks := filepath.Join(t.TempDir(), "toks.txt")
 			var em emitReport
 			oneJSON(t, c.ok("", "bench", "--emit-tokens", toks, "--grants", "8", "--seed", "2000", "--expire-share", "0.1", "--json"), &em)
-			if em.Seed == nil || em.Seed.Families != seed || em.Seed.PerS <= 0 {
+			if em.Seed == nil || em.Seed.Families != seed || em.Seed.PerS <= 0 || em.Seed.GCIdleSeconds <= 0 {
 				t.Fatalf("emit report %+v; want the seed's figures", em)
 			}
 			// i%1000 < 100 for i in [0, 2000): 200 families; the codes: every
