@@ -61,8 +61,10 @@ drive() { # backend N label
 		echo "run $1 N=$2 $3 c=$c load=$(cut -d' ' -f1 /proc/loadavg) $r"
 	done
 	rss1=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+	anon1=$(awk '/RssAnon/ {print $2}' /proc/$pid/status)
+	file1=$(awk '/RssFile/ {print $2}' /proc/$pid/status)
 	kill -TERM $pid; wait $pid || true
-	echo "serve $1 N=$2 $3 startup_s=$(echo "$t1 - $t0" | bc) rss_start_kib=$rss0 rss_after_kib=$rss1"
+	echo "serve $1 N=$2 $3 startup_s=$(echo "$t1 - $t0" | bc) rss_start_kib=$rss0 rss_after_kib=$rss1 rss_anon_after_kib=$anon1 rss_file_after_kib=$file1"
 }
 
 backends=bolt
