@@ -23,8 +23,8 @@ const (
 
 // seedFiller writes n refresh-token families of clientID directly through
 // the store, as the authorization_code exchange stores them (a code, then
-// ExchangeAuthCode: the family and the code's tombstone), each with its
-// consent grant, for distinct users from firstUser (two families a user);
+// ExchangeAuthCode: the family and the code's tombstone), for distinct
+// users from firstUser (two families a user);
 // from is the index of the first of them among all the seeded ones.
 // Their refresh tokens are random and never written anywhere: they fill the
 // database; the grants the load drives are issued through the real path.
@@ -67,7 +67,9 @@ func seedFiller(ctx context.Context, st data.Store, clientID string, firstUser i
 	return ctx.Err()
 }
 
-// seedFamily stores one family as the exchange of a code would, with a random refresh-token hash.
+// seedFamily stores one family as the exchange of a code would, with a
+// random refresh-token hash. The exchange function is pure, as the store
+// asks: everything random is drawn before it.
 func seedFamily(ctx context.Context, st data.Store, clientID string, userID int64, now time.Time, idle time.Duration) error {
 	scopes := []string{"PROFILE_READ", "BOOKING_READ"}
 	code := data.AuthCode{Hash: data.AuthCodeKey(data.NewAuthCode(now)), ClientID: clientID, UserID: userID,
@@ -78,9 +80,9 @@ func seedFamily(ctx context.Context, st data.Store, clientID string, userID int6
 	}
 	var tok [32]byte
 	rand.Read(tok[:])
+	id := data.NewFamilyID(time.Now()) // IDs sort by time: the real grants lie among these
 	_, _, err := st.ExchangeAuthCode(ctx, code.Hash, func(c data.AuthCode) (data.Family, error) {
-		return data.Family{ID: data.NewFamilyID(time.Now()), // IDs sort by time: the real grants lie among these
-			ClientID: c.ClientID, UserID: c.UserID, Scopes: c.Scopes,
+		return data.Family{ID: id, ClientID: c.ClientID, UserID: c.UserID, Scopes: c.Scopes,
 			TokenHash: data.Hash(string(tok[:])), CreatedAt: now, RotatedAt: now, ExpiresAt: now.Add(idle),
 			AbsoluteExp: now.Add(90 * 24 * time.Hour), CodeHash: c.Hash, Tagged: true}, nil
 	})
