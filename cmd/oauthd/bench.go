@@ -38,6 +38,8 @@ type benchOptions struct {
 	tokens       string
 	emitTokens   string
 	grants       int
+	seed         int
+	expireShare  float64
 	reps         int
 	distinct     int
 	targets      []string
@@ -71,6 +73,14 @@ second on stderr.
       use), write their refresh tokens to FILE, print the client's
       credentials, and exit: then run "oauthd serve" on that database and
       drive it with --target or ../shared/bench/loadgen.
+      --seed M [--expire-share F] also writes M families directly through
+      the store (as the code exchange stores them: code tombstone and
+      family, no consent grant; random refresh tokens no one holds), spread around
+      the N real ones, concurrently (the backends' group commit batches
+      them), and prints families/s; with F, F of them expire in an hour
+      and one expiry sweep, run as if two hours later, is timed, then
+      a second one that finds nothing (what each sweep of a steady
+      database costs).
   --mode code
       authorization_code exchanges/s (PKCE S256, client_secret_post) over
       loopback HTTP against refresh grants/s on the same server, in 4
@@ -109,6 +119,8 @@ second on stderr.
 	fs.StringVar(&o.tokens, "tokens", "", "with --target: file of refresh tokens, one per line")
 	fs.StringVar(&o.emitTokens, "emit-tokens", "", "seed grants into --db, write their refresh tokens to this file and exit")
 	fs.IntVar(&o.grants, "grants", 0, "with --emit-tokens: how many grants (default --concurrency)")
+	fs.IntVar(&o.seed, "seed", 0, "with --emit-tokens: also write this many refresh-token families (with their codes' tombstones) directly through the store, spread around the --grants ones, to measure a large database")
+	fs.Float64Var(&o.expireShare, "expire-share", 0, "with --seed: this share (0 to 1) of the seeded families expires in an hour; then one expiry sweep, run as if two hours later, is timed")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase (server and load, in-process runs) to this file (--mode gateway: FILE.TARGET.REP, one per run)")
 	return cmd
 }
@@ -136,6 +148,12 @@ func (o *benchOptions) validate() error {
 	}
 	if o.grants < 0 || o.grants > benchMaxGrants {
 		return fmt.Errorf("--grants %d: use 1 to %d", o.grants, benchMaxGrants)
+	}
+	if o.seed < 0 || o.seed > benchMaxSeed || (o.seed > 0 && o.emitTokens == "") {
+		return fmt.Errorf("--seed %d: use 0 to %d, with --emit-tokens", o.seed, benchMaxSeed)
+	}
+	if o.expireShare < 0 || o.expireShare > 1 || (o.expireShare > 0 && o.seed == 0) {
+		return fmt.Errorf("--expire-share %g: use 0 to 1, with --seed", o.expireShare)
 	}
 	if o.target != "" {
 		if o.mode != "refresh" {

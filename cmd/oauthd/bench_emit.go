@@ -6,17 +6,19 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"oauthd/cmd/oauthd/internal/loadgen"
 )
 
 // emitReport is what --emit-tokens prints.
 type emitReport struct {
-	ClientID     string `json:"client_id"`
-	ClientSecret string `json:"client_secret"`
-	TokensFile   string `json:"tokens_file"`
-	Grants       int    `json:"grants"`
-	DB           string `json:"db"`
+	ClientID     string      `json:"client_id"`
+	ClientSecret string      `json:"client_secret"`
+	TokensFile   string      `json:"tokens_file"`
+	Grants       int         `json:"grants"`
+	DB           string      `json:"db"`
+	Seed         *seedReport `json:"seed,omitempty"`
 }
 
 // runEmit seeds grants into --db through an in-process server and writes
@@ -34,7 +36,13 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 	if err != nil {
 		return err
 	}
-	seededGrants, err := seedBench(ctx, s, n)
+	var seededGrants seeded
+	var sr *seedReport
+	if o.seed > 0 {
+		seededGrants, sr, err = o.seedLarge(ctx, s, n)
+	} else {
+		seededGrants, err = seedBench(ctx, s, n)
+	}
 	s.stop(ctx, logger)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
@@ -42,10 +50,55 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 	if err := loadgen.WriteTokens(o.emitTokens, seededGrants.tokens); err != nil {
 		return err
 	}
-	rep := emitReport{ClientID: seededGrants.clientID, ClientSecret: seededGrants.clientSecret, TokensFile: o.emitTokens, Grants: n, DB: root.db}
+	rep := emitReport{ClientID: seededGrants.clientID, ClientSecret: seededGrants.clientSecret, TokensFile: o.emitTokens, Grants: n, DB: root.db, Seed: sr}
 	if o.json {
 		return printJSON(stdout, rep)
 	}
-	return fields(stdout, "client_id", rep.ClientID, "client_secret", rep.ClientSecret, "tokens_file", rep.TokensFile,
-		"grants", strconv.Itoa(n), "db", rep.DB)
+	kv := []string{"client_id", rep.ClientID, "client_secret", rep.ClientSecret, "tokens_file", rep.TokensFile,
+		"grants", strconv.Itoa(n), "db", rep.DB}
+	if sr != nil {
+		kv = append(kv, "seeded", strconv.Itoa(sr.Families), "seed_s", fmt.Sprintf("%.1f", sr.Seconds),
+			"families_per_s", fmt.Sprintf("%.0f", sr.PerS), "heap_mib", fmt.Sprintf("%.1f", sr.HeapMiB))
+		if o.expireShare > 0 {
+			kv = append(kv, "gc_s", fmt.Sprintf("%.2f", sr.GCSeconds), "gc_families", strconv.Itoa(sr.GCFamilies), "gc_auth_codes", strconv.Itoa(sr.GCAuthCodes),
+				"gc_idle_s", fmt.Sprintf("%.2f", sr.GCIdleSeconds))
+		}
+	}
+	return fields(stdout, kv...)
+}
+
+// seedLarge makes n grants through the real path (benchGrant) and o.seed
+// families directly through the store (seedFiller) in n+1 slices around
+// them, so the real ones lie spread among the seeded ones.
+func (o *benchOptions) seedLarge(ctx context.Context, s *benchServer, n int) (seeded, *seedReport, error) {
+	sd, err := seedClient(ctx, s)
+	if err != nil {
+		return seeded{}, nil, err
+	}
+	now, t0 := time.Now(), time.Now()
+	const firstUser = 1 << 40 // far above the IDs of real users
+	done := 0
+	for k := 0; k <= n; k++ {
+		size := o.seed / (n + 1)
+		if k == n {
+			size = o.seed - done
+		}
+		if err := seedFiller(ctx, s.w.store, sd.clientID, firstUser, done, size, o.expireShare, now); err != nil {
+			return seeded{}, nil, err
+		}
+		done += size
+		if k < n {
+			if err := benchGrant(ctx, s, &sd, k); err != nil {
+				return seeded{}, nil, err
+			}
+		}
+	}
+	sec := time.Since(t0).Seconds()
+	r := &seedReport{Families: o.seed, Seconds: sec, PerS: float64(o.seed) / sec, HeapMiB: heapMiB()}
+	if o.expireShare > 0 {
+		if err := gcSeeded(ctx, s.w.store, now, r); err != nil {
+			return seeded{}, nil, err
+		}
+	}
+	return sd, r, nil
 }

@@ -68,10 +68,23 @@ type seeded struct {
 }
 
 // seedBench creates a user and an approved confidential client through the
-// admin service, then n grants through the real code path: issuer Approve
-// mints each code, and the authorization_code exchange runs over loopback
-// HTTP against the running server.
+// admin service, then n grants through the real code path (benchGrant).
 func seedBench(ctx context.Context, s *benchServer, n int) (seeded, error) {
+	out, err := seedClient(ctx, s)
+	if err != nil {
+		return seeded{}, err
+	}
+	for i := range n {
+		if err := benchGrant(ctx, s, &out, i); err != nil {
+			return seeded{}, err
+		}
+	}
+	return out, nil
+}
+
+// seedClient creates a user and an approved confidential client through
+// the admin service.
+func seedClient(ctx context.Context, s *benchServer) (seeded, error) {
 	var rb [6]byte
 	rand.Read(rb[:])
 	tag := hex.EncodeToString(rb[:])
@@ -87,43 +100,46 @@ func seedBench(ctx context.Context, s *benchServer, n int) (seeded, error) {
 	if _, err := s.w.local.ApproveClient(ctx, c.ClientID); err != nil {
 		return seeded{}, fmt.Errorf("approve client: %w", err)
 	}
-	out := seeded{clientID: c.ClientID, clientSecret: c.ClientSecret, userID: u.ID}
-	ep := s.endpoint(out)
-	for i := range n {
-		if err := ctx.Err(); err != nil {
-			return seeded{}, err
-		}
-		verifier := oauth2.GenerateVerifier()
-		q := url.Values{
-			"response_type":         {"code"},
-			"client_id":             {c.ClientID},
-			"redirect_uri":          {benchRedirectURI},
-			"scope":                 {"PROFILE_READ BOOKING_READ"},
-			"state":                 {strconv.Itoa(i)},
-			"code_challenge":        {oauth2.S256ChallengeFromVerifier(verifier)},
-			"code_challenge_method": {"S256"},
-		}
-		redirect, err := s.w.iss.Approve(ctx, q, u.ID)
-		if err != nil {
-			return seeded{}, fmt.Errorf("approve grant %d: %w", i, err)
-		}
-		ru, err := url.Parse(redirect)
-		if err != nil || ru.Query().Get("code") == "" {
-			return seeded{}, fmt.Errorf("approve grant %d: no code in the redirect", i)
-		}
-		form := url.Values{
-			"grant_type": {"authorization_code"}, "code": {ru.Query().Get("code")}, "redirect_uri": {benchRedirectURI},
-			"code_verifier": {verifier}, "client_id": {c.ClientID}, "client_secret": {c.ClientSecret},
-		}
-		status, tr, err := ep.Post(ctx, form.Encode())
-		if err != nil {
-			return seeded{}, fmt.Errorf("exchange code %d: %w", i, err)
-		}
-		if status != http.StatusOK {
-			return seeded{}, fmt.Errorf("exchange code %d: HTTP %d %s", i, status, tr.Error)
-		}
-		out.tokens = append(out.tokens, tr.RefreshToken)
-		out.accessToken = tr.AccessToken
+	return seeded{clientID: c.ClientID, clientSecret: c.ClientSecret, userID: u.ID}, nil
+}
+
+// benchGrant adds grant i to out through the real code path: issuer
+// Approve mints the code, and the authorization_code exchange runs over
+// loopback HTTP against the running server.
+func benchGrant(ctx context.Context, s *benchServer, out *seeded, i int) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return out, nil
+	verifier := oauth2.GenerateVerifier()
+	q := url.Values{
+		"response_type":         {"code"},
+		"client_id":             {out.clientID},
+		"redirect_uri":          {benchRedirectURI},
+		"scope":                 {"PROFILE_READ BOOKING_READ"},
+		"state":                 {strconv.Itoa(i)},
+		"code_challenge":        {oauth2.S256ChallengeFromVerifier(verifier)},
+		"code_challenge_method": {"S256"},
+	}
+	redirect, err := s.w.iss.Approve(ctx, q, out.userID)
+	if err != nil {
+		return fmt.Errorf("approve grant %d: %w", i, err)
+	}
+	ru, err := url.Parse(redirect)
+	if err != nil || ru.Query().Get("code") == "" {
+		return fmt.Errorf("approve grant %d: no code in the redirect", i)
+	}
+	form := url.Values{
+		"grant_type": {"authorization_code"}, "code": {ru.Query().Get("code")}, "redirect_uri": {benchRedirectURI},
+		"code_verifier": {verifier}, "client_id": {out.clientID}, "client_secret": {out.clientSecret},
+	}
+	status, tr, err := s.endpoint(*out).Post(ctx, form.Encode())
+	if err != nil {
+		return fmt.Errorf("exchange code %d: %w", i, err)
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("exchange code %d: HTTP %d %s", i, status, tr.Error)
+	}
+	out.tokens = append(out.tokens, tr.RefreshToken)
+	out.accessToken = tr.AccessToken
+	return nil
 }

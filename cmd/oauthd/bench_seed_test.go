@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/data/postgres/pgtest"
+)
+
+// TestBenchSeedThenTarget runs the large-database path at a small N on
+// both backends: --seed writes the families through the store (the
+// expiring share is swept: exactly that share and every code's tombstone
+// go), the real grants lie among them rather than after them, and the
+// refresh workload drives the real grants on the seeded database.
+func TestBenchSeedThenTarget(t *testing.T) {
+	for _, backend := range []string{"bbolt", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			c := newCLI(t)
+			if backend == "postgres" {
+				if testing.Short() {
+					t.Skip("-short: starts PostgreSQL")
+				}
+				c = &cli{t: t, db: pgtest.New(t)}
+			}
+			const seed, grants = 2000, 8
+			toks := filepath.Join(t.TempDir(), "toks.txt")
+			var em emitReport
+			oneJSON(t, c.ok("", "bench", "--emit-tokens", toks, "--grants", "8", "--seed", "2000", "--expire-share", "0.1", "--json"), &em)
+			if em.Seed == nil || em.Seed.Families != seed || em.Seed.PerS <= 0 || em.Seed.GCIdleSeconds <= 0 {
+				t.Fatalf("emit report %+v; want the seed's figures", em)
+			}
+			// i%1000 < 100 for i in [0, 2000): 200 families; the codes: every
+			// seeded one and the real grants' (a minute's life).
+			if em.Seed.GCFamilies != seed/10 || em.Seed.GCAuthCodes != seed+grants {
+				t.Errorf("sweep removed %d families and %d codes; want %d and %d", em.Seed.GCFamilies, em.Seed.GCAuthCodes, seed/10, seed+grants)
+			}
+
+			ctx := t.Context()
+			logger := slog.New(slog.DiscardHandler)
+			db, err := openDB(ctx, c.db, forCLIRead, logger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fams, err := db.ListFamilies(ctx, em.ClientID)
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fams) != seed-seed/10+grants {
+				t.Fatalf("%d families after the sweep; want %d", len(fams), seed-seed/10+grants)
+			}
+			// Family IDs sort by time: the first real grant comes after a
+			// slice of seeded ones and well before the end.
+			first := -1
+			for i, f := range fams {
+				if f.UserID < 1<<40 {
+					first = i
+					break
+				}
+			}
+			if first < 100 || first > len(fams)/2 {
+				t.Errorf("first real family at %d of %d; want it among the seeded ones", first, len(fams))
+			}
+
+			srv, err := startBenchServer(ctx, logger, c.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.stop(context.WithoutCancel(ctx), logger)
+			var rep loadgen.RefreshReport
+			oneJSON(t, c.ok("", "bench", "--target", srv.w.listenURL+benchTokenPath, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+				"--tokens", toks, "-c", "8", "-d", "200ms", "--json"), &rep)
+			if rep.ChainsAlive != grants || rep.Errors != 0 || rep.OK < grants {
+				t.Errorf("target run on the seeded database: %+v", rep)
+			}
+		})
+	}
+}

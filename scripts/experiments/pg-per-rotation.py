@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+# Per refresh-token rotation on PostgreSQL (docs/SCALE.md): WAL bytes,
+# WAL records and full-page images, rows touched, buffers dirtied (when
+# pg_stat_statements is loaded), CPU of oauthd serve and of the cluster.
+#
+#   scripts/experiments/pg-per-rotation.py OAUTHD PGDATA DBURL SEEDJSON TOKENS C DURATION REPS
+#
+# PGDATA is the data directory of the (durable) cluster, DBURL a database
+# seeded with `oauthd bench --emit-tokens TOKENS --seed N --json >SEEDJSON`;
+# nothing else may use the cluster meanwhile (WAL and CPU are
+# cluster-wide). Each rep: start serve (--log-level warn), one CHECKPOINT,
+# then `oauthd bench --target` for DURATION with C chains; deltas are
+# divided by the rotations that succeeded. Prints one JSON line per rep
+# and the medians.
+import json, os, subprocess, sys, time, statistics, urllib.request
+oauthd, pgdata, dburl, seedjson, tokens, conc, dur, reps = sys.argv[1:9]
+seed = json.load(open(seedjson))
+pm = int(open(pgdata + '/postmaster.pid').readline())
+tck = os.sysconf('SC_CLK_TCK')
+
+def stat(pid):
+    return open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()
+
+def pgcpu():  # postmaster: own + reaped children, plus live children
+    f = stat(pm)
+    t = sum(int(x) for x in f[11:15])
+    for p in os.listdir('/proc'):
+        if not p.isdigit():
+            continue
+        try:
+            g = stat(int(p))
+        except OSError:
+            continue
+        if int(g[1]) == pm:
+            t += int(g[11]) + int(g[12])
+    return t / tck
+
+def proccpu(pid):
+    f = stat(pid)
+    return (int(f[11]) + int(f[12])) / tck
+
+def q(sql):
+    return subprocess.run(['psql', dburl, '-Atc', sql], capture_output=True, text=True, check=True).stdout.strip()
+
+def snap():
+    s = {}
+    s['lsn'] = int(q("SELECT pg_current_wal_lsn() - '0/0'"))
+    r = q("SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal").split('|')
+    s['wal_records'], s['wal_fpi'], s['wal_bytes'] = int(r[0]), int(r[1]), int(r[2])
+    r = q("SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables WHERE relname='families'").split('|')
+    s['fam_ins'], s['fam_upd'], s['fam_hot_upd'], s['fam_del'] = map(int, r)
+    r = q("SELECT coalesce(sum(n_tup_ins+n_tup_upd+n_tup_del),0) FROM pg_stat_user_tables")
+    s['rows_written_all'] = int(r)
+    try:
+        r = q("SELECT coalesce(sum(shared_blks_dirtied),0), coalesce(sum(shared_blks_written),0), coalesce(sum(calls),0) FROM pg_stat_statements")
+        s['blks_dirtied'], s['blks_written'], s['calls'] = map(int, r.split('|'))
+    except subprocess.CalledProcessError:
+        pass
+    return s
+
+port = 18432
+res = []
+for rep in range(int(reps)):
+    srv = subprocess.Popen([oauthd, '--db', dburl, '--log-level', 'warn', 'serve', '--addr', '127.0.0.1:%d' % port],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(3000):
+            try:
+                urllib.request.urlopen('http://127.0.0.1:%d/readyz' % port, timeout=1)
+                break
+            except Exception:
+                time.sleep(0.01)
+        q('CHECKPOINT')
+        s0, c0, p0 = snap(), proccpu(srv.pid), pgcpu()
+        out = subprocess.run([oauthd, 'bench', '--target', 'http://127.0.0.1:%d/v2/auth/oauth2/token' % port,
+                              '--client-id', seed['client_id'], '--client-secret', seed['client_secret'],
+                              '--tokens', tokens, '-c', conc, '-d', dur, '--json'],
+                             capture_output=True, text=True, check=True).stdout
+        s1, c1, p1 = snap(), proccpu(srv.pid), pgcpu()
+    finally:
+        srv.terminate()
+        srv.wait()
+    b = json.loads(out)
+    n = b['ok']
+    d = {k: (s1[k] - s0[k]) / n for k in s0}
+    d['serve_cpu_us'] = (c1 - c0) / n * 1e6
+    d['pg_cpu_us'] = (p1 - p0) / n * 1e6
+    d['rotations'] = n
+    d['grants_per_s'] = b['grants_per_s']
+    d['load'] = os.getloadavg()[0]
+    print(json.dumps({k: round(v, 3) for k, v in d.items()}), flush=True)
+    res.append(d)
+print('median', json.dumps({k: round(statistics.median(r[k] for r in res), 3) for k in res[0]}))
