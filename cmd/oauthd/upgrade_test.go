@@ -426,10 +426,10 @@ func testUpgradeFrom(t *testing.T, dir string) {
 		}
 		login["\u017fam@example.com"] = "longs" // its email is sam's under the canonical form
 		for _, usr := range fx.Users {
-			b := signInSettings(t, fx.BaseURL, u.transport(), login[usr.Email], usr.Password)
-			list := b.list(t)
+			b := consenttest.SignInSettings(t, fx.BaseURL, u.transport(), login[usr.Email], usr.Password)
+			list := b.List(t)
 			for _, c := range fx.Clients {
-				status, _ := b.client(t, c.ID)
+				status, _ := b.Client(t, c.ID)
 				mine := *c.OwnerID == usr.ID
 				if mine && status != http.StatusOK || !mine && status != http.StatusNotFound {
 					t.Errorf("%s (user %d) opens %s (owner %q, user %d): %d; want %s", usr.Email, usr.ID, c.Name, c.Owner, c.OwnerID, status,
@@ -442,10 +442,10 @@ func testUpgradeFrom(t *testing.T, dir string) {
 				// client, revoke its owner's. Both are a 404 for anyone
 				// but the owner (the secrets are counted after the stop).
 				if !mine && len(c.Secrets) > 0 {
-					if status := b.generateSecret(t, c.ID); status != http.StatusNotFound {
+					if status := b.GenerateSecret(t, c.ID); status != http.StatusNotFound {
 						t.Errorf("%s mints a secret for %s: %d; want 404", usr.Email, c.Name, status)
 					}
-					if status := b.revokeSecret(t, c.ID, c.Secrets[0].ID); status != http.StatusNotFound {
+					if status := b.RevokeSecret(t, c.ID, c.Secrets[0].ID); status != http.StatusNotFound {
 						t.Errorf("%s revokes %s's secret: %d; want 404", usr.Email, c.Name, status)
 					}
 				}

@@ -151,15 +151,15 @@ func TestSettingsOwnershipByID(t *testing.T) {
 	id, _ := e.client(t, e2eRedirect, []string{"PROFILE_READ"})
 	mustOauthd(t, e.db, e2ePassword+"\n", "users", "add", "--email", "sam@plat.test", "--username", "sam", "--name", "Sam", "--password-stdin")
 	for _, login := range []string{"ANN", "\uff41\uff4e\uff4e", "Ann@Example.COM"} {
-		if status, _ := signInSettings(t, e.base, nil, login, e2ePassword).client(t, id); status != http.StatusOK {
+		if status, _ := consenttest.SignInSettings(t, e.base, nil, login, e2ePassword).Client(t, id); status != http.StatusOK {
 			t.Errorf("signed in as %q, ann opens her client: %d; want 200", login, status)
 		}
 	}
-	sam := signInSettings(t, e.base, nil, "sam@plat.test", e2ePassword)
-	if status, _ := sam.client(t, id); status != http.StatusNotFound {
+	sam := consenttest.SignInSettings(t, e.base, nil, "sam@plat.test", e2ePassword)
+	if status, _ := sam.Client(t, id); status != http.StatusNotFound {
 		t.Errorf("sam opens ann's client: %d; want 404", status)
 	}
-	if status := sam.generateSecret(t, id); status != http.StatusNotFound {
+	if status := sam.GenerateSecret(t, id); status != http.StatusNotFound {
 		t.Errorf("sam mints a secret for ann's client: %d; want 404", status)
 	}
 }
