@@ -92,6 +92,38 @@ func npmClientDir(t *testing.T, name string) string {
 }
 
 // nodeClient is the running client.mjs.
+// startNode runs dir's client.mjs with node and env (besides the
+// environment), for at most two minutes: the client of a node library
+// that the test drives line by line (JSON on its stdin and stdout). Its
+// stderr is shown when the test fails; name says whose it is.
+func startNode(t *testing.T, dir, name string, env ...string) *nodeClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel) // after the Wait below (cleanups run last-in first-out)
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "client.mjs"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	in, _ := cmd.StdinPipe()
+	outPipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil && !t.Failed() {
+			t.Errorf("%s: %v\n%s", name, err, stderr.String())
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", name, stderr.String())
+		}
+	})
+	sc := bufio.NewScanner(outPipe)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	return &nodeClient{in: in, out: sc, t: t}
+}
+
 type nodeClient struct {
 	in  io.WriteCloser
 	out *bufio.Scanner
@@ -134,31 +166,9 @@ func runOAuth4WebAPI(t *testing.T, dir, alg string) {
 	t.Cleanup(upSrv.Close)
 	gw := startGatewayProcess(t, upSrv.URL, e.base)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel) // after the Wait below (cleanups run last-in first-out)
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "client.mjs"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ISSUER="+e.base, "CLIENT_ID="+id, "REDIRECT_URI="+e2eRedirect,
+	ctx := t.Context()
+	node := startNode(t, dir, "oauth4webapi client", "ISSUER="+e.base, "CLIENT_ID="+id, "REDIRECT_URI="+e2eRedirect,
 		"GATEWAY_URL="+gw, "DPOP_ALG="+alg)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	in, _ := cmd.StdinPipe()
-	outPipe, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		if err := cmd.Wait(); err != nil && !t.Failed() {
-			t.Errorf("oauth4webapi client: %v\n%s", err, stderr.String())
-		}
-		if t.Failed() {
-			t.Logf("oauth4webapi client stderr:\n%s", stderr.String())
-		}
-	})
-	sc := bufio.NewScanner(outPipe)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	node := &nodeClient{in: in, out: sc, t: t}
 
 	// 1. PAR → the authorization URL carries client_id and request_uri only.
 	var step1 struct {
@@ -186,7 +196,7 @@ func runOAuth4WebAPI(t *testing.T, dir, alg string) {
 		t.Fatalf("authorize with request_uri: %v", err)
 	}
 	line, _ := json.Marshal(map[string]string{"callback": cb.String()})
-	fmt.Fprintf(in, "%s\n", line)
+	fmt.Fprintf(node.in, "%s\n", line)
 
 	// The request_uri is single-use: a second authorization with it fails.
 	if got, err := consenttest.New().Authorize(ctx, step1.URL, e2eEmail, e2ePassword, true); err == nil {

@@ -1,16 +1,10 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,30 +27,10 @@ func TestOpenIDClient(t *testing.T) {
 	id, secret := e.client(t, e2eRedirect, []string{"openid", "profile", "email", "PROFILE_READ"})
 	e.cli(t, "clients", "post-logout-uris", "set", id, logoutURI)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "client.mjs"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ISSUER="+e.base, "CLIENT_ID="+id, "CLIENT_SECRET="+secret,
+	ctx := t.Context()
+	node := startNode(t, dir, "openid-client", "ISSUER="+e.base, "CLIENT_ID="+id, "CLIENT_SECRET="+secret,
 		"REDIRECT_URI="+e2eRedirect, "LOGOUT_URI="+logoutURI)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	in, _ := cmd.StdinPipe()
-	outPipe, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		if err := cmd.Wait(); err != nil && !t.Failed() {
-			t.Errorf("openid-client: %v\n%s", err, stderr.String())
-		}
-		if t.Failed() {
-			t.Logf("openid-client stderr:\n%s", stderr.String())
-		}
-	})
-	sc := bufio.NewScanner(outPipe)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	in, sc := node.in, node.out
 	reply := func(cb string) {
 		line, _ := json.Marshal(map[string]string{"callback": cb})
 		fmt.Fprintf(in, "%s\n", line)
