@@ -31,7 +31,7 @@
 //     that it comes back as written (RecordsRoundTripNormalized) and, for
 //     a time, in UTC (TimesRoundTripInUTC).
 //  4. Families and authorization codes are stored by data/bolt in a binary
-//     form (family.go, code.go): the field needs a new format version
+//     form (families_format.go, codes_format.go): the field needs a new format version
 //     there, or bolt drops it (the suite's round trip fails).
 //  5. If stores look records up by it or keep it unique: an index in each
 //     backend (a bucket in data/bolt, a column and an index in

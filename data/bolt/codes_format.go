@@ -10,7 +10,7 @@ import (
 )
 
 // Authorization-code records are stored in a compact binary form, like
-// families (family.go): a code exchange decodes and re-encodes one inside
+// families (families_format.go): a code exchange decodes and re-encodes one inside
 // the group commit, where JSON would be a third of the exchange's serial
 // work.
 // The first byte is the format version (codeV1); a record that starts with
