@@ -10,8 +10,14 @@ import (
 // (U+007F) or a C1 control character (U+0080–U+009F) can drive a terminal
 // (ESC[2J clears it, ESC[8m hides what follows, CR and LF start a forged
 // line); a bidirectional embedding, override or isolate (U+202A–U+202E,
-// U+2066–U+2069) reorders what follows it, on a terminal or a page. It is
-// the one rule for text a person reads: names are refused with it
+// U+2066–U+2069) reorders what follows it, on a terminal or a page; an
+// invisible mark (zero-width space U+200B, the directional marks U+200E,
+// U+200F and U+061C, the word joiner and invisible operators U+2060–U+2064,
+// the byte order mark U+FEFF) makes two names that read the same differ, or
+// turns the direction of the text around it; a line or paragraph separator
+// (U+2028, U+2029) starts a forged line on some terminals and pages. The
+// joiners U+200C and U+200D pass: Persian and the Indic scripts spell words
+// with them, and emoji sequences are built with them. It is the one rule for text a person reads: names are refused with it
 // ([CheckDisplayText]), and the command line escapes what it finds with it.
 func UnsafeRune(r rune) string {
 	switch {
@@ -21,6 +27,10 @@ func UnsafeRune(r rune) string {
 		return fmt.Sprintf("a C1 control character (U+%04X)", r)
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 		return fmt.Sprintf("a bidirectional override (U+%04X)", r)
+	case r == 0x200b, r == 0x200e, r == 0x200f, r == 0x061c, r >= 0x2060 && r <= 0x2064, r == 0xfeff:
+		return fmt.Sprintf("an invisible character (U+%04X)", r)
+	case r == 0x2028, r == 0x2029:
+		return fmt.Sprintf("a line separator (U+%04X)", r)
 	}
 	return ""
 }

@@ -8,8 +8,8 @@ import (
 	"oauthd/data"
 )
 
-// TestCheckDisplayText: control characters (C0, DEL, C1) and bidi
-// overrides are refused, with a sentence naming the character; other
+// TestCheckDisplayText: control characters (C0, DEL, C1), bidi
+// overrides, invisible marks and line separators are refused, with a sentence naming the character; other
 // text, in any script, passes.
 func TestCheckDisplayText(t *testing.T) {
 	tests := []struct {
@@ -32,6 +32,16 @@ func TestCheckDisplayText(t *testing.T) {
 		{"PDF", "\u202C", "U+202C"},
 		{"RLI", "\u2067x", "U+2067"},
 		{"PDI", "x\u2069", "U+2069"},
+		{"zero-width space", "Acme\u200BCalendar", "an invisible character (U+200B) at byte 5"},
+		{"LRM", "Acme\u200E", "an invisible character (U+200E)"},
+		{"RLM", "\u200FAcme", "an invisible character (U+200F)"},
+		{"ALM", "a\u061Cb", "U+061C"},
+		{"word joiner", "a\u2060b", "U+2060"},
+		{"invisible plus", "a\u2064b", "U+2064"},
+		{"BOM", "\uFEFFAcme", "U+FEFF"},
+		{"line separator", "a\u2028scopes: PROFILE_READ", "a line separator (U+2028)"},
+		{"paragraph separator", "a\u2029b", "U+2029"},
+		{"ZWNJ in Persian", "می\u200Cخواهم", ""},
 		{"invalid UTF-8", "a\x9bb", "not valid UTF-8"},
 	}
 	for _, tc := range tests {
