@@ -18,7 +18,7 @@ import (
 
 	"oauthd/consent/handover"
 	"oauthd/data"
-	"oauthd/data/ident"
+	"oauthd/issuer/admin"
 	"oauthd/issuer/throttle"
 )
 
@@ -209,10 +209,11 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 	if ad, err := mail.ParseAddress(email); err != nil || ad.Address != email {
 		return data.User{}, http.StatusBadRequest, "The platform sent no valid email address for your account.", nil
 	}
-	if _, err := ident.Email(email); err != nil {
-		// A control or bidi character, or a domain IDNA refuses: it could
-		// show as another address.
-		return data.User{}, http.StatusBadRequest, "The platform sent an email address for your account that cannot be used here (it holds an invisible or control character, or its domain is not valid).", nil
+	// The rule of every other entry (users add, users import): at most 254
+	// bytes, and a canonical form (no control or bidi character, a domain
+	// IDNA takes), else it could show as another address.
+	if err := admin.CheckEmail(email); err != nil {
+		return data.User{}, http.StatusBadRequest, "The platform sent an email address for your account that cannot be used here: " + err.Error() + ".", nil
 	}
 	name := strings.TrimSpace(a.Name)
 	// A name that could disguise itself on the operator's screen refuses
