@@ -660,6 +660,34 @@ func TestLogout(t *testing.T) {
 	}
 }
 
+// TestLogoutDuringOutage: with the database away, a sign-out still clears
+// the browser's cookie (503 page saying so); a cross-origin POST clears
+// nothing.
+func TestLogoutDuringOutage(t *testing.T) {
+	en := newEnv(t, "https://auth.example")
+	sess := en.login("alice", alicePassword)
+	s, _ := en.store.GetSession(context.Background(), data.Hash(sess.Value))
+	en.store.Close() // the memory store's outage: every call fails with data.ErrUnavailable
+
+	cross := httptest.NewRequest(http.MethodPost, logoutPath, strings.NewReader(url.Values{csrfField: {s.CSRF}}.Encode()))
+	cross.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	cross.Header.Set("Origin", "https://evil.example")
+	cross.AddCookie(sess)
+	rec := httptest.NewRecorder()
+	en.e.ServeHTTP(rec, cross)
+	if rec.Code != http.StatusServiceUnavailable || cookie(rec, sessionCookie) != nil {
+		t.Errorf("cross-origin logout in an outage = %d, cookie %v; want 503 and the cookie untouched", rec.Code, cookie(rec, sessionCookie))
+	}
+
+	rec = en.post(logoutPath, url.Values{csrfField: {s.CSRF}}, sess)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "no longer holds your sign-in") {
+		t.Errorf("logout in an outage = %d Retry-After %q; want the 503 page saying the browser is signed out\n%s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if c := cookie(rec, sessionCookie); c == nil || c.MaxAge >= 0 {
+		t.Error("logout in an outage did not clear the session cookie")
+	}
+}
+
 // checkPageHeaders asserts the security headers of every page.
 func checkPageHeaders(t *testing.T, rec *httptest.ResponseRecorder) {
 	t.Helper()

@@ -21,6 +21,7 @@ import (
 	"oauthd/data"
 	"oauthd/data/ident"
 	"oauthd/data/password"
+	"oauthd/issuer"
 	"oauthd/issuer/throttle"
 )
 
@@ -308,6 +309,23 @@ func (h *Handler) checkPassword(c echo.Context, user data.User, known bool, pw s
 	return ok
 }
 
+// logoutFailed answers a sign-out the store could not carry out. In an
+// outage the browser still forgets its session (a person signing out of a
+// shared computer must not leave it signed in because the database was
+// away; clearing one's own cookie needs no CSRF token, but a cross-origin
+// POST clears nothing) and the 503 page says that the session itself ends
+// when it expires or at a sign-out once the service is back.
+func (h *Handler) logoutFailed(c echo.Context, err error) error {
+	if !issuer.Unavailable(err) || !h.sameOrigin(c.Request()) {
+		return h.internalError(c, "logout", err)
+	}
+	h.setSessionCookie(c, "")
+	h.outage.Refused(c.Request().Context(), err)
+	c.Response().Header().Set("Retry-After", strconv.Itoa(issuer.RetryAfterUnavailable))
+	return h.errorPage(c, http.StatusServiceUnavailable, "Signed out of this browser",
+		"This browser no longer holds your sign-in. The service cannot reach its database right now, so the sign-in itself ends when it expires; to end it at once, sign in and out again in a moment.")
+}
+
 // humanSeconds renders a wait for the throttling message.
 func humanSeconds(s int) string {
 	if s <= 60 {
@@ -334,14 +352,14 @@ func (h *Handler) logout(c echo.Context) error {
 	case errors.Is(err, errNoSession):
 		h.setSessionCookie(c, "")
 	case err != nil:
-		return h.internalError(c, "logout", err)
+		return h.logoutFailed(c, err)
 	default:
 		if !h.sameOrigin(r) || !equalToken(s.CSRF, r.PostForm.Get(csrfField)) {
 			return h.errorPage(c, http.StatusForbidden, "Request refused",
 				"This sign-out request did not come from this site's page. Nothing was changed.")
 		}
 		if err := h.store.DeleteSession(ctx, s.Hash); err != nil && !errors.Is(err, data.ErrNotFound) {
-			return h.internalError(c, "logout", err)
+			return h.logoutFailed(c, err)
 		}
 		h.setSessionCookie(c, "")
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "logout"),
