@@ -365,10 +365,13 @@ func peakRSS(t *testing.T, pid int) int64 {
 }
 
 // loginPeakRSS is the bound docs/LIMITS.md states for a server whose password
-// checks run on loginTestSlots slots (see TestLoginLoadBoundedMemory).
+// checks run on loginTestSlots slots, with loginTestConns connections open at
+// once (see TestLoginLoadBoundedMemory): 96 MiB + 32 MiB per slot, plus
+// 21 KiB per open connection.
 const (
 	loginTestSlots = 2
-	loginPeakRSS   = 160 << 20
+	loginTestConns = 300
+	loginPeakRSS   = 96<<20 + loginTestSlots*32<<20 + loginTestConns*21<<10
 )
 
 // TestLoginLoadBoundedMemory is the load test of the password checks: 300
@@ -393,7 +396,7 @@ func TestLoginLoadBoundedMemory(t *testing.T) {
 		logins = append(logins, fmt.Sprintf("user%d@example.com", i))
 	}
 	logins = append(logins, "victim", "VICTIM@example.com")
-	floodLogins(t, s.base, attackerAddr, 300, logins, &one)
+	floodLogins(t, s.base, attackerAddr, loginTestConns, logins, &one)
 	t.Logf("300 logins at once from %s: %s; peak RSS %d MiB", attackerAddr, &one, peakRSS(t, pid)>>20)
 	if n := one.get(http.StatusUnauthorized); n > 20 {
 		t.Errorf("%d password checks ran for one address; want at most its ceiling of 20", n)
