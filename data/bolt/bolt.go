@@ -70,16 +70,20 @@ var (
 	bucketNonces      = []byte("nonces")           // key → 8-byte expiry (Unix ns)
 	bucketRevoked     = []byte("revoked")          // grant ID → Revocation (JSON)
 	bucketFamByUser   = []byte("families_by_user") // 8-byte user ID + client ID + 0 + family ID → ""
+	bucketExpiry      = []byte("expiry")           // 8-byte time + hot bucket + key → "" (expiry.go)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
-		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser}
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry}
 
 	keySchema = []byte("schema_version")
 	// keyUserIndex marks a file whose families_by_user index is complete
 	// (see buildUserIndex).
 	keyUserIndex = []byte("families_by_user_built")
-	keySetKey    = []byte("set")
+	// keyExpiryIndex marks a file whose expiry index is complete (see
+	// buildExpiryIndex).
+	keyExpiryIndex = []byte("expiry_built")
+	keySetKey      = []byte("set")
 )
 
 // The hot buckets: the writes of the hot path (codes, refresh-token
@@ -94,9 +98,10 @@ const (
 	hotRevoked
 	hotNonces
 	hotFamByUser
+	hotExpiry
 )
 
-var hotBuckets = [][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces, bucketFamByUser}
+var hotBuckets = [][]byte{bucketCodes, bucketFamilies, bucketFamByClient, bucketSessions, bucketRevoked, bucketNonces, bucketFamByUser, bucketExpiry}
 
 // hotFill is the fill percent of each hot bucket in the bbolt file (0:
 // bbolt's default); see appendFill.
@@ -151,6 +156,10 @@ type Store struct {
 	log    *wal.Log // the hot buckets' writes
 	logger *slog.Logger
 	closed atomic.Bool
+	// sweepBatch bounds the index entries one transaction of the sweep
+	// visits (gc.go); afterBatch, when set, runs after each (tests).
+	sweepBatch int
+	afterBatch func()
 }
 
 // CommitStats is what the write-ahead log's group committer has done since
@@ -265,14 +274,19 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	// The log is replayed into the file and nothing else writes yet: the
-	// index by user can be built on the file alone.
+	// indexes can be built on the file alone.
 	if err := db.Update(buildUserIndex); err != nil {
 		log.Close()
 		db.Close()
 		return nil, fmt.Errorf("open database %s: index families by user: %w", path, err)
 	}
+	if err := db.Update(buildExpiryIndex); err != nil {
+		log.Close()
+		db.Close()
+		return nil, fmt.Errorf("open database %s: index records by expiry: %w", path, err)
+	}
 	opts.Logger.Debug("database opened", "path", path)
-	return &Store{db: db, log: log, logger: opts.Logger}, nil
+	return &Store{db: db, log: log, logger: opts.Logger, sweepBatch: sweepBatch}, nil
 }
 
 // openReadOnly finishes Open of a file opened read-only: it checks the

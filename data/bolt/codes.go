@@ -23,7 +23,10 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 		if userDisabled(w.Bolt(), c.UserID) {
 			return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
 		}
-		return w.Put(hotCodes, key, raw)
+		if err := w.Put(hotCodes, key, raw); err != nil {
+			return err
+		}
+		return putExpiry(w.Put, c.ExpiresAt, hotCodes, key)
 	})
 }
 

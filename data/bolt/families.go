@@ -70,7 +70,7 @@ func buildUserIndex(tx *bbolt.Tx) error {
 // makes a code's record longer, which would split full pages.)
 const appendFill = 0.9
 
-// putFamily stores f and its index entry.
+// putFamily stores the new family f and its index entries.
 func putFamily(w *wal.Tx, f data.Family) error {
 	if err := w.Put(hotFamilies, []byte(f.ID), appendFamily(make([]byte, 0, 256), &f)); err != nil {
 		return err
@@ -78,22 +78,45 @@ func putFamily(w *wal.Tx, f data.Family) error {
 	if err := w.Put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil); err != nil {
 		return err
 	}
+	if err := putExpiry(w.Put, familyExpiry(&f), hotFamilies, []byte(f.ID)); err != nil {
+		return err
+	}
 	return w.Put(hotFamByUser, familyUserKey(f.UserID, f.ClientID, f.ID), nil)
 }
 
-// deleteFamily removes f and its index entry, and stores its tombstone.
+// deleteFamily removes f and its index entries (its expiry entry goes
+// stale: expiry.go), and stores its tombstone.
 func deleteFamily(w *wal.Tx, f data.Family) error {
-	raw, err := json.Marshal(data.RevocationOf(f))
-	if err != nil {
-		return err
-	}
-	if err := w.Put(hotRevoked, []byte(f.ID), raw); err != nil {
+	if err := putRevocation(w.Put, f); err != nil {
 		return err
 	}
 	w.Delete(hotFamilies, []byte(f.ID))
 	w.Delete(hotFamByClient, familyIndexKey(f.ClientID, f.ID))
 	w.Delete(hotFamByUser, familyUserKey(f.UserID, f.ClientID, f.ID))
 	return nil
+}
+
+// putRevocation stores the tombstone of f and its expiry entry through
+// put (a hot write's, or boltPut's).
+func putRevocation(put putFunc, f data.Family) error {
+	r := data.RevocationOf(f)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := put(hotRevoked, []byte(f.ID), raw); err != nil {
+		return err
+	}
+	return putExpiry(put, r.LastIssuedAt.Add(data.RevocationKeep), hotRevoked, []byte(f.ID))
+}
+
+// dropFamilyIndexes deletes f's entries in the by-client and by-user
+// indexes of the bbolt file (an exclusive op deleting f).
+func dropFamilyIndexes(tx *bbolt.Tx, f *data.Family) error {
+	if err := tx.Bucket(bucketFamByUser).Delete(familyUserKey(f.UserID, f.ClientID, f.ID)); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketFamByClient).Delete(familyIndexKey(f.ClientID, f.ID))
 }
 
 // GetFamily implements [data.Store.GetFamily].
@@ -130,7 +153,7 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		if err := jsonUnmarshal(raw, &old); err != nil {
 			return err
 		}
-		clientID := old.ClientID
+		clientID, oldExp := old.ClientID, familyExpiry(&old)
 		next, err := update(old) // old is this fn's own decoded copy
 		if errorsIs(err, data.ErrTokenReused) {
 			// The stored record, decoded again (update may have changed
@@ -152,6 +175,13 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 		next = data.Normalize(next)
 		if err := w.Put(hotFamilies, key, appendFamily(make([]byte, 0, 320), &next)); err != nil {
 			return err
+		}
+		if exp := familyExpiry(&next); exp.Before(oldExp) {
+			// Rare (a rotation extends the expiry): the entry at or
+			// before the old expiry may be after the new one.
+			if err := putExpiry(w.Put, exp, hotFamilies, key); err != nil {
+				return err
+			}
 		}
 		out = next
 		return nil

@@ -4,71 +4,129 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"oauthd/data"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"oauthd/data"
 )
 
-// GarbageCollect implements [data.Store.GarbageCollect]. It runs after a
-// checkpoint, on the bbolt file, and writes to it directly.
+// sweepBatch is how many expiry-index entries one transaction of the
+// sweep visits at most: a few milliseconds, the longest the sweep holds
+// the hot writes back.
+const sweepBatch = 1000
+
+// errUnchanged rolls back a sweep batch that found nothing to write (no
+// commit, no fsync).
+var errUnchanged = errors.New("nothing to sweep")
+
+// GarbageCollect implements [data.Store.GarbageCollect]. It walks the
+// expiry index (expiry.go) up to now, in batches: each batch is an
+// exclusive op (after a checkpoint, on the bbolt file) of at most
+// s.sweepBatch entries, and the hot writes queued meanwhile run between
+// two batches. A sweep that finds nothing costs one short read of the
+// index, whatever the number of records.
 func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
-	var r data.GCResult
-	err := s.exclusive(ctx, "garbage collect", true, func(tx *bbolt.Tx) error {
-		r = data.GCResult{}
-		var err error
-		if r.AuthCodes, err = sweep(tx.Bucket(bucketCodes), func(c *data.AuthCode) bool {
-			return c.ExpiresAt.Before(now)
-		}, nil); err != nil {
-			return err
-		}
-		idx, byUser := tx.Bucket(bucketFamByClient), tx.Bucket(bucketFamByUser)
-		if r.Families, err = sweep(tx.Bucket(bucketFamilies), func(f *data.Family) bool {
-			return f.ExpiresAt.Before(now) || (!f.AbsoluteExp.IsZero() && f.AbsoluteExp.Before(now))
-		}, func(f *data.Family) error {
-			if err := byUser.Delete(familyUserKey(f.UserID, f.ClientID, f.ID)); err != nil {
-				return err
-			}
-			return idx.Delete(familyIndexKey(f.ClientID, f.ID))
-		}); err != nil {
-			return err
-		}
-		if r.Sessions, err = sweep(tx.Bucket(bucketSessions), func(s *data.Session) bool {
-			return s.ExpiresAt.Before(now)
-		}, nil); err != nil {
-			return err
-		}
-		r.Revocations, err = sweep(tx.Bucket(bucketRevoked), func(r *data.Revocation) bool {
-			return r.LastIssuedAt.Add(data.RevocationKeep).Before(now)
-		}, nil)
-		if err != nil {
-			return err
-		}
-		r.Nonces, err = sweepNonces(tx.Bucket(bucketNonces), now)
-		return err
-	})
-	if err != nil {
-		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
+	var total data.GCResult
+	limit := s.sweepBatch
+	if limit <= 0 {
+		limit = sweepBatch
 	}
-	return r, nil
+	end := binary.BigEndian.AppendUint64(nil, expiryTime(now))
+	for {
+		var r data.GCResult
+		var visited int
+		err := s.exclusive(ctx, "garbage collect", true, func(tx *bbolt.Tx) error {
+			r, visited = data.GCResult{}, 0
+			var err error
+			visited, err = sweepBatchTx(tx, end, limit, now, &r)
+			if err == nil && visited == 0 {
+				return errUnchanged
+			}
+			return err
+		})
+		if err != nil && !errors.Is(err, errUnchanged) {
+			return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
+		}
+		total.AuthCodes += r.AuthCodes
+		total.Families += r.Families
+		total.Sessions += r.Sessions
+		total.Revocations += r.Revocations
+		total.Nonces += r.Nonces
+		if visited < limit {
+			return total, nil
+		}
+		if s.afterBatch != nil {
+			s.afterBatch()
+		}
+	}
 }
 
-// sweepNonces deletes the nonces that expired before now.
-func sweepNonces(b *bbolt.Bucket, now time.Time) (int, error) {
-	var dead [][]byte
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < now.UnixNano() {
-			dead = append(dead, bytes.Clone(k))
-		}
+// sweepBatchTx visits at most limit entries of the expiry index before
+// end (the index time of now), the earliest first: it deletes each entry,
+// and the record it names if that expired before now (counted in r); it
+// puts a record still alive back at its expiry, which is not before now.
+// So every entry visited leaves the range, and the next batch goes on
+// where this one stopped.
+func sweepBatchTx(tx *bbolt.Tx, end []byte, limit int, now time.Time, r *data.GCResult) (int, error) {
+	idx := tx.Bucket(bucketExpiry)
+	var due [][]byte
+	c := idx.Cursor()
+	for k, _ := c.First(); k != nil && len(due) < limit && bytes.Compare(k, end) < 0; k, _ = c.Next() {
+		due = append(due, bytes.Clone(k))
 	}
-	for _, k := range dead {
-		if err := b.Delete(k); err != nil {
+	put := boltPut(tx)
+	for _, k := range due {
+		if err := idx.Delete(k); err != nil {
 			return 0, err
 		}
+		if len(k) < 9 || int(k[8]) >= len(hotBuckets) {
+			continue // not an entry this build writes: dropped
+		}
+		b, key := int(k[8]), k[9:]
+		bucket := tx.Bucket(hotBuckets[b])
+		raw := bucket.Get(key)
+		if raw == nil {
+			continue // the record was deleted: its entry went stale
+		}
+		at, err := expiryOf(b, raw)
+		if err != nil {
+			return 0, fmt.Errorf("%s %x: %w", hotBuckets[b], key, err)
+		}
+		if !at.Before(now) {
+			if err := putExpiry(put, at, b, key); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if b == hotFamilies {
+			var f data.Family
+			if err := decodeFamily(raw, &f); err != nil {
+				return 0, err
+			}
+			if err := dropFamilyIndexes(tx, &f); err != nil {
+				return 0, err
+			}
+		}
+		if err := bucket.Delete(key); err != nil {
+			return 0, err
+		}
+		switch b {
+		case hotCodes:
+			r.AuthCodes++
+		case hotFamilies:
+			r.Families++
+		case hotSessions:
+			r.Sessions++
+		case hotRevoked:
+			r.Revocations++
+		case hotNonces:
+			r.Nonces++
+		}
 	}
-	return len(dead), nil
+	return len(due), nil
 }
 
 // sweep deletes the records of b for which expired returns true (calling

@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	bbolt "go.etcd.io/bbolt"
@@ -89,7 +88,6 @@ func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (d
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			dead = append(dead, bytes.Clone(k))
 		}
-		byClient, rev := tx.Bucket(bucketFamByClient), tx.Bucket(bucketRevoked)
 		for _, k := range dead {
 			id := k[len(prefix):]
 			var f data.Family
@@ -103,14 +101,10 @@ func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (d
 			if !ok {
 				continue
 			}
-			raw, err := json.Marshal(data.RevocationOf(f))
-			if err != nil {
+			if err := putRevocation(boltPut(tx), f); err != nil {
 				return err
 			}
-			if err := rev.Put(id, raw); err != nil {
-				return err
-			}
-			if err := byClient.Delete(familyIndexKey(f.ClientID, f.ID)); err != nil {
+			if err := dropFamilyIndexes(tx, &f); err != nil {
 				return err
 			}
 			if err := fams.Delete(id); err != nil {

@@ -29,7 +29,10 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 		if userDisabled(w.Bolt(), sess.UserID) {
 			return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
 		}
-		return w.Put(hotSessions, key, raw)
+		if err := w.Put(hotSessions, key, raw); err != nil {
+			return err
+		}
+		return putExpiry(w.Put, sess.ExpiresAt, hotSessions, key)
 	})
 }
 
@@ -45,7 +48,10 @@ func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) err
 		if w.Get(hotNonces, k) != nil {
 			return fmt.Errorf("use nonce: %w", data.ErrExists)
 		}
-		return w.Put(hotNonces, k, val)
+		if err := w.Put(hotNonces, k, val); err != nil {
+			return err
+		}
+		return putExpiry(w.Put, time.Unix(0, expires.UnixNano()), hotNonces, k) // as stored
 	})
 }
 

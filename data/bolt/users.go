@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -204,22 +203,14 @@ func revokeUser(tx *bbolt.Tx, id int64) error {
 	if _, err := sweep(tx.Bucket(bucketCodes), func(c *data.AuthCode) bool { return mine(c.UserID) }, nil); err != nil {
 		return err
 	}
-	idx, rev := tx.Bucket(bucketFamByClient), tx.Bucket(bucketRevoked)
 	if _, err := sweep(tx.Bucket(bucketFamilies), func(f *data.Family) bool { return mine(f.UserID) },
 		func(f *data.Family) error {
 			// A tombstone for each, as a revocation leaves (the
 			// revoked-grants feed).
-			raw, err := json.Marshal(data.RevocationOf(*f))
-			if err != nil {
+			if err := putRevocation(boltPut(tx), *f); err != nil {
 				return err
 			}
-			if err := rev.Put([]byte(f.ID), raw); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketFamByUser).Delete(familyUserKey(f.UserID, f.ClientID, f.ID)); err != nil {
-				return err
-			}
-			return idx.Delete(familyIndexKey(f.ClientID, f.ID))
+			return dropFamilyIndexes(tx, f)
 		}); err != nil {
 		return err
 	}

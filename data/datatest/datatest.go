@@ -53,6 +53,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"NoncesOnce", testNoncesOnce},
 		{"NoncesConcurrent", testNoncesConcurrent},
 		{"GarbageCollect", testGC},
+		{"GarbageCollectAfterRotation", testGCAfterRotation},
 		{"TimesRoundTripInUTC", testUTC},
 		{"RecordsRoundTripNormalized", testNormalized},
 		{"EmptySlicesRoundTripNormalized", testEmptySlices},

@@ -88,6 +88,58 @@ func testGC(t *testing.T, s data.Store) {
 	mustEqual(t, "GarbageCollect again", again, data.GCResult{})
 }
 
+// testGCAfterRotation: the collector goes by a family's expiry as its
+// last rotation left it: a family created about to expire and extended
+// since stays until its new expiry; one whose rotation moved its expiry
+// earlier goes at that one.
+func testGCAfterRotation(t *testing.T, s data.Store) {
+	now := t0.Add(time.Hour)
+	for _, id := range []string{"extended", "shortened"} {
+		code := newCode("oauthd_ac_"+id, "a")
+		code.ExpiresAt = now.Add(time.Hour)
+		wantErr(t, "CreateAuthCode", s.CreateAuthCode(ctx, code), nil)
+		_, _, err := s.ExchangeAuthCode(ctx, code.Hash, func(c data.AuthCode) (data.Family, error) {
+			f := newFamily(id, "a", "rt-"+id)
+			f.ExpiresAt, f.AbsoluteExp = now.Add(-time.Second), now.Add(48*time.Hour)
+			if id == "shortened" {
+				f.ExpiresAt = now.Add(10 * time.Hour)
+			}
+			return f, nil
+		})
+		wantErr(t, "ExchangeAuthCode", err, nil)
+	}
+	for id, exp := range map[string]time.Time{"extended": now.Add(2 * time.Hour), "shortened": now.Add(-time.Minute)} {
+		_, err := s.RotateRefreshToken(ctx, id, func(f data.Family) (data.Family, error) {
+			f.TokenHash, f.ExpiresAt = data.Hash("rt2-"+id), exp
+			f.Generation++
+			return f, nil
+		})
+		wantErr(t, "RotateRefreshToken "+id, err, nil)
+	}
+	for _, c := range []struct {
+		at   time.Time
+		gone int
+		left []string
+	}{
+		{now, 1, []string{"extended"}},
+		{now, 0, []string{"extended"}},
+		{now.Add(2 * time.Hour), 0, []string{"extended"}},
+		{now.Add(2*time.Hour + time.Nanosecond), 1, nil},
+	} {
+		got, err := s.GarbageCollect(ctx, c.at)
+		wantErr(t, "GarbageCollect", err, nil)
+		if got.Families != c.gone {
+			t.Fatalf("GarbageCollect(now%+v) removed %d families; want %d", c.at.Sub(now), got.Families, c.gone)
+		}
+		left, _ := s.ListFamilies(ctx, "a")
+		var ids []string
+		for _, f := range left {
+			ids = append(ids, f.ID)
+		}
+		mustEqual(t, fmt.Sprintf("families left after GarbageCollect(now%+v)", c.at.Sub(now)), ids, c.left)
+	}
+}
+
 // testNoncesOnce: a key is used once; another key is independent; an
 // empty key is refused.
 func testNoncesOnce(t *testing.T, s data.Store) {
