@@ -66,21 +66,30 @@ second on stderr.
 
   --target URL --client-id ID --client-secret S --tokens FILE
       drive a running server instead (loopback only); FILE holds one
-      refresh token per line (at least --concurrency); the newest token of
-      every live chain is written back to FILE at the end.
+      refresh token per line (at least --concurrency), each the head of
+      one chain; the --concurrency workers rotate over ALL of them (each
+      takes the chain idle longest, so a chain is never in two requests
+      at once and every chain is sent at least once, even past
+      --duration), so a FILE of 10,000 tokens drives 10,000 distinct
+      families; the newest token of every live chain is written back to
+      FILE at the end.
   --emit-tokens FILE [--grants N]
       seed an approved client and N grants into --db (which must not be in
-      use), write their refresh tokens to FILE, print the client's
-      credentials, and exit: then run "oauthd serve" on that database and
-      drive it with --target or ../shared/bench/loadgen.
+      use; the grants are made 16 at a time), write their refresh tokens
+      to FILE, print the client's credentials, and exit: then run
+      "oauthd serve" on that database and drive it with --target or
+      ../shared/bench/loadgen.
       --seed M [--expire-share F] also writes M families directly through
       the store (as the code exchange stores them: code tombstone and
-      family, no consent grant; random refresh tokens no one holds), spread around
-      the N real ones, concurrently (the backends' group commit batches
-      them), and prints families/s; with F, F of them expire in an hour
-      and one expiry sweep, run as if two hours later, is timed, then
-      a second one that finds nothing (what each sweep of a steady
-      database costs).
+      family, no consent grant; random refresh tokens no one holds),
+      spread around the N real ones, and prints families/s: on
+      PostgreSQL in batches with COPY (the store's benchmark-only
+      SeedFamilies, which writes the rows the exchange writes),
+      elsewhere one exchange each, concurrently (the backends' group
+      commit batches them); with F, F of them expire in an hour and one
+      expiry sweep, run as if two hours later, is timed, then a second
+      one that finds nothing (what each sweep of a steady database
+      costs).
   --mode code
       authorization_code exchanges/s (PKCE S256, client_secret_post) over
       loopback HTTP against refresh grants/s on the same server, in 4
@@ -230,7 +239,7 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		}
 		return o.print(stdout, rep)
 	}
-	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
+	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, len(seeded.tokens), o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
 	rep.Target = "in-process " + srv.w.listenURL
 	if backendOf(root.db).shared {
 		rep.Target += " on " + redactDB(root.db)

@@ -16,10 +16,24 @@ import (
 const (
 	benchMaxSeed     = 100_000_000
 	benchSeedWorkers = 256 // concurrent store writes: the backends' group commit batches them
+	// With a backend's SeedFamilies: families a batch (one transaction),
+	// and batches written at a time.
+	benchSeedBatch       = 5000
+	benchSeedBulkWorkers = 3
+	// benchSeedGroups bounds the groups of real grants (--grants) made
+	// between slices of the seeded families.
+	benchSeedGroups = 100
 	// benchSeedExpiring is when the --expire-share of the seeded families
 	// expire (idle); the others expire as the issuer's would, after 30 days.
 	benchSeedExpiring = time.Hour
 )
+
+// familySeeder is a backend's benchmark-only bulk path (data/postgres's
+// SeedFamilies): fams[i] and codes[i]'s tombstone written as the exchange
+// of codes[i] into fams[i] writes them, the whole batch at once.
+type familySeeder interface {
+	SeedFamilies(ctx context.Context, fams []data.Family, codes []data.AuthCode) error
+}
 
 // seedFiller writes n refresh-token families of clientID directly through
 // the store, as the authorization_code exchange stores them (a code, then
@@ -31,34 +45,56 @@ const (
 // No consent grant is written for them: a refresh does not read the
 // grants, and bbolt's PutGrant (one bbolt transaction, one fsync each, not
 // group-committed) would make the seeding ten times slower.
-// A share (0 to 1) of them expires benchSeedExpiring after now. Writes run
-// on benchSeedWorkers goroutines; each family is its own transactions.
-func seedFiller(ctx context.Context, st data.Store, clientID string, firstUser int64, from, n int, share float64, now time.Time) error {
+// A share (0 to 1) of them expires benchSeedExpiring after now. With bulk
+// (the same backend's SeedFamilies) they are written benchSeedBatch at a
+// time on benchSeedBulkWorkers goroutines; otherwise each family is its
+// own transactions, on benchSeedWorkers goroutines.
+func seedFiller(ctx context.Context, st data.Store, bulk familySeeder, clientID string, firstUser int64, from, n int, share float64, now time.Time) error {
+	step, workers := int64(1), benchSeedWorkers
+	if bulk != nil {
+		step, workers = benchSeedBatch, benchSeedBulkWorkers
+	}
 	var next atomic.Int64
 	next.Store(int64(from))
 	var firstErr error
 	var once sync.Once
 	permille := int64(share * 1000)
+	record := func(i int64) (data.AuthCode, data.Family) {
+		idle := 30 * 24 * time.Hour
+		if i%1000 < permille {
+			idle = benchSeedExpiring
+		}
+		return seedRecords(clientID, firstUser+i/2, now, idle)
+	}
+	end := int64(from + n)
 	var wg sync.WaitGroup
-	for range min(benchSeedWorkers, max(n, 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range min(workers, max(n, 1)) {
+		wg.Go(func() {
+			var codes []data.AuthCode
+			var fams []data.Family
 			for {
-				i := next.Add(1) - 1
-				if i >= int64(from+n) || ctx.Err() != nil {
+				i := next.Add(step) - step
+				if i >= end || ctx.Err() != nil {
 					return
 				}
-				idle := 30 * 24 * time.Hour
-				if i%1000 < permille {
-					idle = benchSeedExpiring
+				var err error
+				if bulk == nil {
+					c, f := record(i)
+					err = seedFamily(ctx, st, c, f)
+				} else {
+					codes, fams = codes[:0], fams[:0]
+					for j := i; j < min(i+step, end); j++ {
+						c, f := record(j)
+						codes, fams = append(codes, c), append(fams, f)
+					}
+					err = bulk.SeedFamilies(ctx, fams, codes)
 				}
-				if err := seedFamily(ctx, st, clientID, firstUser+i/2, now, idle); err != nil {
+				if err != nil {
 					once.Do(func() { firstErr = fmt.Errorf("family %d: %w", i, err) })
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
@@ -67,33 +103,42 @@ func seedFiller(ctx context.Context, st data.Store, clientID string, firstUser i
 	return ctx.Err()
 }
 
-// seedFamily stores one family as the exchange of a code would, with a
-// random refresh-token hash. The exchange function is pure, as the store
-// asks: everything random is drawn before it.
-func seedFamily(ctx context.Context, st data.Store, clientID string, userID int64, now time.Time, idle time.Duration) error {
-	scopes := []string{"PROFILE_READ", "BOOKING_READ"}
+// seedRecords is one seeded grant of userID: its code, and the family the
+// exchange of that code makes, with a random refresh-token hash.
+func seedRecords(clientID string, userID int64, now time.Time, idle time.Duration) (data.AuthCode, data.Family) {
 	code := data.AuthCode{Hash: data.AuthCodeKey(data.NewAuthCode(now)), ClientID: clientID, UserID: userID,
-		RedirectURI: benchRedirectURI, Scopes: scopes, CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGjSstw-cM",
+		RedirectURI: benchRedirectURI, Scopes: []string{"PROFILE_READ", "BOOKING_READ"}, CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGjSstw-cM",
 		CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
-	if err := st.CreateAuthCode(ctx, code); err != nil {
-		return err
-	}
 	var tok [32]byte
 	rand.Read(tok[:])
 	id := data.NewFamilyID(time.Now()) // IDs sort by time: the real grants lie among these
-	_, _, err := st.ExchangeAuthCode(ctx, code.Hash, func(c data.AuthCode) (data.Family, error) {
-		return data.Family{ID: id, ClientID: c.ClientID, UserID: c.UserID, Scopes: c.Scopes,
-			TokenHash: data.Hash(string(tok[:])), CreatedAt: now, RotatedAt: now, ExpiresAt: now.Add(idle),
-			AbsoluteExp: now.Add(90 * 24 * time.Hour), CodeHash: c.Hash, Tagged: true}, nil
-	})
+	return code, data.Family{ID: id, ClientID: code.ClientID, UserID: code.UserID, Scopes: code.Scopes,
+		TokenHash: data.Hash(string(tok[:])), CreatedAt: now, RotatedAt: now, ExpiresAt: now.Add(idle),
+		AbsoluteExp: now.Add(90 * 24 * time.Hour), CodeHash: code.Hash, Tagged: true}
+}
+
+// seedFamily stores code, and fam as the exchange of code, through the
+// store's real path. The exchange function is pure, as the store asks:
+// everything random was drawn before it.
+func seedFamily(ctx context.Context, st data.Store, code data.AuthCode, fam data.Family) error {
+	if err := st.CreateAuthCode(ctx, code); err != nil {
+		return err
+	}
+	_, _, err := st.ExchangeAuthCode(ctx, code.Hash, func(data.AuthCode) (data.Family, error) { return fam, nil })
 	return err
 }
 
 // seedReport is what --seed adds to the --emit-tokens report.
 type seedReport struct {
-	Families    int     `json:"families"`
-	Seconds     float64 `json:"seconds"`
-	PerS        float64 `json:"families_per_s"`
+	Families int     `json:"families"`
+	Seconds  float64 `json:"seconds"` // all of it, the real grants too
+	// PerS is seeded families a second, the real grants' time left out.
+	PerS float64 `json:"families_per_s"`
+	// GrantsSeconds is the time the real grants (--grants) took.
+	GrantsSeconds float64 `json:"grants_seconds"`
+	// Bulk: the backend's SeedFamilies wrote the families (COPY on
+	// PostgreSQL); false: one code exchange each.
+	Bulk        bool    `json:"bulk"`
 	HeapMiB     float64 `json:"heap_mib"`
 	GCSeconds   float64 `json:"gc_seconds,omitempty"`
 	GCFamilies  int     `json:"gc_families,omitempty"`

@@ -11,10 +11,13 @@ import (
 )
 
 // TestBenchSeedThenTarget runs the large-database path at a small N on
-// both backends: --seed writes the families through the store (the
-// expiring share is swept: exactly that share and every code's tombstone
-// go), the real grants lie among them rather than after them, and the
-// refresh workload drives the real grants on the seeded database.
+// both backends: --seed writes the families through the store (on
+// PostgreSQL through its bulk SeedFamilies; the expiring share is swept:
+// exactly that share and every code's tombstone go), the real grants lie
+// among them rather than after them, and the refresh workload drives the
+// real grants on the seeded database: 2 workers rotating over all 8
+// chains, every chain used, and the newest tokens written back to the
+// file (a second run on them finds every chain alive).
 func TestBenchSeedThenTarget(t *testing.T) {
 	for _, backend := range []string{"bbolt", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
@@ -29,8 +32,11 @@ func TestBenchSeedThenTarget(t *testing.T) {
 			toks := filepath.Join(t.TempDir(), "toks.txt")
 			var em emitReport
 			oneJSON(t, c.ok("", "bench", "--emit-tokens", toks, "--grants", "8", "--seed", "2000", "--expire-share", "0.1", "--json"), &em)
-			if em.Seed == nil || em.Seed.Families != seed || em.Seed.PerS <= 0 || em.Seed.GCIdleSeconds <= 0 {
+			if em.Seed == nil || em.Seed.Families != seed || em.Seed.PerS <= 0 || em.Seed.GCIdleSeconds <= 0 || em.Seed.GrantsSeconds <= 0 {
 				t.Fatalf("emit report %+v; want the seed's figures", em)
+			}
+			if em.Seed.Bulk != (backend == "postgres") {
+				t.Errorf("seed bulk = %v on %s; want the bulk path on PostgreSQL only", em.Seed.Bulk, backend)
 			}
 			// i%1000 < 100 for i in [0, 2000): 200 families; the codes: every
 			// seeded one and the real grants' (a minute's life).
@@ -70,11 +76,30 @@ func TestBenchSeedThenTarget(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.stop(context.WithoutCancel(ctx), logger)
-			var rep loadgen.RefreshReport
-			oneJSON(t, c.ok("", "bench", "--target", srv.w.listenURL+benchTokenPath, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
-				"--tokens", toks, "-c", "8", "-d", "200ms", "--json"), &rep)
-			if rep.ChainsAlive != grants || rep.Errors != 0 || rep.OK < grants {
-				t.Errorf("target run on the seeded database: %+v", rep)
+			before, err := loadgen.ReadTokens(toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for run := range 2 {
+				var rep loadgen.RefreshReport
+				oneJSON(t, c.ok("", "bench", "--target", srv.w.listenURL+benchTokenPath, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+					"--tokens", toks, "-c", "2", "-d", "200ms", "--json"), &rep)
+				if rep.Concurrency != 2 || rep.Chains != grants || rep.ChainsUsed != grants || rep.ChainsAlive != grants || rep.Errors != 0 || rep.OK < grants {
+					t.Errorf("target run %d on the seeded database: %+v; want 2 workers over all %d chains, all alive", run+1, rep, grants)
+				}
+				after, err := loadgen.ReadTokens(toks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(after) != grants {
+					t.Fatalf("run %d wrote %d tokens back; want %d", run+1, len(after), grants)
+				}
+				for i := range after {
+					if after[i] == before[i] {
+						t.Errorf("run %d: chain %d's token was not written back (unchanged)", run+1, i)
+					}
+				}
+				before = after
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/oauth2"
 
@@ -68,18 +70,55 @@ type seeded struct {
 }
 
 // seedBench creates a user and an approved confidential client through the
-// admin service, then n grants through the real code path (benchGrant).
+// admin service, then n grants through the real code path (benchGrants).
 func seedBench(ctx context.Context, s *benchServer, n int) (seeded, error) {
 	out, err := seedClient(ctx, s)
 	if err != nil {
 		return seeded{}, err
 	}
-	for i := range n {
-		if err := benchGrant(ctx, s, &out, i); err != nil {
-			return seeded{}, err
-		}
+	out.tokens = make([]string, n)
+	if err := benchGrants(ctx, s, &out, 0, n); err != nil {
+		return seeded{}, err
 	}
 	return out, nil
+}
+
+// benchGrantWorkers is how many grants benchGrants makes at a time.
+const benchGrantWorkers = 16
+
+// benchGrants makes grants from to to (out.tokens[from:to]) through the
+// real code path (benchGrant), benchGrantWorkers at a time; out.tokens
+// must have room for them.
+func benchGrants(ctx context.Context, s *benchServer, out *seeded, from, to int) error {
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next.Store(int64(from))
+	for range min(benchGrantWorkers, max(to-from, 0)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= to {
+					return
+				}
+				rt, at, err := benchGrant(ctx, s, *out, i)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				out.tokens[i], out.accessToken = rt, at
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // seedClient creates a user and an approved confidential client through
@@ -103,13 +142,15 @@ func seedClient(ctx context.Context, s *benchServer) (seeded, error) {
 	return seeded{clientID: c.ClientID, clientSecret: c.ClientSecret, userID: u.ID}, nil
 }
 
-// benchGrant adds grant i to out through the real code path: issuer
-// Approve mints the code, and the authorization_code exchange runs over
-// loopback HTTP against the running server.
-func benchGrant(ctx context.Context, s *benchServer, out *seeded, i int) error {
+// benchGrant makes grant i of sd's user and client through the real code
+// path: issuer Approve mints the code, and the authorization_code exchange
+// runs over loopback HTTP against the running server. It returns the
+// grant's refresh and access tokens.
+func benchGrant(ctx context.Context, s *benchServer, sd seeded, i int) (refresh, access string, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return "", "", err
 	}
+	out := &sd
 	verifier := oauth2.GenerateVerifier()
 	q := url.Values{
 		"response_type":         {"code"},
@@ -122,11 +163,11 @@ func benchGrant(ctx context.Context, s *benchServer, out *seeded, i int) error {
 	}
 	redirect, err := s.w.iss.Approve(ctx, q, out.userID)
 	if err != nil {
-		return fmt.Errorf("approve grant %d: %w", i, err)
+		return "", "", fmt.Errorf("approve grant %d: %w", i, err)
 	}
 	ru, err := url.Parse(redirect)
 	if err != nil || ru.Query().Get("code") == "" {
-		return fmt.Errorf("approve grant %d: no code in the redirect", i)
+		return "", "", fmt.Errorf("approve grant %d: no code in the redirect", i)
 	}
 	form := url.Values{
 		"grant_type": {"authorization_code"}, "code": {ru.Query().Get("code")}, "redirect_uri": {benchRedirectURI},
@@ -134,12 +175,10 @@ func benchGrant(ctx context.Context, s *benchServer, out *seeded, i int) error {
 	}
 	status, tr, err := s.endpoint(*out).Post(ctx, form.Encode())
 	if err != nil {
-		return fmt.Errorf("exchange code %d: %w", i, err)
+		return "", "", fmt.Errorf("exchange code %d: %w", i, err)
 	}
 	if status != http.StatusOK {
-		return fmt.Errorf("exchange code %d: HTTP %d %s", i, status, tr.Error)
+		return "", "", fmt.Errorf("exchange code %d: HTTP %d %s", i, status, tr.Error)
 	}
-	out.tokens = append(out.tokens, tr.RefreshToken)
-	out.accessToken = tr.AccessToken
-	return nil
+	return tr.RefreshToken, tr.AccessToken, nil
 }

@@ -8,8 +8,11 @@ import (
 	"oauthd/cmd/oauthd/internal/loadgen"
 )
 
-// runTarget drives a running server with tokens from o.tokens and writes
-// the live chains' newest tokens back to it.
+// runTarget drives a running server with every token of o.tokens, one
+// chain each, on o.concurrency workers that rotate over the chains (each
+// takes the chain idle longest: more chains than workers is the many
+// distinct families of a large database), and writes the live chains'
+// newest tokens back to it.
 func (o *benchOptions) runTarget(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := loadgen.CheckLoopback(ctx, o.target); err != nil {
 		return fmt.Errorf("--target %q: %w", o.target, err)
@@ -24,10 +27,10 @@ func (o *benchOptions) runTarget(ctx context.Context, stdout, stderr io.Writer) 
 	hc := loadgen.NewHTTPClient(o.concurrency)
 	defer hc.CloseIdleConnections()
 	ep := loadgen.Endpoint{HTTP: hc, TokenURL: o.target, ClientID: o.clientID, ClientSecret: o.clientSecret}
-	rep, live, _ := ep.Refresh(ctx, toks[:o.concurrency], o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
+	rep, live, _ := ep.Refresh(ctx, toks, o.concurrency, o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
 	rep.Target = o.target
-	// Unused lines are kept; dead chains dropped.
-	if err := loadgen.WriteTokens(o.tokens, append(live, toks[o.concurrency:]...)); err != nil {
+	// Dead chains are dropped.
+	if err := loadgen.WriteTokens(o.tokens, live); err != nil {
 		return err
 	}
 	return o.print(stdout, rep)

@@ -159,23 +159,20 @@ func TestBenchEmitThenTarget(t *testing.T) {
 	target := srv.w.listenURL + benchTokenPath
 
 	var rep loadgen.RefreshReport
-	// -c 3: the fourth token is unused and kept.
+	// -c 3 over 4 tokens: the 3 workers rotate over all 4 chains.
 	oneJSON(t, c.ok("", "bench", "--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
 		"--tokens", toks, "-c", "3", "-d", "100ms", "--json"), &rep)
-	if rep.ChainsAlive != 3 || rep.Errors != 0 || rep.OK < 3 {
-		t.Fatalf("target run: %+v", rep)
+	if rep.Concurrency != 3 || rep.ChainsUsed != 4 || rep.ChainsAlive != 4 || rep.Errors != 0 || rep.OK < 4 {
+		t.Fatalf("target run: %+v; want 3 workers over all 4 chains", rep)
 	}
 	after, err := loadgen.ReadTokens(toks)
 	if err != nil || len(after) != 4 {
 		t.Fatalf("tokens after: %d, %v; want 4", len(after), err)
 	}
-	for i := range 3 {
+	for i := range 4 {
 		if after[i] == before[i] {
 			t.Errorf("token %d was not replaced by the chain's newest", i)
 		}
-	}
-	if after[3] != before[3] {
-		t.Error("the unused token was not kept")
 	}
 	// The newest token is live: one more run continues every chain.
 	oneJSON(t, c.ok("", "bench", "--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,

@@ -132,7 +132,7 @@ func (e Endpoint) CodeVsRefresh(ctx context.Context, run CodeRun) (CodeReport, e
 		failures              = map[string]int64{}
 	)
 	for i := range Slices {
-		rep, live, h := e.Refresh(ctx, tokens, slice, Progress{})
+		rep, live, h := e.Refresh(ctx, tokens, len(tokens), slice, Progress{})
 		if len(live) < len(tokens) {
 			return CodeReport{}, fmt.Errorf("refresh slice %d: %d of %d chains died (by status %v)", i+1, len(tokens)-len(live), len(tokens), rep.ByStatus)
 		}

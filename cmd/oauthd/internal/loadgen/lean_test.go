@@ -34,7 +34,7 @@ func TestRefreshServerCloses(t *testing.T) {
 			}
 			e := f.endpoint(srv)
 			e.netHTTP = netHTTP
-			rep, live, _ := e.Refresh(ctx, []string{"a.0"}, time.Hour, Progress{})
+			rep, live, _ := e.Refresh(ctx, []string{"a.0"}, 1, time.Hour, Progress{})
 			if rep.ChainsAlive != 1 || !slices.Equal(live, []string{"a.6"}) || f.token("a") != "a.6" {
 				t.Fatalf("report %+v, live %q; want the chain alive at a.6", rep, live)
 			}
@@ -64,7 +64,7 @@ func TestRefreshConnectionClose(t *testing.T) {
 			cancel()
 		}
 	}
-	rep, live, _ := f.endpoint(srv).Refresh(ctx, []string{"a.0"}, time.Hour, Progress{})
+	rep, live, _ := f.endpoint(srv).Refresh(ctx, []string{"a.0"}, 1, time.Hour, Progress{})
 	if rep.OK != 5 || rep.Errors != 0 || !slices.Equal(live, []string{"a.5"}) {
 		t.Errorf("report %+v, live %q; want 5 rotations, no error", rep, live)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ type RefreshReport struct {
 	Errors      int64            `json:"errors"`
 	ChainsAlive int              `json:"chains_alive"`
 	Chains      int              `json:"chains"`
+	ChainsUsed  int              `json:"chains_used"`       // chains that sent at least one request: all of them
 	RSSMiB      float64          `json:"rss_mib,omitempty"` // in-process runs: the whole process (server and load)
 }
 
@@ -47,7 +49,7 @@ func (r RefreshReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "grants/s     %.0f  (ok %d of %d requests)\n", r.GrantsPerS, r.OK, r.Requests)
 	fmt.Fprintf(w, "latency ms   p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
 	fmt.Fprintf(w, "by status    %s  (errors %d)\n", strings.Join(by, " "), r.Errors)
-	fmt.Fprintf(w, "chains alive %d of %d\n", r.ChainsAlive, r.Chains)
+	fmt.Fprintf(w, "chains alive %d of %d  (used %d)\n", r.ChainsAlive, r.Chains, r.ChainsUsed)
 	if r.RSSMiB > 0 {
 		fmt.Fprintf(w, "process RSS  %.1f MiB (server and load generator)\n", r.RSSMiB)
 	}
@@ -58,67 +60,94 @@ func (r RefreshReport) WriteText(w io.Writer) error {
 // after a 429, a 5xx or a transport error.
 const retryPause = 10 * time.Millisecond
 
-// Refresh runs one refresh-token chain per token for d: each worker sends
-// its newest refresh token and keeps the one it gets back. 429 and 5xx
-// (and transport errors) are retried with the same token after a pause;
-// any other error ends the chain. Every chain sends at least one request,
-// however short d; the run ends at d or when ctx is done. Requests in
-// flight then are completed, not cancelled, so no rotated token is lost.
-// It returns the report (Target not set), the newest token of every live
-// chain (in the order of tokens) and the latencies.
-func (e Endpoint) Refresh(ctx context.Context, tokens []string, d time.Duration, p Progress) (RefreshReport, []string, *Histogram) {
+// Refresh runs one refresh-token chain per token for d on workers
+// concurrent workers (at most one per chain; workers < 1: one per chain),
+// each with its own connection. A worker takes the chain that has been
+// idle longest, sends its newest refresh token, keeps the one it gets
+// back and puts the chain back at the end of the queue: a chain is never
+// in two requests at once, and with more chains than workers the load
+// rotates over all of them (many distinct families: a large database's
+// cache misses) instead of a hot few. 429 and 5xx (and transport errors)
+// put the chain back after a pause with the same token; any other error
+// ends the chain. Every chain sends at least one request, however short
+// d (the run is longer than d when the workers cannot reach every chain
+// in d); the run ends at d, or when ctx is done, once every chain has
+// been sent. Requests in flight then are completed, not cancelled, so no
+// rotated token is lost. It returns the report (Target not set), the
+// newest token of every live chain (in the order of tokens) and the
+// latencies.
+func (e Endpoint) Refresh(ctx context.Context, tokens []string, workers int, d time.Duration, p Progress) (RefreshReport, []string, *Histogram) {
 	n := len(tokens)
+	if workers < 1 || workers > n {
+		workers = n
+	}
 	var (
 		ok, reqs, fails atomic.Int64
-		alive           atomic.Int64
+		alive, unsent   atomic.Int64
 		mu              sync.Mutex
 		byStatus        = map[string]int64{}
 		hist            = new(Histogram)
-		newest          = make([]string, n)
+		newest          = slices.Clone(tokens) // a chain's entry is written only by the worker holding it
+		dead            = make([]bool, n)
+		idle            = make(chan int, n) // the chains no worker holds, longest idle first
 	)
+	for i := range n {
+		idle <- i
+	}
 	alive.Store(int64(n))
+	unsent.Store(int64(n))
 	prefix := e.clientPrefix("refresh_token") + "&refresh_token="
 	start := time.Now()
 	deadline := start.Add(d)
 	// Requests are not cancelled at the deadline (see above): they get
 	// their own bounded context.
 	reqCtx := context.WithoutCancel(ctx)
+	sent := make([]bool, n)
 	var wg sync.WaitGroup
-	for i := range n {
+	for range workers {
 		wg.Go(func() {
 			var h Histogram
 			local := map[string]int64{}
-			tok := tokens[i]
-			live := true
 			post := e.poster(reqCtx, prefix)
 			defer post.close()
-			for first := true; first || (time.Now().Before(deadline) && ctx.Err() == nil); first = false {
+		run:
+			for unsent.Load() > 0 || (time.Now().Before(deadline) && ctx.Err() == nil) {
+				var i int
+				select {
+				case i = <-idle:
+				default:
+					// Every live chain is in another worker's hands
+					// (fewer live chains than workers): this one is not needed.
+					break run
+				}
+				if !sent[i] {
+					sent[i] = true
+					unsent.Add(-1)
+				}
 				t0 := time.Now()
-				status, tr, err := post.post(tok)
+				status, tr, err := post.post(newest[i])
 				h.Add(time.Since(t0))
 				reqs.Add(1)
 				local[statusKey(status)]++
-				if status == http.StatusOK && err == nil {
+				switch {
+				case status == http.StatusOK && err == nil:
 					ok.Add(1)
-					tok = tr.RefreshToken
-					continue
-				}
-				fails.Add(1)
-				if status == 0 || status == http.StatusTooManyRequests || status >= 500 {
+					newest[i] = tr.RefreshToken
+				case status == 0 || status == http.StatusTooManyRequests || status >= 500:
+					fails.Add(1)
 					time.Sleep(retryPause)
-					continue
+				default:
+					fails.Add(1)
+					dead[i] = true
+					alive.Add(-1)
+					continue // not back in the queue
 				}
-				live = false
-				alive.Add(-1)
-				break
+				idle <- i
 			}
 			mu.Lock()
 			hist.Merge(&h)
 			for k, v := range local {
 				byStatus[k] += v
-			}
-			if live {
-				newest[i] = tok
 			}
 			mu.Unlock()
 		})
@@ -137,16 +166,20 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, d time.Duration,
 	pwg.Wait()
 
 	var live []string
-	for _, t := range newest {
-		if t != "" {
+	used := 0
+	for i, t := range newest {
+		if sent[i] {
+			used++
+		}
+		if !dead[i] {
 			live = append(live, t)
 		}
 	}
 	return RefreshReport{
-		Mode: "refresh", Concurrency: n, DurationS: elapsed.Seconds(),
+		Mode: "refresh", Concurrency: workers, DurationS: elapsed.Seconds(),
 		Requests: reqs.Load(), OK: ok.Load(), GrantsPerS: float64(ok.Load()) / elapsed.Seconds(),
 		LatencyMS: hist.Latency(),
-		ByStatus:  byStatus, Errors: fails.Load(), ChainsAlive: int(alive.Load()), Chains: n,
+		ByStatus:  byStatus, Errors: fails.Load(), ChainsAlive: int(alive.Load()), Chains: n, ChainsUsed: used,
 	}, live, hist
 }
 
