@@ -67,7 +67,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 		if err := w.Put(hotCodes, key, appendAuthCode(make([]byte, 0, len(raw)+32), &code)); err != nil {
 			return err
 		}
-		if err := putFamily(w, f); err != nil {
+		if err := putFamily(w.Put, f); err != nil {
 			return err
 		}
 		fam = f

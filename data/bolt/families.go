@@ -71,17 +71,17 @@ func buildUserIndex(tx *bbolt.Tx) error {
 const appendFill = 0.9
 
 // putFamily stores the new family f and its index entries.
-func putFamily(w *wal.Tx, f data.Family) error {
-	if err := w.Put(hotFamilies, []byte(f.ID), appendFamily(make([]byte, 0, 256), &f)); err != nil {
+func putFamily(put putFunc, f data.Family) error {
+	if err := put(hotFamilies, []byte(f.ID), appendFamily(make([]byte, 0, 256), &f)); err != nil {
 		return err
 	}
-	if err := w.Put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil); err != nil {
+	if err := put(hotFamByClient, familyIndexKey(f.ClientID, f.ID), nil); err != nil {
 		return err
 	}
-	if err := putExpiry(w.Put, familyExpiry(&f), hotFamilies, []byte(f.ID)); err != nil {
+	if err := putExpiry(put, familyExpiry(&f), hotFamilies, []byte(f.ID)); err != nil {
 		return err
 	}
-	return w.Put(hotFamByUser, familyUserKey(f.UserID, f.ClientID, f.ID), nil)
+	return put(hotFamByUser, familyUserKey(f.UserID, f.ClientID, f.ID), nil)
 }
 
 // deleteFamily removes f and its index entries (its expiry entry goes
