@@ -16,10 +16,9 @@ import (
 const (
 	benchMaxSeed     = 100_000_000
 	benchSeedWorkers = 256 // concurrent store writes: the backends' group commit batches them
-	// With a backend's SeedFamilies: families a batch (one transaction),
-	// and batches written at a time.
-	benchSeedBatch       = 5000
-	benchSeedBulkWorkers = 3
+	// With a backend's SeedFamilies: families a batch (one transaction);
+	// batches are written benchSeedBulkWorkers() at a time.
+	benchSeedBatch = 5000
 	// benchSeedGroups bounds the groups of real grants (--grants) made
 	// between slices of the seeded families.
 	benchSeedGroups = 100
@@ -47,12 +46,12 @@ type familySeeder interface {
 // group-committed) would make the seeding ten times slower.
 // A share (0 to 1) of them expires benchSeedExpiring after now. With bulk
 // (the same backend's SeedFamilies) they are written benchSeedBatch at a
-// time on benchSeedBulkWorkers goroutines; otherwise each family is its
+// time on benchSeedBulkWorkers() goroutines; otherwise each family is its
 // own transactions, on benchSeedWorkers goroutines.
 func seedFiller(ctx context.Context, st data.Store, bulk familySeeder, clientID string, firstUser int64, from, n int, share float64, now time.Time) error {
 	step, workers := int64(1), benchSeedWorkers
 	if bulk != nil {
-		step, workers = benchSeedBatch, benchSeedBulkWorkers
+		step, workers = benchSeedBatch, benchSeedBulkWorkers()
 	}
 	var next atomic.Int64
 	next.Store(int64(from))
@@ -102,6 +101,11 @@ func seedFiller(ctx context.Context, st data.Store, bulk familySeeder, clientID 
 	}
 	return ctx.Err()
 }
+
+// benchSeedBulkWorkers is how many batches seedFiller writes at a time:
+// one per core (the database's side of a COPY is one backend), at least 3
+// so that building a batch here overlaps writing the others.
+func benchSeedBulkWorkers() int { return max(3, runtime.NumCPU()) }
 
 // seedRecords is one seeded grant of userID: its code, and the family the
 // exchange of that code makes, with a random refresh-token hash.
