@@ -82,11 +82,11 @@ second on stderr.
       --seed M [--expire-share F] also writes M families directly through
       the store (as the code exchange stores them: code tombstone and
       family, no consent grant; random refresh tokens no one holds),
-      spread around the N real ones, and prints families/s: on
-      PostgreSQL in batches with COPY (the store's benchmark-only
-      SeedFamilies, which writes the rows the exchange writes),
-      elsewhere one exchange each, concurrently (the backends' group
-      commit batches them); with F, F of them expire in an hour and one
+      spread around the N real ones, and prints families/s: in
+      batches through the store's benchmark-only SeedFamilies, which
+      writes the records the exchange writes (PostgreSQL: COPY; bbolt:
+      one transaction a batch, keys in order), elsewhere one exchange
+      each, concurrently (the group commit batches them); with F, F of them expire in an hour and one
       expiry sweep, run as if two hours later, is timed, then a second
       one that finds nothing (what each sweep of a steady database
       costs).
