@@ -283,7 +283,14 @@ func TestPartitionPruning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+	// One transaction: through a transaction pool (OAUTHD_TEST_PGBOUNCER)
+	// the session's prepared statement lasts no longer.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -291,10 +298,10 @@ func TestPartitionPruning(t *testing.T) {
 		"UPDATE families SET version = version + 1, expires_ns = 1, gc_ns = least(gc_ns, 1), body = '{}' WHERE id = $1 AND version = 1",
 		"DELETE FROM families WHERE id = $1 AND version = 1",
 	} {
-		if _, err := conn.Exec(ctx, "PREPARE q AS "+q); err != nil {
+		if _, err := tx.Exec(ctx, "PREPARE q AS "+q); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE q('x')")
+		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE q('x')")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +314,7 @@ func TestPartitionPruning(t *testing.T) {
 			t.Errorf("%s: generic plan prunes no partition at execution:\n%s", q, text)
 		}
 		t.Logf("%s:\n%s", q, text)
-		if _, err := conn.Exec(ctx, "DEALLOCATE q"); err != nil {
+		if _, err := tx.Exec(ctx, "DEALLOCATE q"); err != nil {
 			t.Fatal(err)
 		}
 	}
