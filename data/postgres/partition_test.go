@@ -43,10 +43,11 @@ func TestStorePartitioned(t *testing.T) {
 	datatest.RunStoreTests(t, func(t *testing.T) data.Store { return open(t, newDB(t)) })
 }
 
-// TestSharedPartitioned runs the replicas' races on the partitioned
-// schema: the rules they check are kept by the families table's primary
-// key and conditional writes, which partitioning must not weaken.
-func TestSharedPartitioned(t *testing.T) {
+// TestOnPartitionedSchema runs the replicas' races, the round-trip counts
+// and the copy into PostgreSQL on the partitioned schema: the rules they
+// check are kept by the families table's primary key and conditional
+// writes, which partitioning must not weaken.
+func TestOnPartitionedSchema(t *testing.T) {
 	newDB := partitioned(4)
 	for _, tc := range []struct {
 		name string
@@ -61,6 +62,7 @@ func TestSharedPartitioned(t *testing.T) {
 		{"RotationRoundTrips", testRotationRoundTrips},
 		{"RotationPromiseDecidesOnTheStoredFamily", testRotationPromiseDecidesOnTheStoredFamily},
 		{"RotationPromiseOneWinner", testRotationPromiseOneWinner},
+		{"CopyRoundTrip", testCopyRoundTrip},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newDB) })
 	}
