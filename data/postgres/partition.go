@@ -26,8 +26,22 @@ const (
 	MaxPartitions = 256
 )
 
-// ErrPartitions: a number of partitions [PartitionFamilies] does not take.
-var ErrPartitions = errors.New("the number of partitions must be 0 (unpartitioned) or 2–256")
+// Errors of [PartitionFamilies].
+var (
+	// ErrPartitions: a number of partitions it does not take.
+	ErrPartitions = errors.New("the number of partitions must be 0 (unpartitioned) or 2–256")
+	// ErrBusy: another transaction held the families table too long.
+	ErrBusy = errors.New("the families table is busy")
+)
+
+// lockWait bounds how long PartitionFamilies waits for the families
+// table, during which every other statement on it waits too.
+var lockWait = 10 * time.Second
+
+func isLockTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
 
 // familiesFillfactor is each partition's fillfactor, as the plain table's
 // (migration 1): room in each page for HOT rotations.
@@ -137,9 +151,20 @@ func PartitionFamilies(ctx context.Context, url string, partitions int, logger *
 		if r.From == r.To {
 			return nil
 		}
-		// Every statement on families waits from here to the commit.
+		// Every statement on families waits from here to the commit. A
+		// transaction that holds the table (an export, say) would make
+		// them all queue behind this lock: give up after lockWait.
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", lockWait.Milliseconds())); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "LOCK TABLE families IN ACCESS EXCLUSIVE MODE"); err != nil {
+			if isLockTimeout(err) {
+				return fmt.Errorf("%w: a transaction has held the families table for %s (a `store copy` or an export, a long query?); run again when it has ended", ErrBusy, lockWait)
+			}
 			return fmt.Errorf("lock the families table: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = 0"); err != nil {
+			return err
 		}
 		if r.Families, err = reshapeFamilies(ctx, tx, partitions); err != nil {
 			return err

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -81,5 +83,44 @@ func TestLaterMigrationOnBothShapes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("on %d partitions: %v", partitions, err)
 		}
+	}
+}
+
+// TestPartitionFamiliesBusy: a transaction that holds the families table
+// (an export's snapshot read, say) makes the conversion give up after
+// lockWait with ErrBusy, rather than keep every statement on the table
+// waiting behind it; the table is left as it was, and the conversion
+// works once that transaction has ended.
+func TestPartitionFamiliesBusy(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	if _, _, err := Migrate(ctx, url, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { lockWait = d }(lockWait)
+	lockWait = 300 * time.Millisecond
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM families"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PartitionFamilies(ctx, url, 8, nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("PartitionFamilies while a transaction reads families = %v; want ErrBusy", err)
+	}
+	if shape, err := FamiliesShape(ctx, url); err != nil || shape.Partitions != 0 {
+		t.Fatalf("after the refusal: shape %+v, %v; want the plain table", shape, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := PartitionFamilies(ctx, url, 8, nil); err != nil || !r.Converted {
+		t.Fatalf("PartitionFamilies after the reader ended = %+v, %v", r, err)
 	}
 }
