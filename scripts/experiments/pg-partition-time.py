@@ -80,7 +80,7 @@ try:
             if parts:
                 conv['partition_bytes_after'] = int(psql(db, "SELECT pg_total_relation_size('families_h16_0')"))
             r = json.loads(load.communicate()[0])
-            conv['load'] = {k: r[k] for k in ('grants_per_s', 'latency_ms', 'errors', 'chains_alive', 'chains')}
+            conv['load'] = {k: r[k] for k in ('grants_per_s', 'latency_ms', 'errors', 'by_status', 'chains_alive', 'chains')}
             conv['rep'] = rep
             print(json.dumps(conv), flush=True)
 finally:
