@@ -11,7 +11,9 @@
 # it must be writable by the user PgBouncer runs as (as root: the postgres
 # user, since PgBouncer refuses root). No TCP port is opened. Every
 # database of the server is reachable (the fallback database "*"); clients
-# are trusted (auth_type=trust), so keep DIR private.
+# are trusted (auth_type=trust), so keep DIR private. PGBOUNCER_POOL_SIZE
+# sets default_pool_size (20 unless set; scripts/experiments/pg-replicas.py
+# varies it).
 set -euo pipefail
 
 cmd=${1:?usage: $0 start DIR PGSOCKETDIR [PGUSER] | stop DIR}
@@ -46,7 +48,7 @@ auth_file = $dir/users.txt
 admin_users = $pguser
 pool_mode = transaction
 max_client_conn = 4000
-default_pool_size = 20
+default_pool_size = ${PGBOUNCER_POOL_SIZE:-20}
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid

@@ -45,6 +45,17 @@ type backend struct {
 	checkSession func(db, session string) error
 	// migrate creates or upgrades the schema; nil: the backend needs none.
 	migrate func(ctx context.Context, db string, logger *slog.Logger) (from, to int, err error)
+	// partitionFamilies reshapes the families table (hash partitions, or 0:
+	// a plain table); nil: the backend has no tables.
+	partitionFamilies func(ctx context.Context, db string, partitions int, logger *slog.Logger) (partitionResult, error)
+}
+
+// partitionResult is what partitionFamilies did.
+type partitionResult struct {
+	From, To  int // partitions before and after (0: a plain table)
+	Converted bool
+	Families  int64 // the rows copied
+	Took      time.Duration
 }
 
 // schemes maps the scheme of a --db URL to its backend. Any other --db is
@@ -152,9 +163,13 @@ func socketBeside(file string) string { return file + ".sock" }
 func scratchStore() data.Store { return memory.New() }
 
 var pgBackend = backend{
-	shared:       true,
-	redact:       postgres.Redact,
-	migrate:      postgres.Migrate,
+	shared:  true,
+	redact:  postgres.Redact,
+	migrate: postgres.Migrate,
+	partitionFamilies: func(ctx context.Context, db string, partitions int, logger *slog.Logger) (partitionResult, error) {
+		r, err := postgres.PartitionFamilies(ctx, db, partitions, logger)
+		return partitionResult{From: r.From.Partitions, To: r.To.Partitions, Converted: r.Converted, Families: r.Families, Took: r.Took}, err
+	},
 	checkSession: postgres.CheckPooledURL,
 	open: func(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error) {
 		opts := postgres.Options{Logger: logger, MaxConns: 4, Migrate: mode == forCopyTo}

@@ -7,8 +7,8 @@ import (
 func newStoreCommand(root *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "store",
-		Short: "Manage the database itself: migrate the PostgreSQL schema, copy every record to another database",
+		Short: "Manage the database itself: migrate the PostgreSQL schema, partition its families table, copy every record to another database",
 	}
-	cmd.AddCommand(newStoreMigrateCommand(root), newStoreCopyCommand(root))
+	cmd.AddCommand(newStoreMigrateCommand(root), newStoreCopyCommand(root), newStorePartitionCommand(root))
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"oauthd/data"
+	"oauthd/data/postgres/pgtest"
 )
 
 // TestSharedRevokeAppRace removes an app on one store while the other
@@ -16,8 +17,10 @@ import (
 // its families: once the removal has returned and the racers have
 // stopped, no code, family or grant of the pair is left, every racer's
 // last answer is ErrNotFound, and the user's other app keeps its family.
-func TestSharedRevokeAppRace(t *testing.T) {
-	ss := twoStores(t)
+func TestSharedRevokeAppRace(t *testing.T) { testSharedRevokeAppRace(t, pgtest.New) }
+
+func testSharedRevokeAppRace(t *testing.T, newDB func(testing.TB) string) {
+	ss := twoStoresOn(t, newDB(t))
 	for _, id := range []string{"c", "other"} {
 		if err := ss[0].CreateClient(ctx, client(id)); err != nil {
 			t.Fatal(err)

@@ -113,7 +113,7 @@ func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func
 			return err
 		})
 		switch {
-		case isUnique(err, "families_pkey"):
+		case isFamilyTaken(err):
 			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: family %q: %w", op, fam.ID, data.ErrExists)
 		case err != nil:
 			return data.AuthCode{}, data.Family{}, fmt.Errorf("%s: %w", op, err)

@@ -58,7 +58,9 @@ func fill(t *testing.T, s data.Store) {
 
 // TestCopyRoundTrip: bbolt → PostgreSQL → bbolt keeps every record as it
 // was, and an import into a store with records is refused.
-func TestCopyRoundTrip(t *testing.T) {
+func TestCopyRoundTrip(t *testing.T) { testCopyRoundTrip(t, pgtest.New) }
+
+func testCopyRoundTrip(t *testing.T, newDB func(testing.TB) string) {
 	src, err := bolt.Open(filepath.Join(t.TempDir(), "a.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +74,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	if len(want.AuthCodes) != 2 || len(want.Families) != 1 || len(want.Sessions) != 1 {
 		t.Fatalf("bolt Export = %+v", want)
 	}
-	pg := open(t, pgtest.New(t))
+	pg := open(t, newDB(t))
 	if err := pg.Import(ctx, want); err != nil {
 		t.Fatal(err)
 	}

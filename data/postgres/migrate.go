@@ -108,17 +108,9 @@ func Migrate(ctx context.Context, url string, logger *slog.Logger) (from, to int
 	if err != nil {
 		return 0, 0, err
 	}
-	cfg, err := parseConfig(url, Options{})
+	conn, err := migrationConn(ctx, url)
 	if err != nil {
 		return 0, 0, err
-	}
-	if !urlSets(url, "default_query_exec_mode") {
-		// A few statements, once: nothing worth preparing.
-		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
-	if err != nil {
-		return 0, 0, explainConnect(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	from = -1

@@ -44,8 +44,10 @@ func (c *counter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEn
 // two (the stale guess judges the token a replay; the delete on it misses
 // and returns the family, then the write); before either, three (the
 // delete missed, a read, the write).
-func TestRotationRoundTrips(t *testing.T) {
-	ss, cs := countedStores(t)
+func TestRotationRoundTrips(t *testing.T) { testRotationRoundTrips(t, pgtest.New) }
+
+func testRotationRoundTrips(t *testing.T, newDB func(testing.TB) string) {
+	ss, cs := countedStoresOn(t, newDB(t))
 	newFamily(t, ss[0], "f")
 	gen := 0
 	rotate := func(promise bool, i int) (statements int64) {
@@ -97,11 +99,10 @@ func TestRotationRoundTrips(t *testing.T) {
 	}
 }
 
-// countedStores opens two stores (two replicas) on one new database in
-// exec mode, each with a statement counter.
-func countedStores(t *testing.T) ([2]*postgres.Store, *[2]counter) {
+// countedStoresOn opens two stores (two replicas) on the database at raw
+// in exec mode, each with a statement counter.
+func countedStoresOn(t *testing.T, raw string) ([2]*postgres.Store, *[2]counter) {
 	t.Helper()
-	raw := pgtest.New(t)
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,11 @@ func newFamily(t *testing.T, s *postgres.Store, id string) {
 // stale neither misses a replay, nor widens scopes narrowed elsewhere, nor
 // extends an expiry that moved.
 func TestRotationPromiseDecidesOnTheStoredFamily(t *testing.T) {
-	ss, _ := countedStores(t)
+	testRotationPromiseDecidesOnTheStoredFamily(t, pgtest.New)
+}
+
+func testRotationPromiseDecidesOnTheStoredFamily(t *testing.T, newDB func(testing.TB) string) {
+	ss, _ := countedStoresOn(t, newDB(t))
 	// rot rotates id on store i presenting tok, to next; narrow, when
 	// set, keeps only those scopes (the client lost the others).
 	rot := func(i int, id, tok, next string, narrow []string) (data.Family, error) {
@@ -223,8 +228,10 @@ func TestRotationPromiseDecidesOnTheStoredFamily(t *testing.T) {
 // (its one-statement write races store 1's write on its right guess):
 // exactly one stores its successor, and the others see reuse (the family
 // is revoked) or find it gone.
-func TestRotationPromiseOneWinner(t *testing.T) {
-	ss, _ := countedStores(t)
+func TestRotationPromiseOneWinner(t *testing.T) { testRotationPromiseOneWinner(t, pgtest.New) }
+
+func testRotationPromiseOneWinner(t *testing.T, newDB func(testing.TB) string) {
+	ss, _ := countedStoresOn(t, newDB(t))
 	for round := range 5 {
 		id := fmt.Sprintf("race%d", round)
 		newFamily(t, ss[1], id)

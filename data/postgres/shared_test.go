@@ -20,7 +20,12 @@ var t0 = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
 
 func twoStores(t *testing.T) [2]*postgres.Store {
 	t.Helper()
-	url := pgtest.New(t)
+	return twoStoresOn(t, pgtest.New(t))
+}
+
+// twoStoresOn opens two stores on the database at url.
+func twoStoresOn(t *testing.T, url string) [2]*postgres.Store {
+	t.Helper()
 	return [2]*postgres.Store{open(t, url), open(t, url)}
 }
 
@@ -62,8 +67,10 @@ func count(errs []error, target error) int {
 	return n
 }
 
-func TestSharedRotationOneWinner(t *testing.T) {
-	ss := twoStores(t)
+func TestSharedRotationOneWinner(t *testing.T) { testSharedRotationOneWinner(t, pgtest.New) }
+
+func testSharedRotationOneWinner(t *testing.T, newDB func(testing.TB) string) {
+	ss := twoStoresOn(t, newDB(t))
 	if err := ss[0].CreateClient(ctx, client("c")); err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +113,10 @@ func TestSharedRotationOneWinner(t *testing.T) {
 // TestSharedRotationChain rotates one family from both stores in turn
 // (each presenting the token the other stored): no rotation is lost or
 // seen as reuse.
-func TestSharedRotationChain(t *testing.T) {
-	ss := twoStores(t)
+func TestSharedRotationChain(t *testing.T) { testSharedRotationChain(t, pgtest.New) }
+
+func testSharedRotationChain(t *testing.T, newDB func(testing.TB) string) {
+	ss := twoStoresOn(t, newDB(t))
 	code := data.AuthCode{Hash: data.AuthCodeKey("oauthd_ac_chain"), ClientID: "c", UserID: 1, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 	if err := ss[0].CreateAuthCode(ctx, code); err != nil {
 		t.Fatal(err)
@@ -129,8 +138,10 @@ func TestSharedRotationChain(t *testing.T) {
 	}
 }
 
-func TestSharedCodeExchangeOneWinner(t *testing.T) {
-	ss := twoStores(t)
+func TestSharedCodeExchangeOneWinner(t *testing.T) { testSharedCodeExchangeOneWinner(t, pgtest.New) }
+
+func testSharedCodeExchangeOneWinner(t *testing.T, newDB func(testing.TB) string) {
+	ss := twoStoresOn(t, newDB(t))
 	for round := range 5 {
 		code := data.AuthCode{Hash: data.AuthCodeKey(fmt.Sprintf("oauthd_ac_r%d", round)), ClientID: "c", UserID: 1, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 		if err := ss[round%2].CreateAuthCode(ctx, code); err != nil {
@@ -314,8 +325,10 @@ func TestMigrateConcurrentlyAndRefuseNewer(t *testing.T) {
 // (famCache), but the database decides: after another store revokes the
 // family or rotates it on, the first store's guess neither resurrects nor
 // overrides anything.
-func TestSharedStaleGuess(t *testing.T) {
-	ss := twoStores(t)
+func TestSharedStaleGuess(t *testing.T) { testSharedStaleGuess(t, pgtest.New) }
+
+func testSharedStaleGuess(t *testing.T, newDB func(testing.TB) string) {
+	ss := twoStoresOn(t, newDB(t))
 	mk := func(id string) {
 		code := data.AuthCode{Hash: data.AuthCodeKey("oauthd_ac_" + id), ClientID: "c", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 		if err := ss[0].CreateAuthCode(ctx, code); err != nil {

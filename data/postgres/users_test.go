@@ -38,8 +38,10 @@ func leftOf(t *testing.T, s *postgres.Store, id int64) map[string]int {
 // nothing of the user is left, every racer's last answer is
 // ErrUserDisabled (or, for an exchange, a code that is gone), and another
 // user keeps what they had.
-func TestSharedDisableRace(t *testing.T) {
-	ss := twoStores(t)
+func TestSharedDisableRace(t *testing.T) { testSharedDisableRace(t, pgtest.New) }
+
+func testSharedDisableRace(t *testing.T, newDB func(testing.TB) string) {
+	ss := twoStoresOn(t, newDB(t))
 	if err := ss[0].CreateClient(ctx, client("c")); err != nil {
 		t.Fatal(err)
 	}

@@ -371,3 +371,57 @@ func TestServeBehindTransactionPool(t *testing.T) {
 		t.Fatalf("/readyz with --db-session-url = %d; want 200", code)
 	}
 }
+
+// TestStorePartitionFamilies: an operator partitions the families table of
+// a database a server is running on; the refresh token issued before
+// keeps working on the server that kept running, a second run does
+// nothing, --partitions 0 makes it a plain table again, and a bbolt file
+// is refused with what to do.
+func TestStorePartitionFamilies(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	e := &e2e{server: startServe(t, db)}
+	var u struct{ ID int64 }
+	oneJSON(t, mustOauthd(t, db, e2ePassword+"\n", "users", "add", "--email", e2eEmail, "--username", e2eUsername,
+		"--name", e2eName, "--time-zone", e2eTimeZone, "--password-stdin", "--json"), &u)
+	e.userID = u.ID
+	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ"})
+	rt, _ := grantTokens(t, ctx, e, id, secret)
+
+	type report struct {
+		From      int   `json:"from_partitions"`
+		To        int   `json:"to_partitions"`
+		Converted bool  `json:"converted"`
+		Families  int64 `json:"families"`
+	}
+	for _, step := range []struct {
+		partitions string
+		want       report
+	}{
+		{"16", report{From: 0, To: 16, Converted: true, Families: 1}},
+		{"16", report{From: 16, To: 16}},
+		{"0", report{From: 16, To: 0, Converted: true, Families: 1}},
+		{"8", report{From: 0, To: 8, Converted: true, Families: 1}},
+	} {
+		var got report
+		oneJSON(t, mustOauthd(t, db, "", "store", "partition-families", "--partitions", step.partitions, "--json"), &got)
+		if got != step.want {
+			t.Fatalf("partition-families --partitions %s = %+v; want %+v", step.partitions, got, step.want)
+		}
+		r := e.refresh(t, id, secret, rt)
+		if r.Status != 200 {
+			t.Fatalf("refresh after partition-families --partitions %s = %d %v", step.partitions, r.Status, r.Body)
+		}
+		rt = r.str("refresh_token")
+	}
+	if out := mustOauthd(t, db, "", "store", "partition-families", "--partitions", "8"); !strings.Contains(out, "nothing to do") {
+		t.Fatalf("partition-families again = %q; want nothing to do", out)
+	}
+	if _, stderr, err := oauthd(t, db, "", "store", "partition-families", "--partitions", "1"); err == nil || !strings.Contains(stderr, "0 (unpartitioned) or 2–256") {
+		t.Fatalf("--partitions 1: err %v, stderr %q; want a refusal naming the bounds", err, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "o.db")
+	if _, stderr, err := oauthd(t, file, "", "store", "partition-families", "--partitions", "8"); err == nil || !strings.Contains(stderr, "pass the postgres:// URL") {
+		t.Fatalf("partition-families on a bbolt file: err %v, stderr %q; want a refusal saying what to do", err, stderr)
+	}
+}
