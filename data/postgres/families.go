@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // GetFamily implements [data.Store.GetFamily].
@@ -148,16 +147,11 @@ func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(d
 			if next.ID != id || next.ClientID != old.ClientID {
 				return data.Family{}, fmt.Errorf("%s: %w", op, &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
 			}
-			nb := encode(next)
-			var tag pgconn.CommandTag
-			err = retry(ctx, func() (err error) {
-				tag, err = s.pool.Exec(ctx, rotateSQL, id, version, familyExpiry(next), nb)
-				return err
-			})
+			won, err := s.rotateWrite(ctx, id, version, familyExpiry(next), encode(next))
 			if err != nil {
 				return data.Family{}, fmt.Errorf("%s: %w", op, err)
 			}
-			if tag.RowsAffected() == 1 {
+			if won {
 				s.fams.put(id, version+1, next)
 				return data.Normalize(next), nil
 			}
@@ -229,7 +223,8 @@ func (s *Store) rotatePromised(ctx context.Context, id string, g data.Family, pr
 	return f, miss, nil
 }
 
-// rotateSQL stores a family's successor if its version is still $2. A
+// rotateSQL stores a family's successor if its version is still $2 (alone;
+// rotateBatchSQL for several rotations at once, see rotateWrite). A
 // plain UPDATE: this is the write of every rotation on a right guess, and
 // returning the family on a miss (casMissSelect) cost it measurably more
 // CPU on both sides (docs/PERFORMANCE.md); a miss here (a race, or a

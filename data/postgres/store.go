@@ -86,6 +86,7 @@ type Store struct {
 	stop   context.CancelFunc // stops the listener
 	listen *pgx.ConnConfig    // the LISTEN connection's: Options.SessionURL's, else the pool's
 	fams   famCache           // a guess of each family's version, see famCache
+	rot    rotBatcher         // concurrent rotations' writes, grouped (rotbatch.go)
 	stats  struct {
 		retries, casLost, reconnects, notifications, resets atomic.Int64
 	}
