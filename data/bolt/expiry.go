@@ -1,10 +1,13 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -113,26 +116,62 @@ func expiryOf(b int, raw []byte) (time.Time, error) {
 // expiring are the hot buckets whose records expire, in the index.
 var expiring = []int{hotCodes, hotFamilies, hotSessions, hotRevoked, hotNonces}
 
+// buildChunk is how many records one transaction of buildExpiryIndex
+// indexes: bbolt splits a node only at commit, so a million inserts in one
+// transaction into a new bucket move a node of a million keys around at
+// each insert (minutes at 1 M records).
+var buildChunk = 10_000
+
 // buildExpiryIndex fills the expiry index from the records, once: files
 // written before the index existed have none. Open runs it after the log's
-// replay, before any write, like buildUserIndex.
-func buildExpiryIndex(tx *bbolt.Tx) error {
-	meta := tx.Bucket(bucketMeta)
-	if meta.Get(keyExpiryIndex) != nil {
+// replay, before any write, like buildUserIndex, but in transactions of
+// buildChunk records, each's entries put in key order; the marker goes
+// last, so an Open stopped half-way builds it again (the puts are
+// idempotent).
+func buildExpiryIndex(db *bbolt.DB) error {
+	built := false
+	if err := db.View(func(tx *bbolt.Tx) error {
+		built = tx.Bucket(bucketMeta).Get(keyExpiryIndex) != nil
 		return nil
+	}); err != nil || built {
+		return err
 	}
-	put := boltPut(tx)
 	for _, b := range expiring {
-		err := tx.Bucket(hotBuckets[b]).ForEach(func(k, v []byte) error {
-			at, err := expiryOf(b, v)
-			if err != nil {
-				return fmt.Errorf("%s %x: %w", hotBuckets[b], k, err)
+		var last []byte // the last record indexed
+		for done := false; !done; {
+			err := db.Update(func(tx *bbolt.Tx) error {
+				c := tx.Bucket(hotBuckets[b]).Cursor()
+				k, v := c.First()
+				if last != nil {
+					if k, v = c.Seek(last); bytes.Equal(k, last) {
+						k, v = c.Next()
+					}
+				}
+				var keys [][]byte
+				for ; k != nil && len(keys) < buildChunk; k, v = c.Next() {
+					at, err := expiryOf(b, v)
+					if err != nil {
+						return fmt.Errorf("%s %x: %w", hotBuckets[b], k, err)
+					}
+					keys = append(keys, expiryKey(at, b, k))
+					last = bytes.Clone(k)
+				}
+				if done = k == nil; len(keys) == 0 {
+					return errUnchanged // no commit
+				}
+				slices.SortFunc(keys, bytes.Compare)
+				idx := tx.Bucket(bucketExpiry)
+				for _, k := range keys {
+					if err := idx.Put(k, nil); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, errUnchanged) {
+				return err
 			}
-			return putExpiry(put, at, b, k)
-		})
-		if err != nil {
-			return err
 		}
 	}
-	return meta.Put(keyExpiryIndex, []byte("1"))
+	return db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyExpiryIndex, []byte("1")) })
 }
