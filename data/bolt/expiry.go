@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -116,61 +115,67 @@ func expiryOf(b int, raw []byte) (time.Time, error) {
 // expiring are the hot buckets whose records expire, in the index.
 var expiring = []int{hotCodes, hotFamilies, hotSessions, hotRevoked, hotNonces}
 
-// buildChunk is how many records one transaction of buildExpiryIndex
-// indexes: bbolt splits a node only at commit, so a million inserts in one
-// transaction into a new bucket move a node of a million keys around at
-// each insert (minutes at 1 M records).
-var buildChunk = 10_000
+// buildChunk is how many entries one transaction of buildExpiryIndex
+// puts.
+var buildChunk = 50_000
 
 // buildExpiryIndex fills the expiry index from the records, once: files
 // written before the index existed have none. Open runs it after the log's
-// replay, before any write, like buildUserIndex, but in transactions of
-// buildChunk records, each's entries put in key order; the marker goes
-// last, so an Open stopped half-way builds it again (the puts are
-// idempotent).
+// replay, before any write, like buildUserIndex. It reads every entry
+// (about 50 bytes each, held until the end), sorts them and puts them in
+// key order, in transactions of buildChunk entries: appends, each page
+// written once (putting them in the records' order dirtied nearly every
+// page of the index at each commit, and one transaction moved a node of a
+// million keys at each insert; either took minutes at 1 M families). The
+// marker goes last, so an Open stopped half-way builds it again (the puts
+// are idempotent).
 func buildExpiryIndex(db *bbolt.DB) error {
 	built := false
-	if err := db.View(func(tx *bbolt.Tx) error {
-		built = tx.Bucket(bucketMeta).Get(keyExpiryIndex) != nil
-		return nil
-	}); err != nil || built {
-		return err
-	}
-	for _, b := range expiring {
-		var last []byte // the last record indexed
-		for done := false; !done; {
-			err := db.Update(func(tx *bbolt.Tx) error {
-				c := tx.Bucket(hotBuckets[b]).Cursor()
-				k, v := c.First()
-				if last != nil {
-					if k, v = c.Seek(last); bytes.Equal(k, last) {
-						k, v = c.Next()
-					}
+	var keys [][]byte
+	err := db.View(func(tx *bbolt.Tx) error {
+		if built = tx.Bucket(bucketMeta).Get(keyExpiryIndex) != nil; built {
+			return nil
+		}
+		var arena []byte // keys in blocks, so that a key never moves
+		for _, b := range expiring {
+			err := tx.Bucket(hotBuckets[b]).ForEach(func(k, v []byte) error {
+				at, err := expiryOf(b, v)
+				if err != nil {
+					return fmt.Errorf("%s %x: %w", hotBuckets[b], k, err)
 				}
-				var keys [][]byte
-				for ; k != nil && len(keys) < buildChunk; k, v = c.Next() {
-					at, err := expiryOf(b, v)
-					if err != nil {
-						return fmt.Errorf("%s %x: %w", hotBuckets[b], k, err)
-					}
-					keys = append(keys, expiryKey(at, b, k))
-					last = bytes.Clone(k)
+				if n := 9 + len(k); cap(arena)-len(arena) < n {
+					arena = make([]byte, 0, max(n, 1<<20))
 				}
-				if done = k == nil; len(keys) == 0 {
-					return errUnchanged // no commit
-				}
-				slices.SortFunc(keys, bytes.Compare)
-				idx := tx.Bucket(bucketExpiry)
-				for _, k := range keys {
-					if err := idx.Put(k, nil); err != nil {
-						return err
-					}
-				}
+				start := len(arena)
+				arena = binary.BigEndian.AppendUint64(arena, expiryTime(at))
+				arena = append(append(arena, byte(b)), k...)
+				keys = append(keys, arena[start:len(arena):len(arena)])
 				return nil
 			})
-			if err != nil && !errors.Is(err, errUnchanged) {
+			if err != nil {
 				return err
 			}
+		}
+		return nil
+	})
+	if err != nil || built {
+		return err
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), buildChunk)]
+		keys = keys[len(chunk):]
+		err := db.Update(func(tx *bbolt.Tx) error {
+			idx := tx.Bucket(bucketExpiry)
+			for _, k := range chunk {
+				if err := idx.Put(k, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyExpiryIndex, []byte("1")) })
