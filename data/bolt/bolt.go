@@ -252,6 +252,9 @@ func Open(path string, opts Options) (*Store, error) {
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get(keySchema); {
 		case v == nil:
+			if err := meta.Put(keyExpiryIndex, []byte("1")); err != nil { // a new file: nothing to index
+				return err
+			}
 			return meta.Put(keySchema, []byte(schemaVersion))
 		case string(v) == schemaIdentity:
 			if err := upgradeIdentity(tx, opts.Logger); err != nil {
@@ -280,7 +283,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: index families by user: %w", path, err)
 	}
-	if err := db.Update(buildExpiryIndex); err != nil {
+	if err := buildExpiryIndex(db); err != nil {
 		log.Close()
 		db.Close()
 		return nil, fmt.Errorf("open database %s: index records by expiry: %w", path, err)

@@ -115,9 +115,11 @@ func TestSweepByIndex(t *testing.T) {
 }
 
 // TestExpiryIndexBuiltOnOpen: a file written before the expiry index
-// existed (no bucket, no marker) gets it at the next Open, and sweeps by
-// it.
+// existed (no bucket, no marker) gets it at the next Open (here one record
+// a transaction), and sweeps by it.
 func TestExpiryIndexBuiltOnOpen(t *testing.T) {
+	defer func(n int) { buildChunk = n }(buildChunk)
+	buildChunk = 1
 	s := openTestStore(t)
 	path := s.Path()
 	newFamily(t, s, "a")
