@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"oauthd/data"
+	"oauthd/data/postgres/pgtest"
 )
 
 // TestRotationBatches: concurrent rotations on one store share statements
@@ -17,7 +18,7 @@ import (
 // exactly one wins per family and the other sees reuse (the family is
 // revoked), as with one statement each.
 func TestRotationBatches(t *testing.T) {
-	ss, cs := countedStores(t) // exec mode, as behind PgBouncer
+	ss, cs := countedStoresOn(t, pgtest.New(t)) // exec mode, as behind PgBouncer
 	s := ss[0]
 	const n = 24
 	for k := range n {
