@@ -7,8 +7,8 @@ import (
 func newStoreCommand(root *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "store",
-		Short: "Manage the database itself: migrate the PostgreSQL schema, copy every record to another database",
+		Short: "Manage the database itself: migrate the PostgreSQL schema, copy every record to another database, compact a bbolt file",
 	}
-	cmd.AddCommand(newStoreMigrateCommand(root), newStoreCopyCommand(root))
+	cmd.AddCommand(newStoreMigrateCommand(root), newStoreCopyCommand(root), newStoreCompactCommand(root))
 	return cmd
 }
