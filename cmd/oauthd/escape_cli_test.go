@@ -77,6 +77,7 @@ var notWalked = map[string]string{
 	"gateway":       "prints no stored record",
 	"bench":         "prints its own reports (through linesWriter)",
 	"store migrate": "PostgreSQL only; prints schema versions",
+	"store compact": "prints the path the operator gave and three numbers, no stored record",
 }
 
 // TestNoStoredByteReachesTheTerminal: clients and users whose names (and
