@@ -1,13 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
-
-	"oauthd/data/bolt"
 )
 
 func newStoreCompactCommand(root *rootOptions) *cobra.Command {
@@ -26,25 +23,20 @@ the file (PATH.compact), made durable and renamed over it; the write-ahead
 log (PATH-wal) stays and applies to the copy.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if backendOf(root.db) != fileBackend {
+			b := backendOf(root.db)
+			if b.compact == nil {
 				return fmt.Errorf("--db %s is not a bbolt file; PostgreSQL returns space by VACUUM", redactDB(root.db))
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			r, err := bolt.Compact(cmd.Context(), root.db, bolt.Options{Logger: logger})
-			switch {
-			case errors.Is(err, bolt.ErrNoDatabase):
-				return noDatabase(root.db, err)
-			case errors.Is(err, bolt.ErrLocked):
-				return fmt.Errorf("%s is in use by a running oauthd serve; stop it first", root.db)
-			case err != nil:
+			r, err := b.compact(cmd.Context(), root.db, logger)
+			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]int64{"bytes_before": r.BytesBefore,
-					"bytes_after": r.BytesAfter, "free_pages_before": int64(r.FreePagesBefore)})
+				return printJSON(cmd.OutOrStdout(), r)
 			}
 			textf(cmd.OutOrStdout(), "compacted %s: %d free pages gone, %d → %d bytes\n", root.db, r.FreePagesBefore, r.BytesBefore, r.BytesAfter)
 			return nil
