@@ -48,6 +48,9 @@ type backend struct {
 	// partitionFamilies reshapes the families table (hash partitions, or 0:
 	// a plain table); nil: the backend has no tables.
 	partitionFamilies func(ctx context.Context, db string, partitions int, logger *slog.Logger) (partitionResult, error)
+	// compact rewrites the database without its free pages (offline);
+	// nil: the backend has no such command.
+	compact func(ctx context.Context, db string, logger *slog.Logger) (compactReport, error)
 }
 
 // partitionResult is what partitionFamilies did.
@@ -56,6 +59,13 @@ type partitionResult struct {
 	Converted bool
 	Families  int64 // the rows copied
 	Took      time.Duration
+}
+
+// compactReport is what store compact prints.
+type compactReport struct {
+	BytesBefore     int64 `json:"bytes_before"`
+	BytesAfter      int64 `json:"bytes_after"`
+	FreePagesBefore int   `json:"free_pages_before"`
 }
 
 // schemes maps the scheme of a --db URL to its backend. Any other --db is
@@ -223,6 +233,18 @@ func (p pgRows) Fail(ctx context.Context, now time.Time, rows [][]byte, rules []
 
 var boltBackend = backend{
 	redact: func(db string) string { return db },
+	compact: func(ctx context.Context, db string, logger *slog.Logger) (compactReport, error) {
+		r, err := bolt.Compact(ctx, db, bolt.Options{Logger: logger})
+		switch {
+		case errors.Is(err, bolt.ErrNoDatabase):
+			return compactReport{}, noDatabase(db, err)
+		case errors.Is(err, bolt.ErrLocked):
+			return compactReport{}, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
+		case err != nil:
+			return compactReport{}, err
+		}
+		return compactReport{BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter, FreePagesBefore: r.FreePagesBefore}, nil
+	},
 	open: func(_ context.Context, db string, mode openMode, logger *slog.Logger, _ openOptions) (*database, error) {
 		opts := bolt.Options{Timeout: time.Second, Logger: logger}
 		switch mode {

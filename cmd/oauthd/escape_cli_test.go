@@ -78,6 +78,7 @@ var notWalked = map[string]string{
 	"bench":                    "prints its own reports (through linesWriter)",
 	"store migrate":            "PostgreSQL only; prints schema versions",
 	"store partition-families": "PostgreSQL only; prints partition counts",
+	"store compact":            "prints the path the operator gave and three numbers, no stored record",
 }
 
 // TestNoStoredByteReachesTheTerminal: clients and users whose names (and

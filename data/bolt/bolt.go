@@ -201,7 +201,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return f, err
 		}
 	}
-	db, err := bbolt.Open(path, 0o600, bopts)
+	db, err := openFile(path, bopts)
 	if errors.Is(err, ErrNoDatabase) {
 		return nil, err
 	}
@@ -288,8 +288,55 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: index records by expiry: %w", path, err)
 	}
-	opts.Logger.Debug("database opened", "path", path)
+	free := db.Stats().FreePageN
+	opts.Logger.Debug("database opened", "path", path, "free_pages", free)
+	if free >= freePagesNotice {
+		opts.Logger.Info("the database file holds many free pages, which bbolt keeps in memory as its free list; `oauthd store compact` gives them back (offline)",
+			"path", path, "free_pages", free, "free_mib", free*db.Info().PageSize>>20)
+	}
 	return &Store{db: db, log: log, logger: opts.Logger, sweepBatch: sweepBatch}, nil
+}
+
+// freePagesNotice is the count of free pages (256 MiB of 4 KiB pages,
+// about 15 MiB of free list) from which Open says that compacting
+// would give memory back.
+const freePagesNotice = 1 << 16
+
+// FreePages is how many free pages the bbolt file holds: pages of deleted
+// records, which bbolt reuses for new ones and keeps in memory meanwhile
+// (its free list, about 60 bytes per page, docs/PERFORMANCE.md); [Compact]
+// returns them.
+func (s *Store) FreePages() int { return s.db.Stats().FreePageN }
+
+// openFile opens the bbolt file at path and takes its lock. A file that
+// [Compact] replaced while this process waited for the lock (it renames
+// its copy over path, then lets the old file's lock go) is closed and
+// path opened again, so that no process serves the old, unlinked file.
+func openFile(path string, bopts *bbolt.Options) (*bbolt.DB, error) {
+	base := bopts.OpenFile
+	if base == nil {
+		base = os.OpenFile
+	}
+	o := *bopts
+	for range 3 {
+		var f *os.File
+		o.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			var err error
+			f, err = base(name, flag, mode)
+			return f, err
+		}
+		db, err := bbolt.Open(path, 0o600, &o)
+		if err != nil || f == nil {
+			return db, err
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Stat(path)
+		if err1 != nil || err2 != nil || os.SameFile(held, now) {
+			return db, nil
+		}
+		db.Close() // replaced meanwhile
+	}
+	return nil, fmt.Errorf("open database %s: the file was replaced while waiting for its lock, three times", path)
 }
 
 // openReadOnly finishes Open of a file opened read-only: it checks the

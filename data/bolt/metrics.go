@@ -22,6 +22,9 @@ func (s *Store) Collectors() []prometheus.Collector {
 			func(s CommitStats) float64 { return s.SyncTime.Seconds() }),
 		counter("oauthd_store_checkpoints_total", "Copies of the write-ahead log into the database file.",
 			func(s CommitStats) float64 { return float64(s.Checkpoints) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oauthd_store_free_pages",
+			Help: "Free pages of the bbolt file, which bbolt keeps in memory as its free list (about 60 bytes each); `oauthd store compact` returns them."},
+			func() float64 { return float64(s.FreePages()) }),
 		counter("oauthd_store_checkpoint_seconds_total", "Time spent in them; the group committer answers no write meanwhile.",
 			func(s CommitStats) float64 { return s.CheckpointTime.Seconds() }),
 	}
