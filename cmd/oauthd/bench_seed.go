@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync"
@@ -63,7 +64,7 @@ func seedFiller(ctx context.Context, st data.Store, bulk familySeeder, clientID 
 		if i%1000 < permille {
 			idle = benchSeedExpiring
 		}
-		return seedRecords(clientID, firstUser+i/2, now, idle)
+		return seedRecords(clientID, firstUser+i/2, i, now, idle)
 	}
 	end := int64(from + n)
 	var wg sync.WaitGroup
@@ -107,10 +108,20 @@ func seedFiller(ctx context.Context, st data.Store, bulk familySeeder, clientID 
 // so that building a batch here overlaps writing the others.
 func benchSeedBulkWorkers() int { return max(3, runtime.NumCPU()) }
 
-// seedRecords is one seeded grant of userID: its code, and the family the
-// exchange of that code makes, with a random refresh-token hash.
-func seedRecords(clientID string, userID int64, now time.Time, idle time.Duration) (data.AuthCode, data.Family) {
-	code := data.AuthCode{Hash: data.AuthCodeKey(data.NewAuthCode(now)), ClientID: clientID, UserID: userID,
+// seedRecords is seeded grant number seq, of userID: its code, and the
+// family the exchange of that code makes, with a random refresh-token hash.
+// The code's key is not the hash of a code (no one holds these codes): it
+// is seq, big-endian, then random bytes, so that the keys of a seed
+// increase and bbolt appends them. Random keys, as real codes' hashes are,
+// put every tombstone on a random page of a tree of N of them, and at 10 M
+// the writes of the seed grew to tens of times the file; in service the
+// codes are only those of the last minutes, and the seed's sweep removes
+// all of these.
+func seedRecords(clientID string, userID, seq int64, now time.Time, idle time.Duration) (data.AuthCode, data.Family) {
+	key := binary.BigEndian.AppendUint64(make([]byte, 0, 32), uint64(seq))
+	key = append(key, make([]byte, 24)...)
+	rand.Read(key[8:])
+	code := data.AuthCode{Hash: key, ClientID: clientID, UserID: userID,
 		RedirectURI: benchRedirectURI, Scopes: []string{"PROFILE_READ", "BOOKING_READ"}, CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGjSstw-cM",
 		CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
 	var tok [32]byte
