@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"oauthd/data/bolt/internal/wal"
 	"os"
 	"path/filepath"
 	"time"
@@ -103,21 +104,11 @@ func Compact(ctx context.Context, path string, opts Options) (CompactResult, err
 		os.Remove(tmp)
 		return r, fmt.Errorf("compact %s: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := wal.SyncDir(filepath.Dir(path)); err != nil {
 		return r, fmt.Errorf("compact %s: %w", path, err)
 	}
 	if fi, err := os.Stat(path); err == nil {
 		r.BytesAfter = fi.Size()
 	}
 	return r, nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

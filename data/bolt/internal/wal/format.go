@@ -71,14 +71,16 @@ func openWAL(path string) (*os.File, error) {
 		return f, err
 	}
 	// A new file's name must survive a power loss too.
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := SyncDir(filepath.Dir(path)); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
-func syncDir(dir string) error {
+// SyncDir makes the creation, rename or removal of a name in dir durable
+// (fsync of the folder).
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
