@@ -22,36 +22,13 @@
 # medians and ranges per build at the end.
 import json, os, statistics, subprocess, sys, time, urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proccpu import cluster_cpu, proc_cpu  # noqa: E402
+
 pgdata, dburl, seedjson, tokens, conc, dur, rounds = sys.argv[1:8]
 builds = sys.argv[8:]
 seed = json.load(open(seedjson))
 pm = int(open(pgdata + '/postmaster.pid').readline())
-tck = os.sysconf('SC_CLK_TCK')
-
-
-def stat(pid):
-    return open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()
-
-
-def pgcpu():
-    f = stat(pm)
-    t = sum(int(x) for x in f[11:15])
-    for p in os.listdir('/proc'):
-        if not p.isdigit():
-            continue
-        try:
-            g = stat(int(p))
-        except OSError:
-            continue
-        if int(g[1]) == pm:
-            t += int(g[11]) + int(g[12])
-    return t / tck
-
-
-def proccpu(pid):
-    f = stat(pid)
-    return (int(f[11]) + int(f[12])) / tck
-
 
 port = 18433 + os.getpid() % 1000
 target = 'http://127.0.0.1:%d/v2/auth/oauth2/token' % port
@@ -81,9 +58,9 @@ for r in range(int(rounds)):
                 except Exception:
                     time.sleep(0.01)
             drive('1s')
-            c0, p0 = proccpu(srv.pid), pgcpu()
+            c0, p0 = proc_cpu(srv.pid), cluster_cpu(pm)
             o = drive(dur)
-            c1, p1 = proccpu(srv.pid), pgcpu()
+            c1, p1 = proc_cpu(srv.pid), cluster_cpu(pm)
         finally:
             srv.terminate()
             srv.wait()

@@ -13,31 +13,11 @@
 # divided by the rotations that succeeded. Prints one JSON line per rep
 # and the medians.
 import json, os, subprocess, sys, time, statistics, urllib.request
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proccpu import cluster_cpu, proc_cpu  # noqa: E402
 oauthd, pgdata, dburl, seedjson, tokens, conc, dur, reps = sys.argv[1:9]
 seed = json.load(open(seedjson))
 pm = int(open(pgdata + '/postmaster.pid').readline())
-tck = os.sysconf('SC_CLK_TCK')
-
-def stat(pid):
-    return open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()
-
-def pgcpu():  # postmaster: own + reaped children, plus live children
-    f = stat(pm)
-    t = sum(int(x) for x in f[11:15])
-    for p in os.listdir('/proc'):
-        if not p.isdigit():
-            continue
-        try:
-            g = stat(int(p))
-        except OSError:
-            continue
-        if int(g[1]) == pm:
-            t += int(g[11]) + int(g[12])
-    return t / tck
-
-def proccpu(pid):
-    f = stat(pid)
-    return (int(f[11]) + int(f[12])) / tck
 
 def q(sql):
     return subprocess.run(['psql', dburl, '-Atc', sql], capture_output=True, text=True, check=True).stdout.strip()
@@ -71,12 +51,12 @@ for rep in range(int(reps)):
             except Exception:
                 time.sleep(0.01)
         q('CHECKPOINT')
-        s0, c0, p0 = snap(), proccpu(srv.pid), pgcpu()
+        s0, c0, p0 = snap(), proc_cpu(srv.pid), cluster_cpu(pm)
         out = subprocess.run([oauthd, 'bench', '--target', 'http://127.0.0.1:%d/v2/auth/oauth2/token' % port,
                               '--client-id', seed['client_id'], '--client-secret', seed['client_secret'],
                               '--tokens', tokens, '-c', conc, '-d', dur, '--json'],
                              capture_output=True, text=True, check=True).stdout
-        s1, c1, p1 = snap(), proccpu(srv.pid), pgcpu()
+        s1, c1, p1 = snap(), proc_cpu(srv.pid), cluster_cpu(pm)
     finally:
         srv.terminate()
         srv.wait()

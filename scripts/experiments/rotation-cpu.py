@@ -12,26 +12,15 @@
 # of the benchmark process (RUSAGE_CHILDREN) and of the cluster (postmaster's
 # utime+stime+cutime+cstime plus its live children's). Medians at the end.
 import os, subprocess, resource, re, statistics, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proccpu import cluster_cpu  # noqa: E402
 pgdir=open('/tmp/pgb-test-pgdir').read().strip()
 pm=int(open(pgdir+'/data/postmaster.pid').readline())
-tck=os.sysconf('SC_CLK_TCK')
-def pgcpu():
-    f=open('/proc/%d/stat'%pm).read().rsplit(')',1)[1].split()
-    # fields after ')' : state(0) ... utime=11 stime=12 cutime=13 cstime=14
-    t=sum(int(x) for x in f[11:15])
-    # plus live children
-    for p in os.listdir('/proc'):
-        if not p.isdigit(): continue
-        try:
-            g=open('/proc/%s/stat'%p).read().rsplit(')',1)[1].split()
-        except OSError: continue
-        if int(g[1])==pm: t+=int(g[11])+int(g[12])
-    return t/tck
 env=dict(os.environ, OAUTHD_TEST_POSTGRES="postgres://postgres@/postgres?host="+pgdir)
 def run(build, mode, n):
-    c0=resource.getrusage(resource.RUSAGE_CHILDREN); p0=pgcpu()
+    c0=resource.getrusage(resource.RUSAGE_CHILDREN); p0=cluster_cpu(pm)
     out=subprocess.run(['/tmp/pgb-%s.test'%build,'-test.run','XXX','-test.bench','BenchmarkRotation/%s$'%mode,'-test.benchtime','%dx'%n],env=env,capture_output=True,text=True,cwd='/work/wt/pgbouncer/data/postgres').stdout
-    c1=resource.getrusage(resource.RUSAGE_CHILDREN); p1=pgcpu()
+    c1=resource.getrusage(resource.RUSAGE_CHILDREN); p1=cluster_cpu(pm)
     m=re.search(r'\s(\d+) ns/op',out)
     return (c1.ru_utime+c1.ru_stime-c0.ru_utime-c0.ru_stime), p1-p0, int(m.group(1)) if m else None
 N=int(sys.argv[1]); reps=int(sys.argv[2])
