@@ -20,27 +20,7 @@ import (
 // upgrade, and a user's external ID finds them.
 func TestMigrateUsersBackfill(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.New(t)
-	ms, err := migrations()
-	if err != nil || len(ms) < 5 || ms[4].name != "0005_users" {
-		t.Fatalf("migrations = %d, %v; want 0005_users as the fifth", len(ms), err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, createVersionTable); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms[:4] {
-		if _, err := conn.Exec(ctx, m.sql); err != nil {
-			t.Fatalf("%s: %v", m.name, err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	url, conn := databaseBefore(t, 4, "0005_users")
 	t0 := time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
 	exp := unixNano(t0.Add(time.Hour))
 	for _, u := range []data.User{
@@ -161,27 +141,7 @@ func TestCreateUsersLockLetsLoginsThrough(t *testing.T) {
 // datatest.CheckIdentityUpgrade.
 func TestMigrateIdentity(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.New(t)
-	ms, err := migrations()
-	if err != nil || len(ms) < 6 || ms[5].name != "0006_identity" {
-		t.Fatalf("migrations = %d, %v; want 0006_identity as the sixth", len(ms), err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, createVersionTable); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms[:5] {
-		if _, err := conn.Exec(ctx, m.sql); err != nil {
-			t.Fatalf("%s: %v", m.name, err)
-		}
-		if _, err := conn.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	url, conn := databaseBefore(t, 5, "0006_identity")
 	old := datatest.OldIdentity()
 	for _, u := range old.Users {
 		if _, err := conn.Exec(ctx, "INSERT INTO users (id, email_lower, username_lower, external_id, disabled, body) VALUES ($1, $2, $3, '', false, $4)",
@@ -210,4 +170,34 @@ func TestMigrateIdentity(t *testing.T) {
 	}
 	defer s.Close()
 	datatest.CheckIdentityUpgrade(t, s)
+}
+
+// databaseBefore is a new database migrated up to migration number i
+// (from 0), which must be named next, not included (as an older release
+// left it), and a connection to it, closed when the test ends.
+func databaseBefore(t *testing.T, i int, next string) (string, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.New(t)
+	ms, err := migrations()
+	if err != nil || len(ms) <= i || ms[i].name != next {
+		t.Fatalf("migrations = %d, %v; want %s as number %d", len(ms), err, next, i+1)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	if _, err := conn.Exec(ctx, createVersionTable); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:i] {
+		if _, err := conn.Exec(ctx, m.sql); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO oauthd_schema (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return url, conn
 }
