@@ -2,9 +2,6 @@ package issuer
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
@@ -33,25 +30,7 @@ func (s *tkSigner) SignWith(typ string, build func(alg string) (jwt.Claims, erro
 	if err != nil {
 		return "", err
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
-	t.Header["typ"] = typ
-	t.Header["kid"] = s.kid
-	input, err := t.SigningString()
-	if err != nil {
-		return "", err
-	}
-	d := sha256.Sum256([]byte(input))
-	r, sv, err := ecdsa.Sign(rand.Reader, s.key, d[:])
-	if err != nil {
-		return "", err
-	}
-	if n := elliptic.P256().Params().N; sv.Cmp(tkHalfN) > 0 {
-		sv.Sub(n, sv)
-	}
-	var sig [64]byte
-	r.FillBytes(sig[:32])
-	sv.FillBytes(sig[32:])
-	return input + "." + base64.RawURLEncoding.EncodeToString(sig[:]), nil
+	return s.signed(claims, typ)
 }
 
 // oidcEnv is a tkEnv with OpenID Connect clients, a user, and the real

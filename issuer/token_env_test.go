@@ -46,16 +46,19 @@ type tkSigner struct {
 	kid string
 }
 
-func (s *tkSigner) Sign(claims SignClaims) (string, error) {
+func (s *tkSigner) Sign(claims SignClaims) (string, error) { return s.signed(claims, "at+jwt") }
+
+// signed is claims as an ES256 JWS with the header typ and the signer's
+// kid: as golang-jwt's ES256, with the low S of the pair (r, s), (r, n − s)
+// that keys/verify requires.
+func (s *tkSigner) signed(claims jwt.Claims, typ string) (string, error) {
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
-	t.Header["typ"] = "at+jwt"
+	t.Header["typ"] = typ
 	t.Header["kid"] = s.kid
 	input, err := t.SigningString()
 	if err != nil {
 		return "", err
 	}
-	// As golang-jwt's ES256, with the low S of the pair (r, s), (r, n − s)
-	// that keys/verify requires.
 	d := sha256.Sum256([]byte(input))
 	r, sv, err := ecdsa.Sign(rand.Reader, s.key, d[:])
 	if err != nil {
