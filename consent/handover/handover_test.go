@@ -34,6 +34,17 @@ func claims(aud string) jwt.MapClaims {
 		"iat": t0.Unix(), "exp": t0.Add(30 * time.Second).Unix(), "challenge": "c", "jti": "j1"}
 }
 
+// signedAt is a valid assertion for aud issued at now (claims, 30 s of
+// life), signed with k under kid.
+func signedAt(k *ecdsa.PrivateKey, kid, aud string, now time.Time) string {
+	c := claims(aud)
+	c["iat"], c["exp"] = now.Unix(), now.Add(30*time.Second).Unix()
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	tok.Header["kid"] = kid
+	s, _ := tok.SignedString(k)
+	return s
+}
+
 // writeKeys writes pub as a JWKS file (kid) or, when asPEM, a PEM file.
 func writeKeys(t *testing.T, pub any, kid string, asPEM bool) string {
 	t.Helper()
@@ -167,14 +178,7 @@ func TestVerifyFollowsRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sign := func(k *ecdsa.PrivateKey, kid string) string {
-		c := claims(aud)
-		c["iat"], c["exp"] = now.Unix(), now.Add(30*time.Second).Unix()
-		tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
-		tok.Header["kid"] = kid
-		s, _ := tok.SignedString(k)
-		return s
-	}
+	sign := func(k *ecdsa.PrivateKey, kid string) string { return signedAt(k, kid, aud, now) }
 	if _, err := v.Verify(context.Background(), sign(k1, "k1")); err != nil {
 		t.Fatal(err)
 	}

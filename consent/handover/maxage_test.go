@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"oauthd/consent/handover"
@@ -88,14 +87,7 @@ func TestRemovedKeyStopsWithinMaxAge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sign := func(k *ecdsa.PrivateKey, kid string) string {
-				c := claims(aud)
-				c["iat"], c["exp"] = now.Unix(), now.Add(30*time.Second).Unix()
-				tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
-				tok.Header["kid"] = kid
-				s, _ := tok.SignedString(k)
-				return s
-			}
+			sign := func(k *ecdsa.PrivateKey, kid string) string { return signedAt(k, kid, aud, now) }
 			if _, err := v.Verify(context.Background(), sign(leaked, "leaked")); err != nil {
 				t.Fatalf("before the removal: %v", err)
 			}
@@ -134,14 +126,7 @@ func TestExpiredKeysNotUsedWhileJWKSDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sign := func(kid string) string {
-		c := claims(aud)
-		c["iat"], c["exp"] = now.Unix(), now.Add(30*time.Second).Unix()
-		tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
-		tok.Header["kid"] = kid
-		s, _ := tok.SignedString(k1)
-		return s
-	}
+	sign := func(kid string) string { return signedAt(k1, kid, aud, now) }
 	p.set(func(p *platform) { p.down = true })
 	now = now.Add(10 * time.Second)
 	if _, err := v.Verify(context.Background(), sign("unknown")); !errors.Is(err, handover.ErrSignature) {
