@@ -95,11 +95,7 @@ func TestBrowserFlow(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form.form button[type="submit"]`)),
 	)
 	step("see consent page", chromedp.WaitVisible(chromedp.CSS(`form.decision`)))
-	// TextContent, not Text: innerText applies the headings' text-transform.
-	card, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("section.card")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	card := consenttest.Text(t, bctx, "section.card")
 	for _, want := range []string{
 		"Acme <Calendar> Sync wants to access your account", // shown as text, not markup
 		"Signed in as Alice Example",

@@ -105,6 +105,18 @@ func Step(t testing.TB, ctx context.Context, name string, actions ...chromedp.Ac
 	}
 }
 
+// Text is the text content of the first element css selects on the
+// current page of the browser of ctx (TextContent, not innerText, which
+// would apply the headings' text-transform); t fails when it cannot be read.
+func Text(t testing.TB, ctx context.Context, css string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(css)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", css, err)
+	}
+	return s
+}
+
 // Screenshot sets the viewport of the browser of ctx to w×h (mobile: a
 // phone's, at scale 2) and, unless path is "", saves a full-page PNG of the
 // current page to path.

@@ -39,14 +39,7 @@ func TestAppsBrowser(t *testing.T) {
 		t.Helper()
 		consenttest.Step(t, bctx, name, actions...)
 	}
-	text := func() string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("section.card")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	text := func() string { t.Helper(); return consenttest.Text(t, bctx, "section.card") }
 	// noSideScroll fails when the page is wider than the viewport.
 	noSideScroll := func(what string) {
 		t.Helper()
@@ -127,8 +120,10 @@ func TestAppsBrowser(t *testing.T) {
 	atBothWidths(shotDir, "apps-removed")
 
 	for _, id := range []string{legacy, rejected} {
+		// The page before this removal shows an alert too: wait for the app
+		// to be gone from the page, then for the alert.
 		step("remove "+id, chromedp.Click(chromedp.CSS(`li#app-`+id+` form.remove button`)),
-			chromedp.WaitVisible(chromedp.CSS(`div.alert-ok`)))
+			chromedp.WaitNotPresent(chromedp.CSS(`li#app-`+id)), chromedp.WaitVisible(chromedp.CSS(`div.alert-ok`)))
 	}
 	step("empty", chromedp.WaitVisible(chromedp.CSS(`p.empty`)))
 	if !strings.Contains(text(), "No apps can use your account") {

@@ -59,14 +59,7 @@ func TestSettingsBrowser(t *testing.T) {
 		t.Helper()
 		consenttest.Step(t, bctx, name, actions...)
 	}
-	text := func() string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS("section.card")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	text := func() string { t.Helper(); return consenttest.Text(t, bctx, "section.card") }
 	shots := os.Getenv("OAUTHD_SCREENSHOT") == "1"
 	shotDir := os.Getenv("OAUTHD_SCREENSHOT_DIR")
 	if shotDir == "" {
