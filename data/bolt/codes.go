@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"oauthd/data"
 	"oauthd/data/bolt/internal/wal"
+	"time"
 )
 
 // CreateAuthCode implements [data.Store.CreateAuthCode].
@@ -16,17 +17,25 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	c = data.Normalize(c)
 	key := bytes.Clone(c.Hash)
 	raw := appendAuthCode(make([]byte, 0, 256), &c)
-	return s.write(ctx, "create auth code", func(w *wal.Tx) error {
-		if w.Get(hotCodes, key) != nil {
-			return fmt.Errorf("create auth code: %w", data.ErrExists)
+	return s.createHot(ctx, "create auth code", hotCodes, key, raw, c.UserID, c.ExpiresAt)
+}
+
+// createHot stores raw under the new key of hot bucket b, for the user
+// userID, with its expiry entry, in one op of the log: refused with
+// data.ErrExists when the key is taken, data.ErrUserDisabled when the user
+// is disabled (what a code and a session are created under).
+func (s *Store) createHot(ctx context.Context, op string, b int, key, raw []byte, userID int64, expires time.Time) error {
+	return s.write(ctx, op, func(w *wal.Tx) error {
+		if w.Get(b, key) != nil {
+			return fmt.Errorf("%s: %w", op, data.ErrExists)
 		}
-		if userDisabled(w.Bolt(), c.UserID) {
-			return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
+		if userDisabled(w.Bolt(), userID) {
+			return fmt.Errorf("%s: user %d: %w", op, userID, data.ErrUserDisabled)
 		}
-		if err := w.Put(hotCodes, key, raw); err != nil {
+		if err := w.Put(b, key, raw); err != nil {
 			return err
 		}
-		return putExpiry(w.Put, c.ExpiresAt, hotCodes, key)
+		return putExpiry(w.Put, expires, b, key)
 	})
 }
 

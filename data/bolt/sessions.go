@@ -22,18 +22,7 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session: encode: %w", err)
 	}
-	return s.write(ctx, "create session", func(w *wal.Tx) error {
-		if w.Get(hotSessions, key) != nil {
-			return fmt.Errorf("create session: %w", data.ErrExists)
-		}
-		if userDisabled(w.Bolt(), sess.UserID) {
-			return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
-		}
-		if err := w.Put(hotSessions, key, raw); err != nil {
-			return err
-		}
-		return putExpiry(w.Put, sess.ExpiresAt, hotSessions, key)
-	})
+	return s.createHot(ctx, "create session", hotSessions, key, raw, sess.UserID, sess.ExpiresAt)
 }
 
 // UseNonce implements [data.Store.UseNonce]. It is a hot write: it goes
