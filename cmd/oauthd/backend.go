@@ -222,13 +222,26 @@ type pgRows struct{ s *postgres.Store }
 func (p pgRows) Load(ctx context.Context, rows [][]byte) ([]int64, error) {
 	return p.s.ThrottleLoad(ctx, rows)
 }
-
+func (p pgRows) Announce(ctx context.Context, rows [][]byte) ([]int64, error) {
+	return p.s.ThrottleAnnounce(ctx, rows)
+}
 func (p pgRows) Fail(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, error) {
+	return p.s.ThrottleFail(ctx, now, throttleKeys(rows, rules))
+}
+func (p pgRows) Charge(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, bool, error) {
+	return p.s.ThrottleCharge(ctx, now, throttleKeys(rows, rules))
+}
+func (p pgRows) Refund(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, error) {
+	return p.s.ThrottleRefund(ctx, now, throttleKeys(rows, rules))
+}
+
+// throttleKeys pairs the rows with their rules.
+func throttleKeys(rows [][]byte, rules []throttle.Rule) []postgres.ThrottleKey {
 	tk := make([]postgres.ThrottleKey, len(rows))
 	for i := range rows {
-		tk[i] = postgres.ThrottleKey{Key: rows[i], Rule: postgres.ThrottleRule{Burst: rules[i].Burst, Every: rules[i].Every}}
+		tk[i] = postgres.ThrottleKey{Key: rows[i], Rule: postgres.ThrottleRule(rules[i])}
 	}
-	return p.s.ThrottleFail(ctx, now, tk)
+	return tk
 }
 
 var boltBackend = backend{

@@ -20,6 +20,9 @@
 // The counting lives behind [Counter]; [Memory] keeps it in a bounded map
 // of this process. With [Shared], several replicas count the failures in
 // one [Store] (PostgreSQL) and each mirrors the keys with failures, so a
-// budget holds across replicas while the success path stays in memory.
+// budget holds across replicas while the success path stays in memory; an
+// expensive attempt under a key with failures is charged in the Store
+// before it runs ([Hold]), so that the replicas together never run more
+// of them than the budget has room for.
 // The package knows nothing of HTTP, OAuth or users.
 package throttle

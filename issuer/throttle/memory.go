@@ -54,13 +54,14 @@ func (m *Memory) Len() int {
 func (m *Memory) Peek(_ context.Context, now time.Time, ks Keys) (time.Duration, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.over(now.UnixNano(), ks, false)
+	return m.over(now.UnixNano(), ks, 0)
 }
 
-// over returns the first key of ks whose failures (and, with inflight,
-// attempts in flight) leave no attempt, and the wait until the failures
-// leave one. Called with m.mu held.
-func (m *Memory) over(t int64, ks Keys, inflight bool) (time.Duration, int) {
+// over returns the first key of ks whose failures, plus inflight times
+// its attempts in flight (1: counted; 0: not; -1: taken off, where the
+// failures were read from a store that has them charged), leave no
+// attempt, and the wait until they leave one. Called with m.mu held.
+func (m *Memory) over(t int64, ks Keys, inflight int64) (time.Duration, int) {
 	var wait int64
 	exhausted := -1
 	for i := range ks.n {
@@ -70,9 +71,7 @@ func (m *Memory) over(t int64, ks Keys, inflight bool) (time.Duration, int) {
 		}
 		e := m.m[ks.k[i]]
 		used := max(e.full, t) + int64(r.Every) - t // with this attempt
-		if inflight {
-			used += e.inflight * int64(r.Every)
-		}
+		used += inflight * e.inflight * int64(r.Every)
 		if over := used - int64(r.Burst)*int64(r.Every); over > 0 {
 			wait = max(wait, over)
 			if exhausted < 0 {
@@ -83,17 +82,24 @@ func (m *Memory) over(t int64, ks Keys, inflight bool) (time.Duration, int) {
 	return time.Duration(wait), exhausted
 }
 
-// Start implements [Counter].
-func (m *Memory) Start(_ context.Context, now time.Time, ks Keys) (time.Duration, int, bool) {
+// Start implements [Counter]: the attempt is held here.
+func (m *Memory) Start(_ context.Context, now time.Time, ks Keys) (time.Duration, int, bool, Hold) {
 	t := now.UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if wait, i := m.over(t, ks, false); i >= 0 {
-		return wait, i, false
+	if wait, i := m.over(t, ks, 0); i >= 0 {
+		return wait, i, false, HeldHere
 	}
-	if _, i := m.over(t, ks, true); i >= 0 {
-		return 0, i, true
+	if _, i := m.over(t, ks, 1); i >= 0 {
+		return 0, i, true, HeldHere
 	}
+	m.hold(t, ks)
+	return 0, -1, false, HeldHere
+}
+
+// hold counts an attempt in flight under every limited key of ks. Called
+// with m.mu held.
+func (m *Memory) hold(t int64, ks Keys) {
 	for i := range ks.n {
 		k := ks.k[i]
 		if m.rules[k.Kind].Burst <= 0 {
@@ -106,11 +112,10 @@ func (m *Memory) Start(_ context.Context, now time.Time, ks Keys) (time.Duration
 		e.inflight++
 		m.m[k] = e
 	}
-	return 0, -1, false
 }
 
 // End implements [Counter].
-func (m *Memory) End(_ context.Context, now time.Time, ks Keys, failed bool) {
+func (m *Memory) End(_ context.Context, now time.Time, ks Keys, _ Hold, failed bool) {
 	t := now.UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -207,6 +212,42 @@ func (m *Memory) failed(t int64, ks Keys, half bool) bool {
 		}
 	}
 	return false
+}
+
+// overCharged is over for failures read from a store that has this
+// process's attempts in flight charged already: it takes them off.
+func (m *Memory) overCharged(t int64, ks Keys) (time.Duration, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.over(t, ks, -1)
+}
+
+// holdCharged counts an attempt that a store has charged as in flight
+// here too, so that a refusal its charge causes to another attempt of
+// this process can be told from a used-up budget (overCharged).
+func (m *Memory) holdCharged(t int64, ks Keys) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hold(t, ks)
+}
+
+// reset sets the failures of k to full, as the shared store has them
+// right after a charge was given back: unlike learn, it may lower them.
+func (m *Memory) reset(t int64, k Key, full int64) {
+	if m.rules[k.Kind].Burst <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[k]
+	if !ok && full <= t {
+		return
+	}
+	if !ok && len(m.m) >= m.maxKeys {
+		m.makeRoom(t)
+	}
+	e.full = full
+	m.store(k, e, t)
 }
 
 // learn raises the failures of k to full (Unix nanoseconds at which its

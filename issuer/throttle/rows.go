@@ -12,9 +12,18 @@ import (
 type Rows interface {
 	// Load returns the state of each row.
 	Load(ctx context.Context, rows [][]byte) ([]int64, error)
-	// Fail charges each row whose budget (rules[i]) has room at now and
-	// returns the states after.
+	// Fail charges each row whose budget (rules[i]) has room at now,
+	// announces the charged ones and returns the states after.
 	Fail(ctx context.Context, now time.Time, rows [][]byte, rules []Rule) ([]int64, error)
+	// Charge charges every row if each budget has room at now, or none,
+	// announces nothing, and returns whether it charged and the states
+	// after.
+	Charge(ctx context.Context, now time.Time, rows [][]byte, rules []Rule) ([]int64, bool, error)
+	// Refund gives one charge back to each row and returns the states
+	// after.
+	Refund(ctx context.Context, now time.Time, rows [][]byte, rules []Rule) ([]int64, error)
+	// Announce announces each row's state and returns it.
+	Announce(ctx context.Context, rows [][]byte) ([]int64, error)
 }
 
 // RowStore is the [Store] of the replicas on a shared database ([Rows]):
@@ -38,13 +47,17 @@ func NewRowStore(rows Rows) *RowStore {
 	return &RowStore{rows: rows, follow: map[string][]func(Key, int64){}}
 }
 
-// Load implements [Store].
-func (p *RowStore) Load(ctx context.Context, limiter string, keys []StoredKey) error {
-	raw := make([][]byte, len(keys))
+// rowsOf returns the rows of keys and their rules.
+func rowsOf(limiter string, keys []StoredKey) ([][]byte, []Rule) {
+	raw, rules := make([][]byte, len(keys)), make([]Rule, len(keys))
 	for i, k := range keys {
-		raw[i] = throttleRow(limiter, k.Key)
+		raw[i], rules[i] = throttleRow(limiter, k.Key), k.Rule
 	}
-	full, err := p.rows.Load(ctx, raw)
+	return raw, rules
+}
+
+// setFull sets Full of each key from full, unless err.
+func setFull(keys []StoredKey, full []int64, err error) error {
 	if err != nil {
 		return err
 	}
@@ -54,20 +67,39 @@ func (p *RowStore) Load(ctx context.Context, limiter string, keys []StoredKey) e
 	return nil
 }
 
+// Load implements [Store].
+func (p *RowStore) Load(ctx context.Context, limiter string, keys []StoredKey) error {
+	raw, _ := rowsOf(limiter, keys)
+	full, err := p.rows.Load(ctx, raw)
+	return setFull(keys, full, err)
+}
+
 // Fail implements [Store].
 func (p *RowStore) Fail(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error {
-	raw, rules := make([][]byte, len(keys)), make([]Rule, len(keys))
-	for i, k := range keys {
-		raw[i], rules[i] = throttleRow(limiter, k.Key), k.Rule
-	}
+	raw, rules := rowsOf(limiter, keys)
 	full, err := p.rows.Fail(ctx, now, raw, rules)
-	if err != nil {
-		return err
-	}
-	for i := range keys {
-		keys[i].Full = full[i]
-	}
-	return nil
+	return setFull(keys, full, err)
+}
+
+// Charge implements [Store].
+func (p *RowStore) Charge(ctx context.Context, limiter string, now time.Time, keys []StoredKey) (bool, error) {
+	raw, rules := rowsOf(limiter, keys)
+	full, ok, err := p.rows.Charge(ctx, now, raw, rules)
+	return ok, setFull(keys, full, err)
+}
+
+// Refund implements [Store].
+func (p *RowStore) Refund(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error {
+	raw, rules := rowsOf(limiter, keys)
+	full, err := p.rows.Refund(ctx, now, raw, rules)
+	return setFull(keys, full, err)
+}
+
+// Announce implements [Store].
+func (p *RowStore) Announce(ctx context.Context, limiter string, keys []StoredKey) error {
+	raw, _ := rowsOf(limiter, keys)
+	full, err := p.rows.Announce(ctx, raw)
+	return setFull(keys, full, err)
 }
 
 // Follow implements [Store].

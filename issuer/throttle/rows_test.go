@@ -35,6 +35,25 @@ func (f *fakeRows) Fail(_ context.Context, _ time.Time, rows [][]byte, rules []R
 	return out, nil
 }
 
+func (f *fakeRows) Charge(ctx context.Context, now time.Time, rows [][]byte, rules []Rule) ([]int64, bool, error) {
+	full, err := f.Fail(ctx, now, rows, rules)
+	return full, true, err
+}
+
+func (f *fakeRows) Refund(_ context.Context, _ time.Time, rows [][]byte, rules []Rule) ([]int64, error) {
+	f.rows, f.rules = rows, rules
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		f.state[string(r)] -= 7
+		out[i] = f.state[string(r)]
+	}
+	return out, nil
+}
+
+func (f *fakeRows) Announce(ctx context.Context, rows [][]byte) ([]int64, error) {
+	return f.Load(ctx, rows)
+}
+
 // TestRowStore: a key of a limiter is the row "NAME:" + its binary form
 // (so two limiters' keys never share a row), Fail passes each key's rule
 // and sets Full from the answer, Load reads the same rows back, and an

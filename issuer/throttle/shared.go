@@ -21,8 +21,17 @@ import (
 // others'); a failure is counted in the store, which announces the key's
 // new state to every replica ([Store.Follow]), so each keeps a mirror of
 // the keys with failures. An attempt with keys that have no failures
-// anywhere therefore costs no round trip. Attempts in flight (of a login's
-// password check) are counted per replica, as [Memory] counts them.
+// anywhere therefore costs no round trip.
+//
+// An expensive attempt ([Limiter.Reserve], a login's password check)
+// under keys that this replica knows to have failures is charged in the
+// store before it runs, all keys or none, and given back if it succeeds:
+// the store's budget is then the one bound of such attempts on every
+// replica at once, however a burst is spread (and a crashed replica's
+// charge is only a failure that lapses). Under keys without failures the
+// attempt is counted in flight here only, as [Memory] counts them; each
+// replica runs at most one such round before its own first failure,
+// counted in the store, teaches it the key.
 //
 // When the store fails, the counter fails open: it decides from its
 // mirror and counts the failure in it, as a replica alone would; a
@@ -46,6 +55,18 @@ type Store interface {
 	// room for it (never past a budget), sets Full of each key to its
 	// state after, and announces the new states to every replica.
 	Fail(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error
+	// Charge counts an attempt about to run as a failure at now against
+	// every key, all or none: if every key's budget has room, it charges
+	// each and reports true; otherwise it charges nothing. Either way it
+	// sets Full of each key to its state after. It announces nothing (the
+	// attempt may yet succeed).
+	Charge(ctx context.Context, limiter string, now time.Time, keys []StoredKey) (bool, error)
+	// Refund gives back a charge of Charge (the attempt succeeded) and
+	// sets Full of each key to its state after.
+	Refund(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error
+	// Announce sets Full of each key to its stored state and announces it
+	// to every replica (a charged attempt failed: its charge stays).
+	Announce(ctx context.Context, limiter string, keys []StoredKey) error
 	// Follow registers learn, called with the announced state of every
 	// key of limiter that any replica counts a failure against.
 	Follow(limiter string, learn func(k Key, full int64))
@@ -111,13 +132,14 @@ type sharedCounter struct {
 	store Store
 	now   func() time.Time
 
-	loads, loadErrs, fails, failErrs prometheus.Counter
+	loads, loadErrs, fails, failErrs   prometheus.Counter
+	charges, chargeErrs, ends, endErrs prometheus.Counter
 }
 
 func newSharedCounter(name string, mem *Memory, sh *Shared, now func() time.Time, reg prometheus.Registerer) *sharedCounter {
 	ops := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "oauthd_throttle_store_ops_total",
-		Help:        "Round trips of a shared failure limiter to the database: load (a key near its budget read before an attempt), fail (a failure counted), by result (ok, error: the limiter then decided from this replica's knowledge).",
+		Help:        "Round trips of a shared failure limiter to the database: load (a key near its budget read before an attempt), fail (a failure counted), charge (a password check under a key with failures charged before it runs), end (that charge given back or announced), by result (ok, error: the limiter then decided from this replica's knowledge).",
 		ConstLabels: prometheus.Labels{"limiter": name},
 	}, []string{"op", "result"})
 	if reg != nil {
@@ -130,7 +152,9 @@ func newSharedCounter(name string, mem *Memory, sh *Shared, now func() time.Time
 	}
 	s := &sharedCounter{name: name, mem: mem, store: sh.Store, now: now,
 		loads: ops.WithLabelValues("load", "ok"), loadErrs: ops.WithLabelValues("load", "error"),
-		fails: ops.WithLabelValues("fail", "ok"), failErrs: ops.WithLabelValues("fail", "error")}
+		fails: ops.WithLabelValues("fail", "ok"), failErrs: ops.WithLabelValues("fail", "error"),
+		charges: ops.WithLabelValues("charge", "ok"), chargeErrs: ops.WithLabelValues("charge", "error"),
+		ends: ops.WithLabelValues("end", "ok"), endErrs: ops.WithLabelValues("end", "error")}
 	sh.Store.Follow(name, func(k Key, full int64) { mem.learn(s.now().UnixNano(), k, full) })
 	return s
 }
@@ -158,23 +182,76 @@ func (s *sharedCounter) Peek(ctx context.Context, now time.Time, ks Keys) (time.
 	return s.mem.Peek(ctx, now, ks)
 }
 
-// Start implements [Counter]: in flight here; the failures from the store
-// as soon as a key has any (Start precedes an expensive check, a password,
-// next to which a round trip costs nothing).
-func (s *sharedCounter) Start(ctx context.Context, now time.Time, ks Keys) (time.Duration, int, bool) {
-	if s.mem.failed(now.UnixNano(), ks, false) {
-		s.load(ctx, now, ks)
+// Start implements [Counter]. Under keys without failures here, the
+// attempt is held here. Under a key with any, it is charged in the store
+// before it runs (a password check, next to which the round trip costs
+// nothing), so that no burst spread over replicas runs more checks than
+// the store's budget; a refusal that this replica's own attempts in
+// flight explain is busy (they may yet succeed), any other is a used-up
+// budget. If the store cannot be reached, the replica decides alone.
+func (s *sharedCounter) Start(ctx context.Context, now time.Time, ks Keys) (time.Duration, int, bool, Hold) {
+	t := now.UnixNano()
+	if !s.mem.failed(t, ks, false) {
+		return s.mem.Start(ctx, now, ks)
 	}
-	return s.mem.Start(ctx, now, ks)
+	if wait, i := s.mem.overCharged(t, ks); i >= 0 {
+		return wait, i, false, HeldHere // used up as far as anyone here knows
+	}
+	var buf [MaxKeys]StoredKey
+	sk := s.stored(&buf, ks)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	ok, err := s.store.Charge(sctx, s.name, now, sk)
+	if err != nil {
+		s.chargeErrs.Inc()
+		return s.mem.Start(ctx, now, ks)
+	}
+	s.charges.Inc()
+	if ok {
+		s.mem.holdCharged(t, ks)
+		return 0, -1, false, HeldInStore
+	}
+	s.learn(now, sk)
+	if wait, i := s.mem.overCharged(t, ks); i >= 0 {
+		return wait, i, false, HeldHere
+	}
+	return 0, 0, true, HeldHere
 }
 
-// End implements [Counter]: a failure is counted in the store before the
-// attempt stops holding budget here.
-func (s *sharedCounter) End(ctx context.Context, now time.Time, ks Keys, failed bool) {
-	if failed {
-		s.Fail(ctx, now, ks)
+// End implements [Counter]. An attempt held here that failed is counted
+// in the store before it stops holding budget here. A charged one is
+// given back if it succeeded, or announced to every replica if it failed.
+func (s *sharedCounter) End(ctx context.Context, now time.Time, ks Keys, hold Hold, failed bool) {
+	if hold == HeldHere {
+		if failed {
+			s.Fail(ctx, now, ks)
+		}
+		s.mem.End(ctx, now, ks, hold, false)
+		return
 	}
-	s.mem.End(ctx, now, ks, false)
+	var buf [MaxKeys]StoredKey
+	sk := s.stored(&buf, ks)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	var err error
+	if failed {
+		if err = s.store.Announce(sctx, s.name, sk); err == nil {
+			s.learn(now, sk)
+		}
+	} else if err = s.store.Refund(sctx, s.name, now, sk); err == nil {
+		for _, k := range sk {
+			s.mem.reset(now.UnixNano(), k.Key, k.Full)
+		}
+	}
+	if err != nil {
+		s.endErrs.Inc()
+	} else {
+		s.ends.Inc()
+	}
+	// A failure the store could not announce is counted here too, as a
+	// replica alone would; a charge that could not be given back stays a
+	// failure, which lapses by itself.
+	s.mem.End(ctx, now, ks, hold, failed && err != nil)
 }
 
 // Fail implements [Counter]: in the store, or, if it fails, here.

@@ -16,6 +16,7 @@ type fakeStore struct {
 	followers map[string][]func(Key, int64)
 	loads     int
 	fails     int
+	charges   int
 	err       error // when set, every call fails
 	deaf      bool  // when set, announcements are lost
 }
@@ -74,6 +75,71 @@ func (f *fakeStore) Fail(ctx context.Context, limiter string, now time.Time, key
 	return nil
 }
 
+func (f *fakeStore) Charge(ctx context.Context, limiter string, now time.Time, keys []StoredKey) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return false, f.err
+	}
+	f.charges++
+	t := now.UnixNano()
+	ok := true
+	for _, k := range keys {
+		if max(f.full[storeKey(limiter, k.Key)], t)+int64(k.Rule.Every)-t > int64(k.Rule.Burst)*int64(k.Rule.Every) {
+			ok = false
+		}
+	}
+	for i, k := range keys {
+		sk := storeKey(limiter, k.Key)
+		if ok {
+			f.full[sk] = max(f.full[sk], t) + int64(k.Rule.Every)
+		}
+		keys[i].Full = f.full[sk]
+	}
+	return ok, nil
+}
+
+func (f *fakeStore) Refund(_ context.Context, limiter string, now time.Time, keys []StoredKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	for i, k := range keys {
+		sk := storeKey(limiter, k.Key)
+		f.full[sk] = max(f.full[sk]-int64(k.Rule.Every), now.UnixNano())
+		keys[i].Full = f.full[sk]
+	}
+	return nil
+}
+
+func (f *fakeStore) Announce(ctx context.Context, limiter string, keys []StoredKey) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	if f.err != nil {
+		f.mu.Unlock()
+		return f.err
+	}
+	for i, k := range keys {
+		keys[i].Full = f.full[storeKey(limiter, k.Key)]
+	}
+	fs, deaf := f.followers[limiter], f.deaf
+	f.mu.Unlock()
+	if !deaf {
+		for _, fn := range fs {
+			for _, k := range keys {
+				fn(k.Key, k.Full)
+			}
+		}
+	}
+	return nil
+}
+
 func (f *fakeStore) Follow(limiter string, learn func(Key, int64)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -84,6 +150,12 @@ func (f *fakeStore) counts() (loads, fails int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.loads, f.fails
+}
+
+func (f *fakeStore) chargeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.charges
 }
 
 // replicas returns n limiters sharing st, on one clock.
@@ -263,10 +335,150 @@ func TestSharedFailAfterHangUp(t *testing.T) {
 	r.ctx = rctx
 	cancel()
 	r.Fail()
-	if _, fails := st.counts(); fails != 2 {
-		t.Fatalf("2 failures under a cancelled context: %d counted in the store; want 2", fails)
+	if _, fails := st.counts(); fails+st.chargeCount() != 2 {
+		t.Fatalf("2 failures under a cancelled context: %d counted in the store; want 2", fails+st.chargeCount())
 	}
 	if _, ok := ls[1].Check(ctx, keys(ls[1], "app", addrA)); ok {
 		t.Fatal("the other replica lets the key through after its budget of 2 was spent")
 	}
+}
+
+// TestSharedRefillOnceAcrossReplicas: when a used-up budget regains one
+// attempt, three replicas that start an attempt each at that moment run
+// one between them, not one each: an attempt under a key with failures
+// is charged in the store before it runs.
+func TestSharedRefillOnceAcrossReplicas(t *testing.T) {
+	st := newFakeStore()
+	c := &clock{t: t0}
+	ls := replicas(3, st, c)
+	for i := range 6 {
+		fail(ls[i%3], keys(ls[i%3], "app", addrA))
+	}
+	for round := range 3 {
+		c.advance(6 * time.Second) // the client key (2, one each 6 s) regains one
+		var ran []Reservation
+		for _, l := range ls {
+			if r, _, err := l.Reserve(ctx, keys(l, "app", addrA), 0); err == nil {
+				ran = append(ran, r)
+			} else if !errors.Is(err, ErrLimited) {
+				t.Fatalf("round %d: Reserve = %v; want ErrLimited or an attempt", round, err)
+			}
+		}
+		if len(ran) != 1 {
+			t.Fatalf("round %d: %d of 3 replicas ran an attempt after one was regained; want 1", round, len(ran))
+		}
+		for i := range ran {
+			ran[i].Fail()
+		}
+	}
+}
+
+// TestSharedBurstBound: a burst of wrong passwords spread over three
+// replicas, each running two checks at once (a login's password slots),
+// in the worst order: every replica starts its first round before any
+// failure is known, one failure is announced, and each replica then
+// starts all it is allowed while the rest are still running. The first
+// rounds ran before anyone knew (3 × 2); everything after is charged in
+// the store, which has room for the budget of 5 less the failure that
+// taught the replicas: 10 checks in all, never more, and after the burst
+// nothing more runs anywhere. (Counting attempts in flight per replica
+// instead let each replica run its own budget: 13 here.)
+func TestSharedBurstBound(t *testing.T) {
+	st := newFakeStore()
+	c := &clock{t: t0}
+	rules := Rules{Account: {Burst: 5, Every: time.Minute}}
+	var ls []*Limiter
+	for range 3 {
+		ls = append(ls, New(Config{Name: "login", Rules: rules, Now: c.now, Shared: &Shared{Store: st, Secret: []byte("s")}}))
+	}
+	var ks Keys
+	ks.Add(UserKey(7, addrA))
+	var running []Reservation
+	for _, l := range ls {
+		for range 2 {
+			r, _, err := l.Reserve(ctx, ks, 0)
+			if err != nil {
+				t.Fatalf("first round: %v", err)
+			}
+			running = append(running, r)
+		}
+	}
+	ran := len(running)
+	running[0].Fail() // announced to every replica
+	running = running[1:]
+	for progress := true; progress; {
+		progress = false
+		for _, l := range ls {
+			if r, _, err := l.Reserve(ctx, ks, 0); err == nil {
+				running = append(running, r)
+				ran++
+				progress = true
+			}
+		}
+	}
+	for i := range running {
+		running[i].Fail()
+	}
+	for i, l := range ls {
+		if _, _, err := l.Reserve(ctx, ks, 0); !errors.Is(err, ErrLimited) {
+			t.Errorf("replica %d after the burst: Reserve = %v; want ErrLimited", i, err)
+		}
+	}
+	if want := 5 - 1 + 3*2; ran != want {
+		t.Errorf("the burst ran %d password checks; want %d: the budget of 5, less the failure that was known, plus each replica's first round of 2", ran, want)
+	}
+}
+
+// TestSharedChargeGivenBack: right passwords under a key with failures
+// are charged and given back, so that any number of them leave the
+// store's count where it was; two at once on one replica at the edge of
+// the budget wait for each other rather than being refused; a store that
+// fails to charge leaves the decision to the replica.
+func TestSharedChargeGivenBack(t *testing.T) {
+	st := newFakeStore()
+	c := &clock{t: t0}
+	ls := replicas(2, st, c)
+	fail(ls[0], keys(ls[0], "app", addrA)) // 1 of the client key's 2
+	for i := range 10 {
+		r, _, err := ls[i%2].Reserve(ctx, keys(ls[i%2], "app", addrA), 0)
+		if err != nil {
+			t.Fatalf("right password %d: %v", i, err)
+		}
+		r.Refund()
+	}
+	if n := st.chargeCount(); n != 10 {
+		t.Fatalf("10 attempts under a key with a failure: %d charges; want 10", n)
+	}
+	var ks []StoredKey
+	ks = append(ks, StoredKey{Key: ls[0].NameKey(Client, "app", addrA)})
+	if err := st.Load(ctx, "test", ks); err != nil || ks[0].Full != t0.Add(6*time.Second).UnixNano() {
+		t.Fatalf("after 10 given back the store holds %v; want the one failure", ks[0].Full)
+	}
+
+	r1, _, err := ls[0].Reserve(ctx, keys(ls[0], "app", addrA), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		r2, _, err := ls[0].Reserve(ctx, keys(ls[0], "app", addrA), 5*time.Second)
+		if err == nil {
+			r2.Refund()
+		}
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	r1.Refund()
+	if err := <-done; err != nil {
+		t.Fatalf("a right password waiting on another of this replica = %v; want to run once it ended", err)
+	}
+
+	st.mu.Lock()
+	st.err = errors.New("connection refused")
+	st.mu.Unlock()
+	r, _, err := ls[1].Reserve(ctx, keys(ls[1], "app", addrA), 0)
+	if err != nil {
+		t.Fatalf("store down: Reserve under a key with a failure = %v; want the replica to decide", err)
+	}
+	r.Refund()
 }

@@ -99,18 +99,31 @@ type Counter interface {
 	// has an attempt again.
 	Peek(ctx context.Context, now time.Time, ks Keys) (wait time.Duration, exhausted int)
 	// Start begins an attempt under ks and returns -1 if every key's
-	// failures plus the attempts in flight leave room for it. If a key's
-	// failures alone leave none it starts nothing and returns the index
-	// and wait as Peek; if only the attempts in flight take the room, it
-	// starts nothing and returns busy (those may yet succeed).
-	Start(ctx context.Context, now time.Time, ks Keys) (wait time.Duration, exhausted int, busy bool)
-	// End ends an attempt begun by Start, counting it as a failure if
-	// failed.
-	End(ctx context.Context, now time.Time, ks Keys, failed bool)
+	// failures plus the attempts in flight leave room for it, and how the
+	// attempt holds its budget. If a key's failures alone leave none it
+	// starts nothing and returns the index and wait as Peek; if only the
+	// attempts in flight take the room, it starts nothing and returns busy
+	// (those may yet succeed).
+	Start(ctx context.Context, now time.Time, ks Keys) (wait time.Duration, exhausted int, busy bool, hold Hold)
+	// End ends an attempt begun by Start (hold as Start returned it),
+	// counting it as a failure if failed.
+	End(ctx context.Context, now time.Time, ks Keys, hold Hold, failed bool)
 	// Fail counts a failure against every key of ks (of an attempt that
 	// was not started: a cheap check), but never past a key's budget.
 	Fail(ctx context.Context, now time.Time, ks Keys)
 }
+
+// Hold is how an attempt begun by [Counter.Start] holds its budget until
+// it ends.
+type Hold uint8
+
+const (
+	// HeldHere: counted in flight in this process only.
+	HeldHere Hold = iota
+	// HeldInStore: charged in the shared [Store] before it runs, as a
+	// failure that a success gives back.
+	HeldInStore
+)
 
 // Limiter counts attempts against their keys and exports how often it
 // refused one. Create it with [New].
@@ -245,9 +258,10 @@ var (
 
 // Reservation is an attempt begun by [Limiter.Reserve].
 type Reservation struct {
-	l   *Limiter
-	ks  Keys
-	ctx context.Context // Reserve's: the attempt ends under it
+	l    *Limiter
+	ks   Keys
+	hold Hold
+	ctx  context.Context // Reserve's: the attempt ends under it
 }
 
 // reservePoll is how often Reserve looks again while the budget is held
@@ -269,10 +283,10 @@ const reservePoll = 5 * time.Millisecond
 func (l *Limiter) Reserve(ctx context.Context, ks Keys, maxWait time.Duration) (Reservation, time.Duration, error) {
 	var deadline time.Time
 	for {
-		wait, i, busy := l.c.Start(ctx, l.now(), ks)
+		wait, i, busy, hold := l.c.Start(ctx, l.now(), ks)
 		switch {
 		case i < 0:
-			return Reservation{l: l, ks: ks, ctx: ctx}, 0, nil
+			return Reservation{l: l, ks: ks, hold: hold, ctx: ctx}, 0, nil
 		case !busy:
 			return Reservation{}, l.refuse(ks, i, wait), ErrLimited
 		}
@@ -297,7 +311,7 @@ func (r *Reservation) Fail() {
 	if r.l == nil {
 		return
 	}
-	r.l.c.End(r.ctx, r.l.now(), r.ks, true)
+	r.l.c.End(r.ctx, r.l.now(), r.ks, r.hold, true)
 	r.l = nil
 }
 
@@ -307,7 +321,7 @@ func (r *Reservation) Refund() {
 	if r.l == nil {
 		return
 	}
-	r.l.c.End(r.ctx, r.l.now(), r.ks, false)
+	r.l.c.End(r.ctx, r.l.now(), r.ks, r.hold, false)
 	r.l = nil
 }
 
