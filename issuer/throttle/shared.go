@@ -197,6 +197,11 @@ func (s *sharedCounter) Start(ctx context.Context, now time.Time, ks Keys) (time
 	if wait, i := s.mem.overCharged(t, ks); i >= 0 {
 		return wait, i, false, HeldHere // used up as far as anyone here knows
 	}
+	if _, i := s.mem.Peek(ctx, now, ks); i >= 0 {
+		// The store refused this replica's last charge, and none of its
+		// own checks in flight has ended since: wait for them here.
+		return 0, i, true, HeldHere
+	}
 	var buf [MaxKeys]StoredKey
 	sk := s.stored(&buf, ks)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)

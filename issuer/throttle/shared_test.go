@@ -459,6 +459,7 @@ func TestSharedChargeGivenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := st.chargeCount()
 	done := make(chan error)
 	go func() {
 		r2, _, err := ls[0].Reserve(ctx, keys(ls[0], "app", addrA), 5*time.Second)
@@ -471,6 +472,9 @@ func TestSharedChargeGivenBack(t *testing.T) {
 	r1.Refund()
 	if err := <-done; err != nil {
 		t.Fatalf("a right password waiting on another of this replica = %v; want to run once it ended", err)
+	}
+	if n := st.chargeCount() - before; n > 3 {
+		t.Errorf("a check waiting 20 ms for another of its replica asked the store %d times; want the first charge refused, then one once the other ended", n-1)
 	}
 
 	st.mu.Lock()
