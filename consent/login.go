@@ -185,13 +185,9 @@ func (h *Handler) checkLogin(c echo.Context) error {
 			upgraded = hash
 		}
 	}
-	if !ok {
-		// Counted before the slot is given back: the next check this
-		// replica runs under these keys knows of this failure.
-		res.Fail()
-	}
 	leave()
 	if !ok {
+		res.Fail()
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"),
 			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
 		v.Message = msgWrongLogin

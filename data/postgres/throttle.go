@@ -32,7 +32,7 @@ type ThrottleKey struct {
 // statements on overlapping keys lock their rows in the same order and
 // cannot deadlock), and announces each charged key's new state. A key at
 // its budget is locked but not changed, and not returned.
-const throttleFail = throttleCharge + `, pg_notify('` + Channel + `', 'throttle ' || encode(key, 'hex') || ' ' || tat_ns) FROM up`
+const throttleFail = throttleCharge + throttleNotify
 
 // throttleCharge is throttleFail without the announcement (and without
 // its FROM, which each adds).
@@ -140,16 +140,25 @@ func (s *Store) ThrottleCharge(ctx context.Context, now time.Time, keys []Thrott
 }
 
 // throttleRefund gives one charge back to each key, locking the rows in
-// key order as throttleFail does.
+// key order as throttleFail does, and announces the state after.
 const throttleRefund = `WITH n AS (SELECT * FROM unnest($1::bytea[], $3::bigint[]) AS n(k, every)),
-l AS (SELECT t.key FROM throttle t JOIN n ON t.key = n.k ORDER BY t.key FOR UPDATE OF t)
-UPDATE throttle t SET tat_ns = GREATEST(t.tat_ns - n.every, $2::bigint)
-FROM n, l WHERE t.key = n.k AND l.key = t.key
-RETURNING t.key, t.tat_ns`
+l AS (SELECT t.key FROM throttle t JOIN n ON t.key = n.k ORDER BY t.key FOR UPDATE OF t),
+up AS (
+	UPDATE throttle t SET tat_ns = GREATEST(t.tat_ns - n.every, $2::bigint)
+	FROM n, l WHERE t.key = n.k AND l.key = t.key
+	RETURNING t.key, t.tat_ns
+)
+SELECT key, tat_ns` + throttleNotify
+
+// throttleNotify ends a statement that announces the states of the rows
+// of up.
+const throttleNotify = `, pg_notify('` + Channel + `', 'throttle ' || encode(key, 'hex') || ' ' || tat_ns) FROM up`
 
 // ThrottleRefund gives back a charge of [Store.ThrottleCharge] (the
-// attempt succeeded) and returns each key's state after (0 for a key
-// without a row).
+// attempt succeeded), returns each key's state after (0 for a key
+// without a row) and announces it: notifications arrive in the order of
+// the commits, so every replica can take the last one as the key's state,
+// without the charge.
 func (s *Store) ThrottleRefund(ctx context.Context, now time.Time, keys []ThrottleKey) ([]int64, error) {
 	if err := s.begin(ctx, "throttle refund"); err != nil {
 		return nil, err
@@ -162,7 +171,7 @@ func (s *Store) ThrottleRefund(ctx context.Context, now time.Time, keys []Thrott
 		if err != nil {
 			return err
 		}
-		err = scanStates(rows, raw, full, false)
+		err = scanStates(rows, raw, full, true)
 		if retryable(err) {
 			s.stats.retries.Add(1)
 		}
@@ -184,7 +193,7 @@ func (s *Store) ThrottleAnnounce(ctx context.Context, keys [][]byte) ([]int64, e
 	full := make([]int64, len(keys))
 	err := retry(ctx, func() error {
 		clear(full)
-		rows, err := s.pool.Query(ctx, "SELECT key, tat_ns, pg_notify('"+Channel+"', 'throttle ' || encode(key, 'hex') || ' ' || tat_ns) FROM throttle WHERE key = ANY($1)", keys)
+		rows, err := s.pool.Query(ctx, "WITH up AS (SELECT key, tat_ns FROM throttle WHERE key = ANY($1)) SELECT key, tat_ns"+throttleNotify, keys)
 		if err != nil {
 			return err
 		}

@@ -93,9 +93,9 @@ func TestSharedThrottle(t *testing.T) {
 // TestThrottleCharge: 30 attempts charged at once on two replicas under
 // an account (5) and an address (20) get exactly the account's 5 charges,
 // and the address is charged for those 5 only (all keys or none); a
-// refused charge returns the states unchanged; a charge is announced only
-// by ThrottleAnnounce, a refund gives one back, and a refund of a lapsed
-// key leaves it lapsed.
+// refused charge returns the states unchanged; a charge is not announced,
+// a refund gives one back and announces the state after, ThrottleAnnounce
+// announces a state, and a refund of a lapsed key leaves it lapsed.
 func TestThrottleCharge(t *testing.T) {
 	ss := twoStores(t)
 	lctx, cancel := context.WithCancel(ctx)
@@ -145,6 +145,23 @@ func TestThrottleCharge(t *testing.T) {
 	full, err = ss[1].ThrottleRefund(ctx, now, []postgres.ThrottleKey{addr, user})
 	if err != nil || full[0] != want[0]-int64(15*time.Second) || full[1] != want[1]-int64(time.Minute) {
 		t.Fatalf("refund = %v, %v; want one charge back of each", full, err)
+	}
+	// The refund is announced, so that no replica goes on counting it.
+	got := map[string]int64{}
+	for len(got) < 2 {
+		select {
+		case e := <-events:
+			k, f, ok := postgres.ParseThrottleEvent(e.ID)
+			if !ok {
+				t.Fatalf("unparsable throttle event %q", e.ID)
+			}
+			got[string(k)] = f
+		case <-time.After(5 * time.Second):
+			t.Fatalf("refund announcements after 5 s: %v; want both keys", got)
+		}
+	}
+	if got[string(addr.Key)] != full[0] || got[string(user.Key)] != full[1] {
+		t.Fatalf("refund announced %v; want the states after, %v", got, full)
 	}
 	if _, ok, err := ss[0].ThrottleCharge(ctx, now, []postgres.ThrottleKey{addr, user}); err != nil || !ok {
 		t.Fatalf("a charge after a refund = %v, %v; want room for it", ok, err)

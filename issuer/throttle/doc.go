@@ -21,8 +21,9 @@
 // of this process. With [Shared], several replicas count the failures in
 // one [Store] (PostgreSQL) and each mirrors the keys with failures, so a
 // budget holds across replicas while the success path stays in memory; an
-// expensive attempt under a key with failures is charged in the Store
-// before it runs ([Hold]), so that the replicas together never run more
-// of them than the budget has room for.
+// expensive attempt under a key with failures (or beside another attempt
+// of the key in this process) is charged in the Store before it runs
+// ([Hold]), so that the replicas together run no more of them than the
+// budget has room for, plus one each.
 // The package knows nothing of HTTP, OAuth or users.
 package throttle

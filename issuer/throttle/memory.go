@@ -231,9 +231,38 @@ func (m *Memory) holdCharged(t int64, ks Keys) {
 	m.hold(t, ks)
 }
 
-// reset sets the failures of k to full, as the shared store has them
-// right after a charge was given back: unlike learn, it may lower them.
-func (m *Memory) reset(t int64, k Key, full int64) {
+// held reports whether an attempt is in flight here under a key of ks.
+func (m *Memory) held(ks Keys) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range ks.n {
+		if m.m[ks.k[i]].inflight > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// refund lowers the failures of k by the one charge this process gave
+// back, to no less than full, the store's state right after: what it
+// learned meanwhile of others' failures stays.
+func (m *Memory) refund(t int64, k Key, full int64) {
+	r := m.rules[k.Kind]
+	if r.Burst <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.m[k]; ok {
+		e.full = max(full, e.full-int64(r.Every))
+		m.store(k, e, t)
+	}
+}
+
+// set makes full the failures of k, as announced by the shared store:
+// its announcements arrive in the order of its commits, so the last one
+// is its state, lower than before when a charge was given back.
+func (m *Memory) set(t int64, k Key, full int64) {
 	if m.rules[k.Kind].Burst <= 0 {
 		return
 	}

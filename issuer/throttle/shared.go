@@ -15,23 +15,26 @@ import (
 // the attempts. Pass the same Store and Secret to every replica's
 // limiters ([Config.Shared]).
 //
-// The success path stays in this process: a key is looked up in the
-// store only when this replica already knows it to have used at least
-// half its budget (from its own failures and the announcements of the
-// others'); a failure is counted in the store, which announces the key's
-// new state to every replica ([Store.Follow]), so each keeps a mirror of
-// the keys with failures. An attempt with keys that have no failures
-// anywhere therefore costs no round trip.
+// A cheap check ([Limiter.Check], a client secret) stays in this process:
+// a key is looked up in the store only when this replica already knows it
+// to have used at least half its budget (from its own failures and the
+// announcements of the others'); a failure is counted in the store, which
+// announces the key's new state to every replica ([Store.Follow]), so
+// each keeps a mirror of the keys with failures. An attempt with keys
+// that have no failures anywhere therefore costs no round trip.
 //
 // An expensive attempt ([Limiter.Reserve], a login's password check)
-// under keys that this replica knows to have failures is charged in the
-// store before it runs, all keys or none, and given back if it succeeds:
-// the store's budget is then the one bound of such attempts on every
-// replica at once, however a burst is spread (and a crashed replica's
-// charge is only a failure that lapses). Under keys without failures the
-// attempt is counted in flight here only, as [Memory] counts them; each
-// replica runs at most one such round before its own first failure,
-// counted in the store, teaches it the key.
+// under keys that this replica knows to have failures, or that already
+// have an attempt in flight here, is charged in the store before it
+// runs, all keys or none, and given back if it succeeds (the store
+// announces the state after, so that no replica goes on counting the
+// charge): the store's budget is then the one bound of such attempts on
+// every replica at once, however a burst is spread, and a crashed
+// replica's charge is only a failure that lapses. Any other attempt is
+// counted in flight here only, as [Memory] counts them: one per replica
+// before its first failure or announcement teaches it the key, so a
+// burst runs at most the budget plus one attempt per replica, and a
+// right password from a clean address costs no round trip.
 //
 // When the store fails, the counter fails open: it decides from its
 // mirror and counts the failure in it, as a replica alone would; a
@@ -155,7 +158,7 @@ func newSharedCounter(name string, mem *Memory, sh *Shared, now func() time.Time
 		fails: ops.WithLabelValues("fail", "ok"), failErrs: ops.WithLabelValues("fail", "error"),
 		charges: ops.WithLabelValues("charge", "ok"), chargeErrs: ops.WithLabelValues("charge", "error"),
 		ends: ops.WithLabelValues("end", "ok"), endErrs: ops.WithLabelValues("end", "error")}
-	sh.Store.Follow(name, func(k Key, full int64) { mem.learn(s.now().UnixNano(), k, full) })
+	sh.Store.Follow(name, func(k Key, full int64) { mem.set(s.now().UnixNano(), k, full) })
 	return s
 }
 
@@ -182,16 +185,17 @@ func (s *sharedCounter) Peek(ctx context.Context, now time.Time, ks Keys) (time.
 	return s.mem.Peek(ctx, now, ks)
 }
 
-// Start implements [Counter]. Under keys without failures here, the
-// attempt is held here. Under a key with any, it is charged in the store
-// before it runs (a password check, next to which the round trip costs
-// nothing), so that no burst spread over replicas runs more checks than
-// the store's budget; a refusal that this replica's own attempts in
-// flight explain is busy (they may yet succeed), any other is a used-up
-// budget. If the store cannot be reached, the replica decides alone.
+// Start implements [Counter]. Under keys without failures or attempts in
+// flight here, the attempt is held here. Otherwise it is charged in the
+// store before it runs (a password check, next to which the round trip
+// costs nothing), so that no burst spread over replicas runs more checks
+// than the store's budget, plus one per replica; a refusal that this
+// replica's own attempts in flight explain is busy (they may yet
+// succeed), any other is a used-up budget. If the store cannot be
+// reached, the replica decides alone.
 func (s *sharedCounter) Start(ctx context.Context, now time.Time, ks Keys) (time.Duration, int, bool, Hold) {
 	t := now.UnixNano()
-	if !s.mem.failed(t, ks, false) {
+	if !s.mem.failed(t, ks, false) && !s.mem.held(ks) {
 		return s.mem.Start(ctx, now, ks)
 	}
 	if wait, i := s.mem.overCharged(t, ks); i >= 0 {
@@ -245,7 +249,7 @@ func (s *sharedCounter) End(ctx context.Context, now time.Time, ks Keys, hold Ho
 		}
 	} else if err = s.store.Refund(sctx, s.name, now, sk); err == nil {
 		for _, k := range sk {
-			s.mem.reset(now.UnixNano(), k.Key, k.Full)
+			s.mem.refund(now.UnixNano(), k.Key, k.Full)
 		}
 	}
 	if err != nil {

@@ -62,16 +62,8 @@ func (f *fakeStore) Fail(ctx context.Context, limiter string, now time.Time, key
 		}
 		keys[i].Full = f.full[sk]
 	}
-	fs := f.followers[limiter]
-	deaf := f.deaf
 	f.mu.Unlock()
-	if !deaf {
-		for _, fn := range fs {
-			for _, k := range keys {
-				fn(k.Key, k.Full)
-			}
-		}
-	}
+	f.announce(limiter, keys)
 	return nil
 }
 
@@ -104,8 +96,8 @@ func (f *fakeStore) Charge(ctx context.Context, limiter string, now time.Time, k
 
 func (f *fakeStore) Refund(_ context.Context, limiter string, now time.Time, keys []StoredKey) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.err != nil {
+		f.mu.Unlock()
 		return f.err
 	}
 	for i, k := range keys {
@@ -113,7 +105,25 @@ func (f *fakeStore) Refund(_ context.Context, limiter string, now time.Time, key
 		f.full[sk] = max(f.full[sk]-int64(k.Rule.Every), now.UnixNano())
 		keys[i].Full = f.full[sk]
 	}
+	f.mu.Unlock()
+	f.announce(limiter, keys)
 	return nil
+}
+
+// announce passes each key's state to every follower of limiter, unless
+// the store is deaf.
+func (f *fakeStore) announce(limiter string, keys []StoredKey) {
+	f.mu.Lock()
+	fs, deaf := f.followers[limiter], f.deaf
+	f.mu.Unlock()
+	if deaf {
+		return
+	}
+	for _, fn := range fs {
+		for _, k := range keys {
+			fn(k.Key, k.Full)
+		}
+	}
 }
 
 func (f *fakeStore) Announce(ctx context.Context, limiter string, keys []StoredKey) error {
@@ -128,15 +138,8 @@ func (f *fakeStore) Announce(ctx context.Context, limiter string, keys []StoredK
 	for i, k := range keys {
 		keys[i].Full = f.full[storeKey(limiter, k.Key)]
 	}
-	fs, deaf := f.followers[limiter], f.deaf
 	f.mu.Unlock()
-	if !deaf {
-		for _, fn := range fs {
-			for _, k := range keys {
-				fn(k.Key, k.Full)
-			}
-		}
-	}
+	f.announce(limiter, keys)
 	return nil
 }
 
@@ -375,14 +378,13 @@ func TestSharedRefillOnceAcrossReplicas(t *testing.T) {
 
 // TestSharedBurstBound: a burst of wrong passwords spread over three
 // replicas, each running two checks at once (a login's password slots),
-// in the worst order: every replica starts its first round before any
-// failure is known, one failure is announced, and each replica then
-// starts all it is allowed while the rest are still running. The first
-// rounds ran before anyone knew (3 × 2); everything after is charged in
-// the store, which has room for the budget of 5 less the failure that
-// taught the replicas: 10 checks in all, never more, and after the burst
-// nothing more runs anywhere. (Counting attempts in flight per replica
-// instead let each replica run its own budget: 13 here.)
+// in the worst order: every replica starts one check before any failure
+// is known, then each starts all it is allowed while none has ended. The
+// first check of each replica ran before anyone knew; every later one
+// (the second has the first in flight beside it) is charged in the store,
+// which has room for the budget of 5: 8 checks in all, never more, and
+// after the burst nothing more runs anywhere. (Counting checks in flight
+// per replica instead let each replica run its own budget: 15 here.)
 func TestSharedBurstBound(t *testing.T) {
 	st := newFakeStore()
 	c := &clock{t: t0}
@@ -395,27 +397,22 @@ func TestSharedBurstBound(t *testing.T) {
 	ks.Add(UserKey(7, addrA))
 	var running []Reservation
 	for _, l := range ls {
-		for range 2 {
-			r, _, err := l.Reserve(ctx, ks, 0)
-			if err != nil {
-				t.Fatalf("first round: %v", err)
-			}
-			running = append(running, r)
+		r, _, err := l.Reserve(ctx, ks, 0)
+		if err != nil {
+			t.Fatalf("first check: %v", err)
 		}
+		running = append(running, r)
 	}
-	ran := len(running)
-	running[0].Fail() // announced to every replica
-	running = running[1:]
 	for progress := true; progress; {
 		progress = false
 		for _, l := range ls {
 			if r, _, err := l.Reserve(ctx, ks, 0); err == nil {
 				running = append(running, r)
-				ran++
 				progress = true
 			}
 		}
 	}
+	ran := len(running)
 	for i := range running {
 		running[i].Fail()
 	}
@@ -424,9 +421,46 @@ func TestSharedBurstBound(t *testing.T) {
 			t.Errorf("replica %d after the burst: Reserve = %v; want ErrLimited", i, err)
 		}
 	}
-	if want := 5 - 1 + 3*2; ran != want {
-		t.Errorf("the burst ran %d password checks; want %d: the budget of 5, less the failure that was known, plus each replica's first round of 2", ran, want)
+	if want := 5 + 3; ran != want {
+		t.Errorf("the burst ran %d password checks; want %d: the budget of 5 plus each replica's first", ran, want)
 	}
+}
+
+// TestSharedRefundAnnounced: a right password charged on one replica
+// while the same user's second try on another is refused there; once the
+// charge is given back, the store announces its state, and the other
+// replica lets the right password through at once instead of refusing it
+// from its mirror until the charge would have lapsed.
+func TestSharedRefundAnnounced(t *testing.T) {
+	st := newFakeStore()
+	c := &clock{t: t0}
+	rules := Rules{Account: {Burst: 5, Every: time.Minute}}
+	var ls []*Limiter
+	for range 2 {
+		ls = append(ls, New(Config{Name: "login", Rules: rules, Now: c.now, Shared: &Shared{Store: st, Secret: []byte("s")}}))
+	}
+	var ks Keys
+	ks.Add(UserKey(7, addrA))
+	for range 4 {
+		fail(ls[0], ks)
+	}
+	r1, _, err := ls[0].Reserve(ctx, ks, 0) // the right password: 5 of 5
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ls[1].Reserve(ctx, ks, 0); !errors.Is(err, ErrLimited) {
+		t.Fatalf("a second try on the other replica while the budget is charged = %v; want ErrLimited", err)
+	}
+	r1.Refund()
+	c.advance(time.Second)
+	if _, ok := ls[1].Check(ctx, ks); !ok {
+		t.Fatal("after the charge was given back, the other replica still refuses from its mirror")
+	}
+	r2, _, err := ls[1].Reserve(ctx, ks, 0)
+	if err != nil {
+		t.Fatalf("after the charge was given back, Reserve on the other replica = %v; want to run", err)
+	}
+	r2.Refund()
 }
 
 // TestSharedChargeGivenBack: right passwords under a key with failures
