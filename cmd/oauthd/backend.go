@@ -222,17 +222,14 @@ type pgRows struct{ s *postgres.Store }
 func (p pgRows) Load(ctx context.Context, rows [][]byte) ([]int64, error) {
 	return p.s.ThrottleLoad(ctx, rows)
 }
-func (p pgRows) Announce(ctx context.Context, rows [][]byte) ([]int64, error) {
-	return p.s.ThrottleAnnounce(ctx, rows)
-}
 func (p pgRows) Fail(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, error) {
 	return p.s.ThrottleFail(ctx, now, throttleKeys(rows, rules))
 }
 func (p pgRows) Charge(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, bool, error) {
 	return p.s.ThrottleCharge(ctx, now, throttleKeys(rows, rules))
 }
-func (p pgRows) Refund(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule) ([]int64, error) {
-	return p.s.ThrottleRefund(ctx, now, throttleKeys(rows, rules))
+func (p pgRows) Settle(ctx context.Context, now time.Time, rows [][]byte, rules []throttle.Rule, failed bool) ([]int64, error) {
+	return p.s.ThrottleSettle(ctx, now, throttleKeys(rows, rules), failed)
 }
 
 // throttleKeys pairs the rows with their rules.

@@ -32,11 +32,7 @@ type ThrottleKey struct {
 // statements on overlapping keys lock their rows in the same order and
 // cannot deadlock), and announces each charged key's new state. A key at
 // its budget is locked but not changed, and not returned.
-const throttleFail = throttleCharge + throttleNotify
-
-// throttleCharge is throttleFail without the announcement (and without
-// its FROM, which each adds).
-const throttleCharge = `WITH n AS (SELECT * FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS n(k, every, cap)),
+const throttleFail = `WITH n AS (SELECT * FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS n(k, every, cap)),
 up AS (
 	INSERT INTO throttle AS t (key, tat_ns)
 	SELECT k, $2::bigint + every FROM n ORDER BY k
@@ -44,7 +40,11 @@ up AS (
 	WHERE GREATEST(t.tat_ns, $2::bigint) + (EXCLUDED.tat_ns - $2::bigint) - $2::bigint <= (SELECT cap FROM n WHERE n.k = t.key)
 	RETURNING key, tat_ns
 )
-SELECT key, tat_ns`
+SELECT key, tat_ns` + throttleNotify
+
+// throttleNotify ends a statement that announces the failures of the
+// rows of up.
+const throttleNotify = `, pg_notify('` + Channel + `', 'throttle ' || encode(key, 'hex') || ' ' || tat_ns) FROM up`
 
 // ThrottleFail counts a failure at now against every key whose budget has
 // room for it (never past a budget: a flood of concurrent failures from
@@ -66,7 +66,7 @@ func (s *Store) ThrottleFail(ctx context.Context, now time.Time, keys []Throttle
 		if err != nil {
 			return err
 		}
-		err = scanStates(rows, raw, full, true)
+		_, err = scanStates(rows, raw, full, true)
 		if retryable(err) {
 			s.stats.retries.Add(1)
 		}
@@ -99,15 +99,30 @@ func (s *Store) ThrottleFail(ctx context.Context, now time.Time, keys []Throttle
 	return full, nil
 }
 
+// throttleCharge holds one attempt of every key whose failures and held
+// attempts leave room for it, in key order as throttleFail, and returns
+// the key and its failures (tat_ns) of each held one.
+const throttleCharge = `WITH n AS (SELECT * FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS n(k, every, cap)),
+up AS (
+	INSERT INTO throttle AS t (key, tat_ns, held_ns)
+	SELECT k, 0, $2::bigint + every FROM n ORDER BY k
+	ON CONFLICT (key) DO UPDATE SET held_ns = GREATEST(t.held_ns, $2::bigint) + (EXCLUDED.held_ns - $2::bigint)
+	WHERE GREATEST(t.tat_ns, $2::bigint) - $2::bigint + GREATEST(t.held_ns, $2::bigint) + (EXCLUDED.held_ns - $2::bigint) - $2::bigint
+		<= (SELECT cap FROM n WHERE n.k = t.key)
+	RETURNING key, tat_ns
+)
+SELECT key, tat_ns FROM up`
+
 // errNoRoom rolls back a charge that a key's budget had no room for.
 var errNoRoom = errors.New("throttle: no room")
 
-// ThrottleCharge charges an attempt about to run against every key, as
-// [Store.ThrottleFail] counts a failure, but all or none, and announces
-// nothing: if a key's budget has no room, the transaction is rolled back
-// and ok is false. It returns each key's state after. Give the charge
-// back with [Store.ThrottleRefund] if the attempt succeeds; announce it
-// with [Store.ThrottleAnnounce] if it fails.
+// ThrottleCharge holds an attempt about to run against every key, all or
+// none: if each key's failures plus its attempts already held leave room
+// in its budget, it holds one more of each (committed, not announced:
+// the attempt may yet succeed); otherwise the transaction is rolled back
+// and ok is false. It returns each key's failures (the state
+// [Store.ThrottleFail] returns), never the attempts held. End the attempt
+// with [Store.ThrottleSettle].
 func (s *Store) ThrottleCharge(ctx context.Context, now time.Time, keys []ThrottleKey) (full []int64, ok bool, err error) {
 	if err := s.begin(ctx, "throttle charge"); err != nil {
 		return nil, false, err
@@ -116,17 +131,15 @@ func (s *Store) ThrottleCharge(ctx context.Context, now time.Time, keys []Thrott
 	full = make([]int64, len(keys))
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		clear(full)
-		rows, err := tx.Query(ctx, throttleCharge+" FROM up", raw, unixNano(now), every, caps)
+		rows, err := tx.Query(ctx, throttleCharge, raw, unixNano(now), every, caps)
 		if err != nil {
 			return err
 		}
-		if err := scanStates(rows, raw, full, false); err != nil {
-			return err
+		n, err := scanStates(rows, raw, full, false)
+		if err == nil && n < len(keys) {
+			err = errNoRoom
 		}
-		if slices.Contains(full, 0) {
-			return errNoRoom
-		}
-		return nil
+		return err
 	})
 	switch {
 	case err == nil:
@@ -139,68 +152,53 @@ func (s *Store) ThrottleCharge(ctx context.Context, now time.Time, keys []Thrott
 	}
 }
 
-// throttleRefund gives one charge back to each key, locking the rows in
-// key order as throttleFail does, and announces the state after.
-const throttleRefund = `WITH n AS (SELECT * FROM unnest($1::bytea[], $3::bigint[]) AS n(k, every)),
+// throttleSettle ends an attempt held by throttleCharge: it gives the
+// hold back and, with $5, counts the failure as throttleFail does (never
+// past the budget), locking the rows in key order.
+const throttleSettle = `WITH n AS (SELECT * FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS n(k, every, cap)),
 l AS (SELECT t.key FROM throttle t JOIN n ON t.key = n.k ORDER BY t.key FOR UPDATE OF t),
 up AS (
-	UPDATE throttle t SET tat_ns = GREATEST(t.tat_ns - n.every, $2::bigint)
+	UPDATE throttle t SET held_ns = GREATEST(t.held_ns - n.every, $2::bigint),
+		tat_ns = CASE WHEN $5::boolean AND GREATEST(t.tat_ns, $2::bigint) + n.every - $2::bigint <= n.cap
+			THEN GREATEST(t.tat_ns, $2::bigint) + n.every ELSE t.tat_ns END
 	FROM n, l WHERE t.key = n.k AND l.key = t.key
 	RETURNING t.key, t.tat_ns
 )
-SELECT key, tat_ns` + throttleNotify
+SELECT key, tat_ns`
 
-// throttleNotify ends a statement that announces the states of the rows
-// of up.
-const throttleNotify = `, pg_notify('` + Channel + `', 'throttle ' || encode(key, 'hex') || ' ' || tat_ns) FROM up`
-
-// ThrottleRefund gives back a charge of [Store.ThrottleCharge] (the
-// attempt succeeded), returns each key's state after (0 for a key
-// without a row) and announces it: notifications arrive in the order of
-// the commits, so every replica can take the last one as the key's state,
-// without the charge.
-func (s *Store) ThrottleRefund(ctx context.Context, now time.Time, keys []ThrottleKey) ([]int64, error) {
-	if err := s.begin(ctx, "throttle refund"); err != nil {
+// ThrottleSettle ends an attempt held by [Store.ThrottleCharge]: the hold
+// is given back and, if failed, the failure is counted and announced as
+// [Store.ThrottleFail] counts it. It returns each key's failures after.
+func (s *Store) ThrottleSettle(ctx context.Context, now time.Time, keys []ThrottleKey, failed bool) ([]int64, error) {
+	if err := s.begin(ctx, "throttle settle"); err != nil {
 		return nil, err
 	}
-	raw, every, _ := throttleArgs(keys)
+	raw, every, caps := throttleArgs(keys)
+	q := throttleSettle + " FROM up"
+	if failed {
+		q = throttleSettle + throttleNotify
+	}
 	full := make([]int64, len(keys))
+	var n int
 	err := retry(ctx, func() error {
 		clear(full)
-		rows, err := s.pool.Query(ctx, throttleRefund, raw, unixNano(now), every)
+		rows, err := s.pool.Query(ctx, q, raw, unixNano(now), every, caps, failed)
 		if err != nil {
 			return err
 		}
-		err = scanStates(rows, raw, full, true)
+		n, err = scanStates(rows, raw, full, failed)
 		if retryable(err) {
 			s.stats.retries.Add(1)
 		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("throttle refund: %w", err)
+		return nil, fmt.Errorf("throttle settle: %w", err)
 	}
-	return full, nil
-}
-
-// ThrottleAnnounce announces each key's state on [Channel], as
-// [Store.ThrottleFail] announces a failure (an attempt charged by
-// [Store.ThrottleCharge] failed: its charge stays), and returns it.
-func (s *Store) ThrottleAnnounce(ctx context.Context, keys [][]byte) ([]int64, error) {
-	if err := s.begin(ctx, "throttle announce"); err != nil {
-		return nil, err
-	}
-	full := make([]int64, len(keys))
-	err := retry(ctx, func() error {
-		clear(full)
-		rows, err := s.pool.Query(ctx, "WITH up AS (SELECT key, tat_ns FROM throttle WHERE key = ANY($1)) SELECT key, tat_ns"+throttleNotify, keys)
-		if err != nil {
-			return err
-		}
-		return scanStates(rows, keys, full, true)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("throttle announce: %w", err)
+	if failed && n < len(keys) {
+		// A row the collector removed meanwhile (the hold had lapsed):
+		// the failure is counted all the same.
+		return s.ThrottleFail(ctx, now, keys)
 	}
 	return full, nil
 }
@@ -215,17 +213,19 @@ func throttleArgs(keys []ThrottleKey) (raw [][]byte, every, caps []int64) {
 	return raw, every, caps
 }
 
-// scanStates reads rows of (key, state) into full, at the index of each
-// key in raw; notified rows have a third column, the announcement's
-// (void) result.
-func scanStates(rows pgx.Rows, raw [][]byte, full []int64, notified bool) error {
+// scanStates reads rows of (key, failures) into full, at the index of
+// each key in raw, and returns how many it read; notified rows have a
+// third column, the announcement's (void) result.
+func scanStates(rows pgx.Rows, raw [][]byte, full []int64, notified bool) (int, error) {
 	var key []byte
 	var tat int64
 	dest := []any{&key, &tat}
 	if notified {
 		dest = append(dest, nil)
 	}
+	n := 0
 	_, err := pgx.ForEachRow(rows, dest, func() error {
+		n++
 		for i, k := range raw {
 			if slices.Equal(k, key) {
 				full[i] = tat
@@ -233,7 +233,7 @@ func scanStates(rows pgx.Rows, raw [][]byte, full []int64, notified bool) error 
 		}
 		return nil
 	})
-	return err
+	return n, err
 }
 
 // ThrottleLoad returns the state of each key (0 for a key without a row).
@@ -247,7 +247,8 @@ func (s *Store) ThrottleLoad(ctx context.Context, keys [][]byte) ([]int64, error
 		if err != nil {
 			return err
 		}
-		return scanStates(rows, keys, full, false)
+		_, err = scanStates(rows, keys, full, false)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("throttle load: %w", err)
@@ -270,12 +271,12 @@ func ParseThrottleEvent(id string) (key []byte, full int64, ok bool) {
 	return key, full, err == nil
 }
 
-// ThrottleGC removes the keys that hold no failure at now.
+// ThrottleGC removes the keys that hold no failure and no attempt at now.
 func (s *Store) ThrottleGC(ctx context.Context, now time.Time) (int, error) {
 	if err := s.begin(ctx, "throttle gc"); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, "DELETE FROM throttle WHERE tat_ns < $1", unixNano(now))
+	tag, err := s.pool.Exec(ctx, "DELETE FROM throttle WHERE tat_ns < $1 AND held_ns < $1", unixNano(now))
 	if err != nil {
 		return 0, fmt.Errorf("throttle gc: %w", err)
 	}

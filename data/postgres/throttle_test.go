@@ -90,12 +90,13 @@ func TestSharedThrottle(t *testing.T) {
 	}
 }
 
-// TestThrottleCharge: 30 attempts charged at once on two replicas under
-// an account (5) and an address (20) get exactly the account's 5 charges,
-// and the address is charged for those 5 only (all keys or none); a
-// refused charge returns the states unchanged; a charge is not announced,
-// a refund gives one back and announces the state after, ThrottleAnnounce
-// announces a state, and a refund of a lapsed key leaves it lapsed.
+// TestThrottleCharge: 30 attempts held at once on two replicas under an
+// account (5) and an address (20) get exactly the account's 5, and the
+// address holds those 5 only (all keys or none); a refused charge returns
+// the failures, which holds are not; holds are never announced; settling
+// gives a hold back, and a failed one is counted and announced; failures
+// and holds share the budget; the collector keeps a row while it holds an
+// attempt.
 func TestThrottleCharge(t *testing.T) {
 	ss := twoStores(t)
 	lctx, cancel := context.WithCancel(ctx)
@@ -119,10 +120,11 @@ func TestThrottleCharge(t *testing.T) {
 
 	user := postgres.ThrottleKey{Key: []byte("login:account 2@127.0.0.1"), Rule: postgres.ThrottleRule{Burst: 5, Every: time.Minute}}
 	addr := postgres.ThrottleKey{Key: []byte("login:addr 127.0.0.2"), Rule: postgres.ThrottleRule{Burst: 20, Every: 15 * time.Second}}
+	both := []postgres.ThrottleKey{addr, user}
 	now := t0
 	var charged atomic.Int32
 	errs := race(30, ss, func(i int, s *postgres.Store) error {
-		_, ok, err := s.ThrottleCharge(ctx, now, []postgres.ThrottleKey{addr, user})
+		_, ok, err := s.ThrottleCharge(ctx, now, both)
 		if ok {
 			charged.Add(1)
 		}
@@ -131,10 +133,17 @@ func TestThrottleCharge(t *testing.T) {
 	if n := count(errs, nil); n != 30 || charged.Load() != 5 {
 		t.Fatalf("30 concurrent charges: %d without error, %d charged; want 30 and 5: %v", n, charged.Load(), errs)
 	}
-	want := []int64{now.Add(5 * 15 * time.Second).UnixNano(), now.Add(5 * time.Minute).UnixNano()}
-	full, ok, err := ss[0].ThrottleCharge(ctx, now, []postgres.ThrottleKey{addr, user})
-	if err != nil || ok || full[0] != want[0] || full[1] != want[1] {
-		t.Fatalf("a charge past the account's budget = %v, %v, %v; want refused with the states %v", full, ok, err, want)
+	full, ok, err := ss[0].ThrottleCharge(ctx, now, both)
+	if err != nil || ok || full[0] != 0 || full[1] != 0 {
+		t.Fatalf("a charge past the account's budget = %v, %v, %v; want refused, no failures", full, ok, err)
+	}
+	// The address has room for 15 more: only the account refused, and
+	// nothing of the address was held by the refused charges.
+	other := postgres.ThrottleKey{Key: []byte("login:account 3@127.0.0.1"), Rule: user.Rule}
+	for i := range 15 {
+		if _, ok, err := ss[i%2].ThrottleCharge(ctx, now, []postgres.ThrottleKey{addr, other}); err != nil || !ok != (i >= 5) {
+			t.Fatalf("charge %d of another account at the address = %v, %v; want the account's 5, then refused", i, ok, err)
+		}
 	}
 	select {
 	case e := <-events:
@@ -142,11 +151,17 @@ func TestThrottleCharge(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 
-	full, err = ss[1].ThrottleRefund(ctx, now, []postgres.ThrottleKey{addr, user})
-	if err != nil || full[0] != want[0]-int64(15*time.Second) || full[1] != want[1]-int64(time.Minute) {
-		t.Fatalf("refund = %v, %v; want one charge back of each", full, err)
+	if _, err := ss[1].ThrottleSettle(ctx, now, both, false); err != nil {
+		t.Fatal(err)
 	}
-	// The refund is announced, so that no replica goes on counting it.
+	if _, ok, err := ss[0].ThrottleCharge(ctx, now, both); err != nil || !ok {
+		t.Fatalf("a charge after one was given back = %v, %v; want room for it", ok, err)
+	}
+	full, err = ss[0].ThrottleSettle(ctx, now, both, true)
+	want := []int64{now.Add(15 * time.Second).UnixNano(), now.Add(time.Minute).UnixNano()}
+	if err != nil || full[0] != want[0] || full[1] != want[1] {
+		t.Fatalf("a failed settle = %v, %v; want the failures %v", full, err, want)
+	}
 	got := map[string]int64{}
 	for len(got) < 2 {
 		select {
@@ -157,32 +172,33 @@ func TestThrottleCharge(t *testing.T) {
 			}
 			got[string(k)] = f
 		case <-time.After(5 * time.Second):
-			t.Fatalf("refund announcements after 5 s: %v; want both keys", got)
+			t.Fatalf("announcements of the failure after 5 s: %v; want both keys", got)
 		}
 	}
-	if got[string(addr.Key)] != full[0] || got[string(user.Key)] != full[1] {
-		t.Fatalf("refund announced %v; want the states after, %v", got, full)
+	if got[string(addr.Key)] != want[0] || got[string(user.Key)] != want[1] {
+		t.Fatalf("announced %v; want %v", got, want)
 	}
-	if _, ok, err := ss[0].ThrottleCharge(ctx, now, []postgres.ThrottleKey{addr, user}); err != nil || !ok {
-		t.Fatalf("a charge after a refund = %v, %v; want room for it", ok, err)
+	// 1 failure and 4 held: the account is full until one is given back.
+	if _, ok, _ := ss[1].ThrottleCharge(ctx, now, both); ok {
+		t.Fatal("a charge with 1 failure and 4 held of 5; want refused")
 	}
-	full, err = ss[0].ThrottleAnnounce(ctx, [][]byte{user.Key})
-	if err != nil || full[0] != want[1] {
-		t.Fatalf("announce = %v, %v; want the account's state %d", full, err, want[1])
+	if _, err := ss[1].ThrottleSettle(ctx, now, both, false); err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case e := <-events:
-		k, f, ok := postgres.ParseThrottleEvent(e.ID)
-		if !ok || string(k) != string(user.Key) || f != want[1] {
-			t.Fatalf("announced %q; want the account at %d", e.ID, want[1])
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing announced after 5 s")
+	if _, ok, err := ss[1].ThrottleCharge(ctx, now, both); err != nil || !ok {
+		t.Fatalf("a charge with 1 failure and 3 held of 5 = %v, %v; want room", ok, err)
 	}
 
-	later := now.Add(time.Hour)
-	full, err = ss[0].ThrottleRefund(ctx, later, []postgres.ThrottleKey{user, {Key: []byte("login:none"), Rule: user.Rule}})
-	if err != nil || full[0] != later.UnixNano() || full[1] != 0 {
-		t.Fatalf("refund of a lapsed key and of one without a row = %v, %v; want %d and 0", full, err, later.UnixNano())
+	// Holds a crashed replica never settled lapse by themselves, and the
+	// collector keeps a row while it holds an attempt.
+	fresh := postgres.ThrottleKey{Key: []byte("login:account 4@127.0.0.1"), Rule: user.Rule}
+	if _, ok, err := ss[0].ThrottleCharge(ctx, now.Add(10*time.Minute), []postgres.ThrottleKey{fresh}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if n, err := ss[0].ThrottleGC(ctx, now.Add(10*time.Minute+time.Second)); err != nil || n != 3 {
+		t.Fatalf("ThrottleGC = %d, %v; want the 3 lapsed rows removed and the held one kept", n, err)
+	}
+	if _, ok, err := ss[0].ThrottleCharge(ctx, now.Add(time.Hour), both); err != nil || !ok {
+		t.Fatalf("a charge an hour later = %v, %v; want everything lapsed", ok, err)
 	}
 }

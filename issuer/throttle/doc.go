@@ -22,7 +22,7 @@
 // one [Store] (PostgreSQL) and each mirrors the keys with failures, so a
 // budget holds across replicas while the success path stays in memory; an
 // expensive attempt under a key with failures (or beside another attempt
-// of the key in this process) is charged in the Store before it runs
+// of the key in this process) is held in the Store before it runs
 // ([Hold]), so that the replicas together run no more of them than the
 // budget has room for, plus one each.
 // The package knows nothing of HTTP, OAuth or users.

@@ -58,9 +58,8 @@ func (m *Memory) Peek(_ context.Context, now time.Time, ks Keys) (time.Duration,
 }
 
 // over returns the first key of ks whose failures, plus inflight times
-// its attempts in flight (1: counted; 0: not; -1: taken off, where the
-// failures were read from a store that has them charged), leave no
-// attempt, and the wait until they leave one. Called with m.mu held.
+// its attempts in flight (1: counted; 0: not), leave no attempt, and the
+// wait until they leave one. Called with m.mu held.
 func (m *Memory) over(t int64, ks Keys, inflight int64) (time.Duration, int) {
 	var wait int64
 	exhausted := -1
@@ -214,69 +213,31 @@ func (m *Memory) failed(t int64, ks Keys, half bool) bool {
 	return false
 }
 
-// overCharged is over for failures read from a store that has this
-// process's attempts in flight charged already: it takes them off.
-func (m *Memory) overCharged(t int64, ks Keys) (time.Duration, int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.over(t, ks, -1)
-}
-
-// holdCharged counts an attempt that a store has charged as in flight
-// here too, so that a refusal its charge causes to another attempt of
-// this process can be told from a used-up budget (overCharged).
+// holdCharged counts an attempt that a store holds as in flight here too,
+// so that another attempt under its keys beside it is held in the store
+// as well (startClean).
 func (m *Memory) holdCharged(t int64, ks Keys) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.hold(t, ks)
 }
 
-// held reports whether an attempt is in flight here under a key of ks.
-func (m *Memory) held(ks Keys) bool {
+// startClean starts an attempt here, and reports true, when no key of ks
+// has failures or an attempt in flight: checked and counted under one
+// lock, so that of attempts arriving at once only one starts this way.
+func (m *Memory) startClean(t int64, ks Keys) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range ks.n {
-		if m.m[ks.k[i]].inflight > 0 {
-			return true
+		if m.rules[ks.k[i].Kind].Burst <= 0 {
+			continue
+		}
+		if e, ok := m.m[ks.k[i]]; ok && (e.full > t || e.inflight > 0) {
+			return false
 		}
 	}
-	return false
-}
-
-// refund lowers the failures of k by the one charge this process gave
-// back, to no less than full, the store's state right after: what it
-// learned meanwhile of others' failures stays.
-func (m *Memory) refund(t int64, k Key, full int64) {
-	r := m.rules[k.Kind]
-	if r.Burst <= 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e, ok := m.m[k]; ok {
-		e.full = max(full, e.full-int64(r.Every))
-		m.store(k, e, t)
-	}
-}
-
-// set makes full the failures of k, as announced by the shared store:
-// its announcements arrive in the order of its commits, so the last one
-// is its state, lower than before when a charge was given back.
-func (m *Memory) set(t int64, k Key, full int64) {
-	if m.rules[k.Kind].Burst <= 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.m[k]
-	if !ok && full <= t {
-		return
-	}
-	if !ok && len(m.m) >= m.maxKeys {
-		m.makeRoom(t)
-	}
-	e.full = full
-	m.store(k, e, t)
+	m.hold(t, ks)
+	return true
 }
 
 // learn raises the failures of k to full (Unix nanoseconds at which its

@@ -15,15 +15,13 @@ type Rows interface {
 	// Fail charges each row whose budget (rules[i]) has room at now,
 	// announces the charged ones and returns the states after.
 	Fail(ctx context.Context, now time.Time, rows [][]byte, rules []Rule) ([]int64, error)
-	// Charge charges every row if each budget has room at now, or none,
-	// announces nothing, and returns whether it charged and the states
-	// after.
+	// Charge holds an attempt of every row if each one's failures and
+	// holds leave room in its budget at now, or none, announces nothing,
+	// and returns whether it held and each row's failures.
 	Charge(ctx context.Context, now time.Time, rows [][]byte, rules []Rule) ([]int64, bool, error)
-	// Refund gives one charge back to each row and returns the states
-	// after.
-	Refund(ctx context.Context, now time.Time, rows [][]byte, rules []Rule) ([]int64, error)
-	// Announce announces each row's state and returns it.
-	Announce(ctx context.Context, rows [][]byte) ([]int64, error)
+	// Settle gives back a hold of Charge to each row and, if failed,
+	// counts the failure as Fail does; it returns the failures after.
+	Settle(ctx context.Context, now time.Time, rows [][]byte, rules []Rule, failed bool) ([]int64, error)
 }
 
 // RowStore is the [Store] of the replicas on a shared database ([Rows]):
@@ -88,17 +86,10 @@ func (p *RowStore) Charge(ctx context.Context, limiter string, now time.Time, ke
 	return ok, setFull(keys, full, err)
 }
 
-// Refund implements [Store].
-func (p *RowStore) Refund(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error {
+// Settle implements [Store].
+func (p *RowStore) Settle(ctx context.Context, limiter string, now time.Time, keys []StoredKey, failed bool) error {
 	raw, rules := rowsOf(limiter, keys)
-	full, err := p.rows.Refund(ctx, now, raw, rules)
-	return setFull(keys, full, err)
-}
-
-// Announce implements [Store].
-func (p *RowStore) Announce(ctx context.Context, limiter string, keys []StoredKey) error {
-	raw, _ := rowsOf(limiter, keys)
-	full, err := p.rows.Announce(ctx, raw)
+	full, err := p.rows.Settle(ctx, now, raw, rules, failed)
 	return setFull(keys, full, err)
 }
 

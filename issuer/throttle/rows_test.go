@@ -11,9 +11,10 @@ import (
 // fakeRows records what a RowStore asks of its database and answers a
 // state per row.
 type fakeRows struct {
-	rows  [][]byte
-	rules []Rule
-	state map[string]int64
+	rows   [][]byte
+	rules  []Rule
+	failed bool
+	state  map[string]int64
 }
 
 func (f *fakeRows) Load(_ context.Context, rows [][]byte) ([]int64, error) {
@@ -40,23 +41,19 @@ func (f *fakeRows) Charge(ctx context.Context, now time.Time, rows [][]byte, rul
 	return full, true, err
 }
 
-func (f *fakeRows) Refund(_ context.Context, _ time.Time, rows [][]byte, rules []Rule) ([]int64, error) {
-	f.rows, f.rules = rows, rules
+func (f *fakeRows) Settle(_ context.Context, _ time.Time, rows [][]byte, rules []Rule, failed bool) ([]int64, error) {
+	f.rows, f.rules, f.failed = rows, rules, failed
 	out := make([]int64, len(rows))
 	for i, r := range rows {
-		f.state[string(r)] -= 7
 		out[i] = f.state[string(r)]
 	}
 	return out, nil
 }
 
-func (f *fakeRows) Announce(ctx context.Context, rows [][]byte) ([]int64, error) {
-	return f.Load(ctx, rows)
-}
-
 // TestRowStore: a key of a limiter is the row "NAME:" + its binary form
-// (so two limiters' keys never share a row), Fail passes each key's rule
-// and sets Full from the answer, Load reads the same rows back, and an
+// (so two limiters' keys never share a row), Fail, Charge and Settle pass
+// each key's rule (and whether the attempt failed) and set Full from the
+// answer, Load reads the same rows back, and an
 // announced row reaches the followers of its limiter only, as the key it
 // was; a malformed announcement is dropped.
 func TestRowStore(t *testing.T) {
@@ -87,6 +84,14 @@ func TestRowStore(t *testing.T) {
 	again := []StoredKey{{Key: k1}}
 	if err := s.Load(ctx, "login", again); err != nil || again[0].Full != 7 {
 		t.Fatalf("Load = %d, %v; want 7", again[0].Full, err)
+	}
+
+	held := []StoredKey{{Key: k1, Rule: rule}}
+	if ok, err := s.Charge(ctx, "login", time.Unix(100, 0), held); err != nil || !ok || held[0].Full != 14 || !bytes.Equal(f.rows[0], want) {
+		t.Fatalf("Charge = %v, %v, Full %d, row %q; want held, the database's 14, %q", ok, err, held[0].Full, f.rows[0], want)
+	}
+	if err := s.Settle(ctx, "login", time.Unix(100, 0), held, true); err != nil || !f.failed || f.rules[0] != rule || held[0].Full != 14 {
+		t.Fatalf("Settle = %v, failed %v, rule %v, Full %d; want the failure passed on with its rule", err, f.failed, f.rules[0], held[0].Full)
 	}
 
 	var got []Key

@@ -25,16 +25,17 @@ import (
 //
 // An expensive attempt ([Limiter.Reserve], a login's password check)
 // under keys that this replica knows to have failures, or that already
-// have an attempt in flight here, is charged in the store before it
-// runs, all keys or none, and given back if it succeeds (the store
-// announces the state after, so that no replica goes on counting the
-// charge): the store's budget is then the one bound of such attempts on
-// every replica at once, however a burst is spread, and a crashed
-// replica's charge is only a failure that lapses. Any other attempt is
-// counted in flight here only, as [Memory] counts them: one per replica
-// before its first failure or announcement teaches it the key, so a
-// burst runs at most the budget plus one attempt per replica, and a
-// right password from a clean address costs no round trip.
+// have an attempt in flight here, is held in the store before it runs,
+// all keys or none, against the budget that the failures leave: the
+// store's budget is then the one bound of such attempts on every replica
+// at once, however a burst is spread. Held attempts are kept apart from
+// the failures and never announced, so what every replica mirrors only
+// rises until it lapses; a hold that a crashed replica never settled
+// lapses as a failure would. Any other attempt is counted in flight here
+// only, as [Memory] counts them: one per replica before its first
+// failure or an announcement teaches it the key, so a burst runs at most
+// the budget plus one attempt per replica, and a right password from a
+// clean address costs no round trip.
 //
 // When the store fails, the counter fails open: it decides from its
 // mirror and counts the failure in it, as a replica alone would; a
@@ -58,18 +59,17 @@ type Store interface {
 	// room for it (never past a budget), sets Full of each key to its
 	// state after, and announces the new states to every replica.
 	Fail(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error
-	// Charge counts an attempt about to run as a failure at now against
-	// every key, all or none: if every key's budget has room, it charges
-	// each and reports true; otherwise it charges nothing. Either way it
-	// sets Full of each key to its state after. It announces nothing (the
-	// attempt may yet succeed).
+	// Charge holds an attempt about to run against every key, all or
+	// none: if each key's failures plus the attempts it already holds
+	// leave room in its budget, it holds one more of each and reports
+	// true; otherwise it holds nothing. Either way it sets Full of each
+	// key to its failures (never the attempts held, which are not
+	// announced either: the attempt may yet succeed).
 	Charge(ctx context.Context, limiter string, now time.Time, keys []StoredKey) (bool, error)
-	// Refund gives back a charge of Charge (the attempt succeeded) and
-	// sets Full of each key to its state after.
-	Refund(ctx context.Context, limiter string, now time.Time, keys []StoredKey) error
-	// Announce sets Full of each key to its stored state and announces it
-	// to every replica (a charged attempt failed: its charge stays).
-	Announce(ctx context.Context, limiter string, keys []StoredKey) error
+	// Settle ends an attempt held by Charge: it gives the hold back and,
+	// if failed, counts the failure as Fail does (and announces it). It
+	// sets Full of each key to its failures after.
+	Settle(ctx context.Context, limiter string, now time.Time, keys []StoredKey, failed bool) error
 	// Follow registers learn, called with the announced state of every
 	// key of limiter that any replica counts a failure against.
 	Follow(limiter string, learn func(k Key, full int64))
@@ -142,7 +142,7 @@ type sharedCounter struct {
 func newSharedCounter(name string, mem *Memory, sh *Shared, now func() time.Time, reg prometheus.Registerer) *sharedCounter {
 	ops := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "oauthd_throttle_store_ops_total",
-		Help:        "Round trips of a shared failure limiter to the database: load (a key near its budget read before an attempt), fail (a failure counted), charge (a password check under a key with failures charged before it runs), end (that charge given back or announced), by result (ok, error: the limiter then decided from this replica's knowledge).",
+		Help:        "Round trips of a shared failure limiter to the database: load (a key near its budget read before an attempt), fail (a failure counted), charge (a password check held before it runs), end (that hold settled: given back, with its failure if it failed), by result (ok, error: the limiter then decided from this replica's knowledge).",
 		ConstLabels: prometheus.Labels{"limiter": name},
 	}, []string{"op", "result"})
 	if reg != nil {
@@ -158,7 +158,7 @@ func newSharedCounter(name string, mem *Memory, sh *Shared, now func() time.Time
 		fails: ops.WithLabelValues("fail", "ok"), failErrs: ops.WithLabelValues("fail", "error"),
 		charges: ops.WithLabelValues("charge", "ok"), chargeErrs: ops.WithLabelValues("charge", "error"),
 		ends: ops.WithLabelValues("end", "ok"), endErrs: ops.WithLabelValues("end", "error")}
-	sh.Store.Follow(name, func(k Key, full int64) { mem.set(s.now().UnixNano(), k, full) })
+	sh.Store.Follow(name, func(k Key, full int64) { mem.learn(s.now().UnixNano(), k, full) })
 	return s
 }
 
@@ -186,25 +186,20 @@ func (s *sharedCounter) Peek(ctx context.Context, now time.Time, ks Keys) (time.
 }
 
 // Start implements [Counter]. Under keys without failures or attempts in
-// flight here, the attempt is held here. Otherwise it is charged in the
+// flight here, the attempt is held here. Otherwise it is held in the
 // store before it runs (a password check, next to which the round trip
 // costs nothing), so that no burst spread over replicas runs more checks
-// than the store's budget, plus one per replica; a refusal that this
-// replica's own attempts in flight explain is busy (they may yet
-// succeed), any other is a used-up budget. If the store cannot be
-// reached, the replica decides alone.
+// than the store's budget, plus one per replica. A refusal is a used-up
+// budget if the failures alone leave no room, and busy otherwise (the
+// attempts held may yet succeed). If the store cannot be reached, the
+// replica decides alone.
 func (s *sharedCounter) Start(ctx context.Context, now time.Time, ks Keys) (time.Duration, int, bool, Hold) {
 	t := now.UnixNano()
-	if !s.mem.failed(t, ks, false) && !s.mem.held(ks) {
-		return s.mem.Start(ctx, now, ks)
+	if s.mem.startClean(t, ks) {
+		return 0, -1, false, HeldHere
 	}
-	if wait, i := s.mem.overCharged(t, ks); i >= 0 {
-		return wait, i, false, HeldHere // used up as far as anyone here knows
-	}
-	if _, i := s.mem.Peek(ctx, now, ks); i >= 0 {
-		// The store refused this replica's last charge, and none of its
-		// own checks in flight has ended since: wait for them here.
-		return 0, i, true, HeldHere
+	if wait, i := s.mem.Peek(ctx, now, ks); i >= 0 {
+		return wait, i, false, HeldHere // used up as far as this replica knows
 	}
 	var buf [MaxKeys]StoredKey
 	sk := s.stored(&buf, ks)
@@ -216,20 +211,20 @@ func (s *sharedCounter) Start(ctx context.Context, now time.Time, ks Keys) (time
 		return s.mem.Start(ctx, now, ks)
 	}
 	s.charges.Inc()
+	s.learn(now, sk)
 	if ok {
 		s.mem.holdCharged(t, ks)
 		return 0, -1, false, HeldInStore
 	}
-	s.learn(now, sk)
-	if wait, i := s.mem.overCharged(t, ks); i >= 0 {
+	if wait, i := s.mem.Peek(ctx, now, ks); i >= 0 {
 		return wait, i, false, HeldHere
 	}
 	return 0, 0, true, HeldHere
 }
 
 // End implements [Counter]. An attempt held here that failed is counted
-// in the store before it stops holding budget here. A charged one is
-// given back if it succeeded, or announced to every replica if it failed.
+// in the store before it stops holding budget here. One held in the store
+// is settled there: given back, and counted and announced if it failed.
 func (s *sharedCounter) End(ctx context.Context, now time.Time, ks Keys, hold Hold, failed bool) {
 	if hold == HeldHere {
 		if failed {
@@ -242,24 +237,15 @@ func (s *sharedCounter) End(ctx context.Context, now time.Time, ks Keys, hold Ho
 	sk := s.stored(&buf, ks)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	var err error
-	if failed {
-		if err = s.store.Announce(sctx, s.name, sk); err == nil {
-			s.learn(now, sk)
-		}
-	} else if err = s.store.Refund(sctx, s.name, now, sk); err == nil {
-		for _, k := range sk {
-			s.mem.refund(now.UnixNano(), k.Key, k.Full)
-		}
-	}
+	err := s.store.Settle(sctx, s.name, now, sk, failed)
 	if err != nil {
+		// The hold lapses by itself; a failure is counted here, as a
+		// replica alone would.
 		s.endErrs.Inc()
 	} else {
 		s.ends.Inc()
+		s.learn(now, sk)
 	}
-	// A failure the store could not announce is counted here too, as a
-	// replica alone would; a charge that could not be given back stays a
-	// failure, which lapses by itself.
 	s.mem.End(ctx, now, ks, hold, failed && err != nil)
 }
 

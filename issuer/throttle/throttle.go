@@ -120,8 +120,8 @@ type Hold uint8
 const (
 	// HeldHere: counted in flight in this process only.
 	HeldHere Hold = iota
-	// HeldInStore: charged in the shared [Store] before it runs, as a
-	// failure that a success gives back.
+	// HeldInStore: held in the shared [Store] before it runs, beside the
+	// failures, and settled there when it ends ([Store.Settle]).
 	HeldInStore
 )
 
@@ -264,9 +264,13 @@ type Reservation struct {
 	ctx  context.Context // Reserve's: the attempt ends under it
 }
 
-// reservePoll is how often Reserve looks again while the budget is held
-// by attempts in flight.
-const reservePoll = 5 * time.Millisecond
+// reservePoll is how long Reserve first waits before it looks again
+// while the budget is held by attempts in flight; each wait doubles, up
+// to maxReservePoll (a shared counter asks its store each time).
+const (
+	reservePoll    = 5 * time.Millisecond
+	maxReservePoll = 80 * time.Millisecond
+)
 
 // Reserve begins an attempt under ks before an expensive check (a
 // password): it is counted against every key while it runs, so
@@ -282,6 +286,7 @@ const reservePoll = 5 * time.Millisecond
 // Refund right away so that a panic cannot leave it in flight.
 func (l *Limiter) Reserve(ctx context.Context, ks Keys, maxWait time.Duration) (Reservation, time.Duration, error) {
 	var deadline time.Time
+	poll := reservePoll
 	for {
 		wait, i, busy, hold := l.c.Start(ctx, l.now(), ks)
 		switch {
@@ -296,7 +301,8 @@ func (l *Limiter) Reserve(ctx context.Context, ks Keys, maxWait time.Duration) (
 		if !time.Now().Before(deadline) {
 			return Reservation{}, 0, ErrBusy
 		}
-		t := time.NewTimer(reservePoll)
+		t := time.NewTimer(min(poll, time.Until(deadline)))
+		poll = min(2*poll, maxReservePoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
