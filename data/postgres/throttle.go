@@ -197,8 +197,22 @@ func (s *Store) ThrottleSettle(ctx context.Context, now time.Time, keys []Thrott
 	}
 	if failed && n < len(keys) {
 		// A row the collector removed meanwhile (the hold had lapsed):
-		// the failure is counted all the same.
-		return s.ThrottleFail(ctx, now, keys)
+		// the failure is counted there all the same. (A row found has
+		// failures after a failed settle: its state is not 0.)
+		var gone []ThrottleKey
+		var at []int
+		for i, k := range keys {
+			if full[i] == 0 {
+				gone, at = append(gone, k), append(at, i)
+			}
+		}
+		got, err := s.ThrottleFail(ctx, now, gone)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			full[i] = got[j]
+		}
 	}
 	return full, nil
 }

@@ -201,4 +201,19 @@ func TestThrottleCharge(t *testing.T) {
 	if _, ok, err := ss[0].ThrottleCharge(ctx, now.Add(time.Hour), both); err != nil || !ok {
 		t.Fatalf("a charge an hour later = %v, %v; want everything lapsed", ok, err)
 	}
+	// The collector removed one of two rows between a charge and its
+	// failed settle (its hold had lapsed): the failure is counted once on
+	// each key.
+	later := now.Add(2 * time.Hour)
+	if _, ok, err := ss[0].ThrottleCharge(ctx, later, both); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := ss[0].ThrottleGC(ctx, later.Add(30*time.Second)); err != nil { // the address's 15 s hold lapsed
+		t.Fatal(err)
+	}
+	settled := later.Add(30 * time.Second)
+	full, err = ss[1].ThrottleSettle(ctx, settled, both, true)
+	if want := []int64{settled.Add(15 * time.Second).UnixNano(), settled.Add(time.Minute).UnixNano()}; err != nil || full[0] != want[0] || full[1] != want[1] {
+		t.Fatalf("a failed settle after the collector = %v, %v; want %v (one failure each)", full, err, want)
+	}
 }
