@@ -9,17 +9,15 @@ import (
 	"oauthd/data/postgres"
 )
 
-// TestSharedThrottle: 30 failures counted at once on two replicas charge
-// the budget exactly, never past it; each charge is announced to every
-// listener; the state is read back; the limit lifts by itself and the
-// collector removes what lapsed.
-func TestSharedThrottle(t *testing.T) {
-	ss := twoStores(t)
+// throttleEvents returns the "throttle" events that s hears, from the
+// moment it returns until the test ends.
+func throttleEvents(t *testing.T, s *postgres.Store) <-chan postgres.Event {
+	t.Helper()
 	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	t.Cleanup(cancel)
 	events := make(chan postgres.Event, 100)
 	listening := make(chan struct{})
-	go ss[1].Listen(lctx, postgres.ListenOptions{}, func(_ context.Context, e postgres.Event) {
+	go s.Listen(lctx, postgres.ListenOptions{}, func(_ context.Context, e postgres.Event) {
 		if e.Reset {
 			select {
 			case <-listening:
@@ -33,6 +31,16 @@ func TestSharedThrottle(t *testing.T) {
 		}
 	})
 	<-listening
+	return events
+}
+
+// TestSharedThrottle: 30 failures counted at once on two replicas charge
+// the budget exactly, never past it; each charge is announced to every
+// listener; the state is read back; the limit lifts by itself and the
+// collector removes what lapsed.
+func TestSharedThrottle(t *testing.T) {
+	ss := twoStores(t)
+	events := throttleEvents(t, ss[1])
 
 	rule := postgres.ThrottleRule{Burst: 5, Every: time.Minute}
 	user := postgres.ThrottleKey{Key: []byte("login:account 1@127.0.0.1"), Rule: rule}
@@ -99,24 +107,7 @@ func TestSharedThrottle(t *testing.T) {
 // attempt.
 func TestThrottleCharge(t *testing.T) {
 	ss := twoStores(t)
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := make(chan postgres.Event, 100)
-	listening := make(chan struct{})
-	go ss[1].Listen(lctx, postgres.ListenOptions{}, func(_ context.Context, e postgres.Event) {
-		if e.Reset {
-			select {
-			case <-listening:
-			default:
-				close(listening)
-			}
-			return
-		}
-		if e.Kind == "throttle" {
-			events <- e
-		}
-	})
-	<-listening
+	events := throttleEvents(t, ss[1])
 
 	user := postgres.ThrottleKey{Key: []byte("login:account 2@127.0.0.1"), Rule: postgres.ThrottleRule{Burst: 5, Every: time.Minute}}
 	addr := postgres.ThrottleKey{Key: []byte("login:addr 127.0.0.2"), Rule: postgres.ThrottleRule{Burst: 20, Every: 15 * time.Second}}

@@ -167,6 +167,17 @@ func replicas(n int, st Store, c *clock) []*Limiter {
 	return ls
 }
 
+// loginReplicas returns n limiters sharing st, on one clock, with the
+// login page's account rule alone (5, then one a minute).
+func loginReplicas(n int, st Store, c *clock) []*Limiter {
+	var ls []*Limiter
+	for range n {
+		ls = append(ls, New(Config{Name: "login", Rules: Rules{Account: {Burst: 5, Every: time.Minute}},
+			Now: c.now, Shared: &Shared{Store: st, Secret: []byte("s")}}))
+	}
+	return ls
+}
+
 // TestSharedBudgetAcrossReplicas: failures spread over three replicas
 // (checked-then-failed, as the token endpoint does, and reserved-then-
 // failed, as a login does) spend one budget, whichever replica counted
@@ -384,11 +395,7 @@ func TestSharedRefillOnceAcrossReplicas(t *testing.T) {
 func TestSharedBurstBound(t *testing.T) {
 	st := newFakeStore()
 	c := &clock{t: t0}
-	rules := Rules{Account: {Burst: 5, Every: time.Minute}}
-	var ls []*Limiter
-	for range 3 {
-		ls = append(ls, New(Config{Name: "login", Rules: rules, Now: c.now, Shared: &Shared{Store: st, Secret: []byte("s")}}))
-	}
+	ls := loginReplicas(3, st, c)
 	var ks Keys
 	ks.Add(UserKey(7, addrA))
 	var running []Reservation
@@ -430,11 +437,7 @@ func TestSharedBurstBound(t *testing.T) {
 func TestSharedRightPasswordsAcrossReplicas(t *testing.T) {
 	st := newFakeStore()
 	c := &clock{t: t0}
-	rules := Rules{Account: {Burst: 5, Every: time.Minute}}
-	var ls []*Limiter
-	for range 2 {
-		ls = append(ls, New(Config{Name: "login", Rules: rules, Now: c.now, Shared: &Shared{Store: st, Secret: []byte("s")}}))
-	}
+	ls := loginReplicas(2, st, c)
 	var ks Keys
 	ks.Add(UserKey(7, addrA))
 	for range 4 {
