@@ -194,10 +194,9 @@ func (m *Memory) makeRoom(t int64) {
 	}
 }
 
-// failed reports whether a key of ks has failures at t (this process's
-// view): any, or with half at least half its budget. Called without m.mu
-// held.
-func (m *Memory) failed(t int64, ks Keys, half bool) bool {
+// nearBudget reports whether a key of ks has used at least half its
+// budget at t (this process's view). Called without m.mu held.
+func (m *Memory) nearBudget(t int64, ks Keys) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := range ks.n {
@@ -206,7 +205,7 @@ func (m *Memory) failed(t int64, ks Keys, half bool) bool {
 			continue
 		}
 		e, ok := m.m[ks.k[i]]
-		if ok && e.full > t && (!half || 2*(e.full-t) >= int64(r.Burst)*int64(r.Every)) {
+		if ok && e.full > t && 2*(e.full-t) >= int64(r.Burst)*int64(r.Every) {
 			return true
 		}
 	}

@@ -178,7 +178,7 @@ func (s *sharedCounter) stored(buf *[MaxKeys]StoredKey, ks Keys) []StoredKey {
 // a key is near its budget.
 func (s *sharedCounter) Peek(ctx context.Context, now time.Time, ks Keys) (time.Duration, int) {
 	wait, i := s.mem.Peek(ctx, now, ks)
-	if i >= 0 || !s.mem.failed(now.UnixNano(), ks, true) {
+	if i >= 0 || !s.mem.nearBudget(now.UnixNano(), ks) {
 		return wait, i
 	}
 	s.load(ctx, now, ks)
