@@ -20,10 +20,11 @@
 # own and reaped children's, plus its live children's) over the measured
 # run, divided by the grants that succeeded. One JSON line per run, the
 # medians and ranges per build at the end.
-import json, os, statistics, subprocess, sys, time, urllib.request
+import json, os, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proccpu import cluster_cpu, proc_cpu  # noqa: E402
+from ready import wait_ready  # noqa: E402
 
 pgdata, dburl, seedjson, tokens, conc, dur, rounds = sys.argv[1:8]
 builds = sys.argv[8:]
@@ -51,12 +52,7 @@ for r in range(int(rounds)):
         srv = subprocess.Popen([b, '--db', dburl, '--log-level', 'warn', 'serve', '--addr', '127.0.0.1:%d' % port],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            for _ in range(3000):
-                try:
-                    urllib.request.urlopen('http://127.0.0.1:%d/readyz' % port, timeout=1)
-                    break
-                except Exception:
-                    time.sleep(0.01)
+            wait_ready(port, srv)
             drive('1s')
             c0, p0 = proc_cpu(srv.pid), cluster_cpu(pm)
             o = drive(dur)

@@ -13,7 +13,10 @@
 #
 # Run as root (the cluster runs as the postgres user) or as a user that
 # can run initdb. Loopback and a Unix socket only.
-import json, os, shutil, subprocess, sys, time, urllib.request
+import json, os, shutil, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ready import wait_ready  # noqa: E402
 
 oauthd = os.path.abspath(sys.argv[1])
 work = os.path.abspath(sys.argv[2])
@@ -58,12 +61,7 @@ try:
                       'families_bytes': int(psql(db, "SELECT pg_total_relation_size('families')"))}), flush=True)
     srv = subprocess.Popen([oauthd, '--db', db, '--log-level', 'warn', 'serve', '--addr', '127.0.0.1:18600'],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(3000):
-        try:
-            urllib.request.urlopen('http://127.0.0.1:18600/readyz', timeout=1)
-            break
-        except Exception:
-            time.sleep(0.01)
+    wait_ready(18600, srv)
     for rep in range(reps):
         for parts in (16, 0):
             c = len(open(tokf).read().split())

@@ -12,9 +12,10 @@
 # then `oauthd bench --target` for DURATION with C chains; deltas are
 # divided by the rotations that succeeded. Prints one JSON line per rep
 # and the medians.
-import json, os, subprocess, sys, time, statistics, urllib.request
+import json, os, subprocess, sys, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proccpu import cluster_cpu, proc_cpu  # noqa: E402
+from ready import wait_ready  # noqa: E402
 oauthd, pgdata, dburl, seedjson, tokens, conc, dur, reps = sys.argv[1:9]
 seed = json.load(open(seedjson))
 pm = int(open(pgdata + '/postmaster.pid').readline())
@@ -44,12 +45,7 @@ for rep in range(int(reps)):
     srv = subprocess.Popen([oauthd, '--db', dburl, '--log-level', 'warn', 'serve', '--addr', '127.0.0.1:%d' % port],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(3000):
-            try:
-                urllib.request.urlopen('http://127.0.0.1:%d/readyz' % port, timeout=1)
-                break
-            except Exception:
-                time.sleep(0.01)
+        wait_ready(port, srv)
         q('CHECKPOINT')
         s0, c0, p0 = snap(), proc_cpu(srv.pid), cluster_cpu(pm)
         out = subprocess.run([oauthd, 'bench', '--target', 'http://127.0.0.1:%d/v2/auth/oauth2/token' % port,

@@ -20,7 +20,10 @@
 # as the postgres user) or as a user that can run initdb. Seeds one
 # database with `oauthd bench --emit-tokens … --grants 64`. Prints one JSON
 # line per run, then the table (medians over the reps). Loopback only.
-import json, os, shutil, statistics, subprocess, sys, time, urllib.request
+import json, os, shutil, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ready import wait_ready  # noqa: E402
 
 oauthd = os.path.abspath(sys.argv[1])
 work = os.path.abspath(sys.argv[2])
@@ -106,14 +109,7 @@ try:
             servers.append(p)
             procs.append(p)
         for r in range(replicas):
-            for _ in range(3000):
-                try:
-                    urllib.request.urlopen('http://127.0.0.1:%d/readyz' % (18500 + r), timeout=1)
-                    break
-                except Exception:
-                    if servers[r].poll() is not None:
-                        raise SystemExit('serve %d exited: %s' % (r, open(os.path.join(work, 'serve%d.log' % r)).read()))
-                    time.sleep(0.01)
+            wait_ready(18500 + r, servers[r], os.path.join(work, 'serve%d.log' % r))
         secs = float(dur.rstrip('s'))
         sampler = subprocess.Popen(['psql', admin, '-At', '-F', ' '], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         benches = []
