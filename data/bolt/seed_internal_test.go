@@ -8,7 +8,6 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"oauthd/data"
 	"oauthd/data/datatest"
 )
 
@@ -27,14 +26,7 @@ func TestSeedFamiliesBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 0 {
-			for j, c := range codes {
-				if err := s.CreateAuthCode(ctx, c); err != nil {
-					t.Fatal(err)
-				}
-				if _, _, err := s.ExchangeAuthCode(ctx, c.Hash, func(data.AuthCode) (data.Family, error) { return fams[j], nil }); err != nil {
-					t.Fatal(err)
-				}
-			}
+			datatest.ExchangeAll(t, s, fams, codes)
 		} else if err := s.SeedFamilies(ctx, fams, codes); err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,20 @@ func SeedInputs() ([]data.Family, []data.AuthCode) {
 	return fams, codes
 }
 
+// ExchangeAll writes fams and codes into s the way the code exchange
+// does: each code created, then exchanged for its family.
+func ExchangeAll(t *testing.T, s data.Store, fams []data.Family, codes []data.AuthCode) {
+	t.Helper()
+	for i, c := range codes {
+		if err := s.CreateAuthCode(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.ExchangeAuthCode(t.Context(), c.Hash, func(data.AuthCode) (data.Family, error) { return fams[i], nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // RunSeedFamiliesTest checks that what SeedFamilies writes reads back
 // exactly as what the code exchange writes for the same inputs: every
 // family (GetFamily, ListUserFamilies, ListFamilies), every code's
@@ -59,14 +73,7 @@ func RunSeedFamiliesTest(t *testing.T, open func(t *testing.T) data.Store) {
 	ctx := t.Context()
 	fams, codes := SeedInputs()
 	exchanged, seeded := open(t), open(t)
-	for i, c := range codes {
-		if err := exchanged.CreateAuthCode(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := exchanged.ExchangeAuthCode(ctx, c.Hash, func(data.AuthCode) (data.Family, error) { return fams[i], nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ExchangeAll(t, exchanged, fams, codes)
 	sd, ok := seeded.(FamilySeeder)
 	if !ok {
 		t.Fatalf("%T has no SeedFamilies", seeded)
