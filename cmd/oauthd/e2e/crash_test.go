@@ -556,10 +556,25 @@ func crashUnderLoad(t *testing.T, args ...string) {
 	checkAfterRestart(t, s2, cl, res, committed)
 }
 
+// TestSIGTERMDuringLoad: serve stopped with SIGTERM under 24 chains of
+// refreshes answers the requests it read, commits nothing it did not
+// answer, and every chain goes on after a restart. A request can sit
+// unread in an idle connection's socket buffer when the stop closes it
+// (legal, below); when every request in flight at the signal was such a
+// one, the run shows nothing of the graceful stop (seen once in CI, on a
+// loaded machine), and it runs again, at most three times in all.
 func TestSIGTERMDuringLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real server under load")
 	}
+	for attempt := 1; !sigtermDuringLoad(t, attempt == 3); attempt++ {
+		t.Logf("attempt %d: every request in flight at SIGTERM was still unread; again", attempt)
+	}
+}
+
+// sigtermDuringLoad runs TestSIGTERMDuringLoad once and reports false,
+// unless last, when every request in flight at the signal went unread.
+func sigtermDuringLoad(t *testing.T, last bool) bool {
 	db := filepath.Join(t.TempDir(), "o.db")
 	// Without the reuse grace, so that checkAfterRestart can check that
 	// each chain's last token works exactly once.
@@ -587,9 +602,6 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests sent; %d in flight at SIGTERM, %d answered 200 after it, %d never read", res.sent, res.inFlightAt, late, cut)
-	if res.inFlightAt > 0 && late == 0 {
-		t.Errorf("%d requests were in flight at SIGTERM and none was answered", res.inFlightAt)
-	}
 
 	committed := checkFamilies(t, db, res)
 	for i, c := range committed {
@@ -597,8 +609,15 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 			t.Errorf("chain %d: a request was processed (its rotation committed) but its answer was cut off by the graceful stop", i)
 		}
 	}
+	if res.inFlightAt > 0 && late == 0 {
+		if !last && cut == res.inFlightAt {
+			return false
+		}
+		t.Errorf("%d requests were in flight at SIGTERM and none was answered", res.inFlightAt)
+	}
 	s2 := startServe(t, db, "--addr", strings.TrimPrefix(s.base, "http://"), "--refresh-reuse-grace", "0")
 	checkAfterRestart(t, s2, cl, res, committed)
+	return true
 }
 
 func count(bs []bool) int {
