@@ -190,10 +190,15 @@ func readConfigFile(path string) (*koanf.Koanf, error) {
 		for _, e := range errs {
 			msg += "\n  " + e.Error()
 		}
-		return nil, errors.New(msg + "\nevery key is listed in docs/CONFIG.md and by `oauthd config print`")
+		return nil, errors.New(msg + "\n" + configKeysHint)
 	}
 	return k, nil
 }
+
+// configKeysHint ends the error of a file with a bad key or value: where
+// to see every key. `config print` reads the same file and would refuse it
+// too, so the command given reads none.
+const configKeysHint = "every key is listed in docs/CONFIG.md and, with its current value, by `oauthd config print --config ''` (which reads no file)"
 
 // fileKeys are the keys a configuration file may hold, each with a flag of
 // a new command tree to try its value on, and the section names.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,11 @@ func newUsersAppsCommand(o *rootOptions) *cobra.Command {
 			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
 				apps, err := svc.ListUserApps(ctx, args[0])
 				if err != nil {
+					return err
+				}
+				if len(apps) == 0 && !asJSON {
+					// A lone header reads like a failed listing.
+					_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s has allowed no apps (none has a grant or a consent for them)\n", escapeText(args[0], false))
 					return err
 				}
 				return printList(cmd.OutOrStdout(), apps, asJSON,
