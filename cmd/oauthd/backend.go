@@ -289,6 +289,7 @@ var boltBackend = backend{
 			d.discard = func(err error) {
 				if !errors.Is(err, bolt.ErrNotEmpty) {
 					os.Remove(db) // half-filled, and new: we made it
+					os.Remove(db + "-wal")
 				}
 			}
 		}

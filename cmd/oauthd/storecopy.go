@@ -79,7 +79,7 @@ running server's database is backed up.`,
 				}
 				return fmt.Errorf("write %s: %w", redactDB(to), err)
 			}
-			if err := dst.Close(); err != nil {
+			if err := dst.closeFilled(ctx); err != nil {
 				return fmt.Errorf("close %s: %w", redactDB(to), err)
 			}
 			rep := copyReport{From: redactDB(from), To: redactDB(to), Users: len(d.Users), Clients: len(d.Clients), AuthCodes: len(d.AuthCodes),
@@ -125,3 +125,13 @@ type copyDB struct {
 }
 
 func (c *copyDB) Close() error { return c.copyEnd.Close() }
+
+// closeFilled closes the filled target. A bbolt file is left whole on
+// its own, without the (checkpointed, preallocated 1 MiB) write-ahead log
+// beside it, so the copy is one file to move or keep.
+func (c *copyDB) closeFilled(ctx context.Context) error {
+	if b, ok := c.copyEnd.(interface{ CloseWithoutLog(context.Context) error }); ok {
+		return b.CloseWithoutLog(ctx)
+	}
+	return c.Close()
+}

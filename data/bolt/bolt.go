@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -396,6 +398,33 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close database: %w", err)
 	}
 	return werr
+}
+
+// CloseWithoutLog checkpoints the write-ahead log, closes the store and
+// removes the log file, leaving the bbolt file as the whole database: for
+// a copy meant to be moved or kept as a backup (store copy). Without a
+// successful checkpoint the log holds writes the file lacks; it then stays,
+// and the error says so.
+func (s *Store) CloseWithoutLog(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return fmt.Errorf("remove the write-ahead log: %w", ErrClosed)
+	}
+	// Closed: no call starts a write any more (the caller has none in
+	// flight), so after this checkpoint the log holds no record the file
+	// lacks.
+	cerr := s.log.Checkpoint(ctx)
+	werr := s.log.Close()
+	path := s.db.Path()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	if err := cmp.Or(cerr, werr); err != nil {
+		return fmt.Errorf("checkpoint before removing the write-ahead log (it stays; the next open applies it): %w", err)
+	}
+	if err := os.Remove(path + "-wal"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the write-ahead log (the file is whole without it): %w", err)
+	}
+	return wal.SyncDir(filepath.Dir(path))
 }
 
 // Checkpoint copies every write acknowledged so far from the write-ahead
