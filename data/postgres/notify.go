@@ -69,12 +69,16 @@ const noSessionHint = "is it a transaction pool (PgBouncer's pool_mode=transacti
 	"Set --db-session-url (OAUTHD_DB_SESSION_URL) to a URL that reaches PostgreSQL directly or through a session-mode pool, " +
 	"and keep --db on the pool with default_query_exec_mode=exec (docs/POSTGRESQL.md \"Behind PgBouncer\")"
 
-// startListening connects with cfg, listens on [Channel], and proves that
-// the connection keeps its session: a notification on a private channel,
-// sent through the pool (the way every change is announced), must arrive
-// within wait. Behind a transaction pooler the LISTEN stays on a server
-// connection that goes back to the pooler's pool, and the notification
-// never reaches this connection: [ErrNoSession].
+// startListening connects with cfg, proves that the connection keeps its
+// session, and only then listens on [Channel]. The proof: a notification
+// on a private channel, sent through the pool (the way every change is
+// announced), must arrive within wait. Behind a transaction pooler the
+// LISTEN stays on a server connection that goes back to the pooler's pool,
+// and the notification never reaches this connection: [ErrNoSession].
+// The LISTEN on [Channel] never goes there; the probe's is undone (UNLISTEN
+// *, which the pooler hands to the server connection it just used, the
+// most recent) before the connection is closed, so that a refused start
+// leaves no listener on a pooled connection.
 func (s *Store) startListening(ctx context.Context, cfg *pgx.ConnConfig, wait time.Duration) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, cfg)
@@ -86,7 +90,7 @@ func (s *Store) startListening(ctx context.Context, cfg *pgx.ConnConfig, wait ti
 	rand.Read(nonce[:])
 	probe := "oauthd_probe_" + hex.EncodeToString(nonce[:])
 	err = func() error {
-		if _, err := conn.Exec(ctx, "LISTEN "+Channel+"; LISTEN "+probe); err != nil {
+		if _, err := conn.Exec(ctx, "LISTEN "+probe); err != nil {
 			return err
 		}
 		if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, '')", probe); err != nil {
@@ -95,8 +99,6 @@ func (s *Store) startListening(ctx context.Context, cfg *pgx.ConnConfig, wait ti
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		for {
-			// Notifications on Channel that arrive meanwhile are
-			// dropped: the Reset that follows re-reads everything.
 			n, err := conn.WaitForNotification(wctx)
 			switch {
 			case err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)):
@@ -105,12 +107,17 @@ func (s *Store) startListening(ctx context.Context, cfg *pgx.ConnConfig, wait ti
 			case err != nil:
 				return err
 			case n.Channel == probe:
-				_, err := conn.Exec(ctx, "UNLISTEN "+probe)
+				// A session: what changes from now on arrives (the caller's
+				// Reset re-reads what changed before).
+				_, err := conn.Exec(ctx, "UNLISTEN "+probe+"; LISTEN "+Channel)
 				return err
 			}
 		}
 	}()
 	if err != nil {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_, _ = conn.Exec(uctx, "UNLISTEN *") // best effort: the connection may be broken
+		cancel()
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
