@@ -31,6 +31,11 @@ type Handover struct {
 	LoginURL string
 	// Verifier checks the assertion's signature and claims.
 	Verifier AssertionVerifier
+	// BaseURL is oauthd's API address (its issuer), when it differs from
+	// the pages' (Config.AppURL): a sign-in started there, not at the
+	// app URL, comes back without its cookie, and the refusal says so.
+	// Optional.
+	BaseURL string
 }
 
 // AssertionVerifier verifies a login assertion; *handover.Verifier is one.
@@ -107,6 +112,54 @@ func handoverFailure(err error) (status int, title, msg string) {
 	return http.StatusBadRequest, "Sign-in refused", "The sign-in response from the platform could not be read." + again
 }
 
+// hostHint is what the refusal of an answer without the handover cookie
+// adds when the likely cause is an address: the cookie is bound to the
+// host the sign-in started on (a host-only cookie), and the platform sends
+// the browser back to the app URL's host. A page opened on another host
+// than the app URL's (the base URL's, say) cannot have it; an answer on
+// the app URL's host lacks it when the sign-in started on the base URL's.
+// The request's Host is named only when it is a plain host[:port] (it is
+// the browser's to send; the page escapes it anyway).
+func (h *Handler) hostHint(r *http.Request) string {
+	app, err := url.Parse(h.appURL)
+	if err != nil || app.Host == "" {
+		return ""
+	}
+	appHost := strings.ToLower(app.Host)
+	if got := strings.ToLower(r.Host); got != "" && got != appHost {
+		where := "another address"
+		if plainHost(got) {
+			where = got
+		}
+		return " This page was opened at " + where + ", but a sign-in starts and ends at " + appHost +
+			" (the application's address), and the browser keeps it for that address only: open the application at " +
+			h.appURL + " and sign in there."
+	}
+	if h.handover.BaseURL == "" {
+		return ""
+	}
+	base, err := url.Parse(h.handover.BaseURL)
+	if err != nil || base.Host == "" || strings.EqualFold(base.Host, appHost) {
+		return ""
+	}
+	return " If the sign-in was started at " + strings.ToLower(base.Host) + " (the API's address) rather than at " + appHost +
+		", the browser kept it there: open the application's link at " + h.appURL + " and sign in again."
+}
+
+// plainHost reports whether s is a host[:port] of letters, digits, dots,
+// dashes, colons and brackets, at most 255 bytes.
+func plainHost(s string) bool {
+	if len(s) > 255 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:[]", r)) {
+			return false
+		}
+	}
+	return true
+}
+
 var (
 	errHandoverChallenge = errors.New("assertion challenge does not match the browser's")
 	errHandoverNoCookie  = errors.New("no handover cookie")
@@ -141,6 +194,9 @@ func (h *Handler) finishHandover(c echo.Context) error {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "login_handover_refused"),
 			slog.String("remote_addr", addr), slog.String("reason", err.Error()))
 		status, title, msg := handoverFailure(err)
+		if errors.Is(err, errHandoverNoCookie) {
+			msg += h.hostHint(r)
+		}
 		return h.errorPage(c, status, title, msg)
 	}
 	user, status, msg, err := h.provisionUser(ctx, a)

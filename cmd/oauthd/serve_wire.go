@@ -188,7 +188,7 @@ func (o *serveOptions) handover(ctx context.Context, base string) (*consent.Hand
 	if err != nil {
 		return nil, fmt.Errorf("--login-jwks: %w; check that the platform's keys are reachable", err)
 	}
-	return &consent.Handover{LoginURL: o.loginURL, Verifier: v}, nil
+	return &consent.Handover{LoginURL: o.loginURL, Verifier: v, BaseURL: base}, nil
 }
 
 // httpServer is the HTTP server of the wired app.
