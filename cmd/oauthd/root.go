@@ -65,6 +65,11 @@ func NewRootCommand() *cobra.Command {
 	return root
 }
 
+// annGroup marks a command group that runs nothing of its own: its run is
+// the one requireSubcommands gives it (its help, or the unknown-subcommand
+// error). docs/CLI.md shows no usage or flags for it.
+const annGroup = "oauthd.group"
+
 // requireSubcommands makes root and every command group below it
 // (`clients`, `clients secrets`, …) refuse an unknown subcommand with a
 // non-zero exit and one did-you-mean style at every level (cobra would
@@ -79,6 +84,10 @@ func requireSubcommands(root *cobra.Command) {
 		if !c.HasSubCommands() || c.Runnable() {
 			return
 		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[annGroup] = "true"
 		c.Args = cobra.ArbitraryArgs
 		c.SuggestionsMinimumDistance = 2 // cobra sets it on root only
 		c.RunE = func(cmd *cobra.Command, args []string) error {

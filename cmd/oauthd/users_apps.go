@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -27,8 +26,7 @@ func newUsersAppsCommand(o *rootOptions) *cobra.Command {
 				}
 				if len(apps) == 0 && !asJSON {
 					// A lone header reads like a failed listing.
-					_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s has allowed no apps (none has a grant or a consent for them)\n", escapeText(args[0], false))
-					return err
+					return textf(cmd.OutOrStdout(), "%s has allowed no apps (none has a grant or a consent for them)\n", args[0])
 				}
 				return printList(cmd.OutOrStdout(), apps, asJSON,
 					[]string{"CLIENT ID", "NAME", "DEVELOPER", "STATUS", "PERMISSIONS", "FIRST ALLOWED", "LAST USED", "GRANTS"},
