@@ -148,3 +148,45 @@ func TestHandoverDemoScript(t *testing.T) {
 		t.Errorf("the script left %s behind", m[1])
 	}
 }
+
+// TestHandoverDemoDoc: the commands docs/LOGIN-HANDOVER.md shows for the
+// one-machine try are the ones scripts/handover-demo.sh runs, with its
+// default ports.
+func TestHandoverDemoDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/LOGIN-HANDOVER.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../../../scripts/handover-demo.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "scripts/handover-demo.sh")
+	_, rest, ok2 := strings.Cut(rest, "```sh\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/LOGIN-HANDOVER.md has no sh block after naming scripts/handover-demo.sh")
+	}
+	// The script's commands with its variables at their defaults, one
+	// line each, without quotes and redirections.
+	run := strings.NewReplacer(
+		"$platform_port", "9090", "$oauthd_port", "8080",
+		"$platform", "http://127.0.0.1:9090", "$base", "http://127.0.0.1:8080", "$app", "http://localhost:8080",
+		`"`, "", " 2>platform.log", "", " 2>serve.log", "", "\\\n", " ",
+	).Replace(string(script))
+	run = regexp.MustCompile(`[ \t]+`).ReplaceAllString(run, " ")
+	cmds := 0
+	for _, cmd := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
+		cmd = regexp.MustCompile(`\s+`).ReplaceAllString(strings.TrimSpace(cmd), " ")
+		if cmd == "" || strings.HasPrefix(cmd, "#") {
+			continue
+		}
+		cmds++
+		if !strings.Contains(run, cmd) {
+			t.Errorf("docs/LOGIN-HANDOVER.md shows `%s`, which scripts/handover-demo.sh does not run", cmd)
+		}
+	}
+	if cmds != 2 {
+		t.Errorf("found %d commands in the doc's block; want the platform's and serve's", cmds)
+	}
+}
