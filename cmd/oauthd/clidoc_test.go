@@ -246,8 +246,6 @@ older version) goes after ` + "`--`" + `: ` + "`oauthd keys revoke -- -AbC…`" 
 
 	"oauthd gateway": "How to put it in front of an API: [PROTECTING-AN-API.md](PROTECTING-AN-API.md).",
 
-	"oauthd bench": "How the figures in [PERFORMANCE.md](PERFORMANCE.md) were made with it is described there.",
-
 	"oauthd config print": "The file's format and every key: [CONFIG.md](CONFIG.md).",
 }
 
