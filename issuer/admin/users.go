@@ -273,11 +273,6 @@ func (l *Local) AddUser(ctx context.Context, in NewUser) (UserView, error) {
 	if err != nil {
 		return UserView{}, newError(data.ErrInvalid, err.Error()+"; pass --email, --username, --name and --time-zone")
 	}
-	for _, f := range [][2]string{{"name", in.Name}, {"username", in.Username}, {"email", in.Email}} {
-		if err := data.CheckDisplayText(f[0], f[1]); err != nil {
-			return UserView{}, ruleError(err)
-		}
-	}
 	in.TimeZone = tz
 	if len(in.Password) < MinPasswordLen {
 		return UserView{}, newError(data.ErrInvalid, fmt.Sprintf("the password must be at least %d characters", MinPasswordLen))
