@@ -28,6 +28,7 @@ func TestUsersAddAndImportOneReading(t *testing.T) {
 		{"--username", "-0", "reads as a user ID"},
 		{"--username", "007", "names a user ID"},
 		{"--username", "\uff0b\uff11", "not a valid username"},
+		{"--username", "-h", "starts with -"},
 		{"--email", "ann\u034f@plat.test", "U+034F"},
 		{"--email", "ann\ufe0f@plat.test", "U+FE0F"},
 		{"--email", "ann\u3164@plat.test", "U+3164"},

@@ -76,7 +76,9 @@ func emailKey(s string) (string, error) {
 // A username that reads as a user ID ([ReadsAsID] of its canonical form:
 // "12", "+1", "-0", "007", fullwidth "１２") is refused: every command
 // that names a user (USER: an ID, an email or a username) reads it as an
-// ID, so the username "+1" would name user 1, someone else.
+// ID, so the username "+1" would name user 1, someone else. So is one
+// that starts with "-": the command line reads it as an option ("-h"
+// prints the help and succeeds, disabling no one).
 func Username(s string) (string, error) {
 	if err := Check(s); err != nil {
 		return "", err
@@ -87,6 +89,9 @@ func Username(s string) (string, error) {
 	}
 	if ReadsAsID(k) {
 		return "", fmt.Errorf("%w: %q reads as a user ID wherever a user is named (an optional sign and digits); add a letter", ErrInvalid, s)
+	}
+	if strings.HasPrefix(k, "-") {
+		return "", fmt.Errorf("%w: %q starts with -, which the command line reads as an option (-h is its help); start it with another character", ErrInvalid, s)
 	}
 	return k, nil
 }
