@@ -78,7 +78,9 @@ func emailKey(s string) (string, error) {
 // that names a user (USER: an ID, an email or a username) reads it as an
 // ID, so the username "+1" would name user 1, someone else. So is one
 // that starts with "-": the command line reads it as an option ("-h"
-// prints the help and succeeds, disabling no one).
+// prints the help and succeeds, disabling no one), and one whose
+// canonical form holds an @ ("ann＠plat.test" with a fullwidth @ is
+// "ann@plat.test"): a login with an @ is read as an email.
 func Username(s string) (string, error) {
 	if err := Check(s); err != nil {
 		return "", err
@@ -89,6 +91,9 @@ func Username(s string) (string, error) {
 	}
 	if ReadsAsID(k) {
 		return "", fmt.Errorf("%w: %q reads as a user ID wherever a user is named (an optional sign and digits); add a letter", ErrInvalid, s)
+	}
+	if strings.Contains(k, "@") {
+		return "", fmt.Errorf("%w: %q reads as an email address (a fullwidth @ is @); a username holds no @", ErrInvalid, s)
 	}
 	if strings.HasPrefix(k, "-") {
 		return "", fmt.Errorf("%w: %q starts with -, which the command line reads as an option (-h is its help); start it with another character", ErrInvalid, s)

@@ -111,6 +111,7 @@ func TestUsername(t *testing.T) {
 		{"starts like a long option", "--json", "", true},
 		{"fullwidth hyphen first", "\uff0dx", "", true},
 		{"hyphen inside", "a-h", "a-h", false},
+		{"fullwidth at reads as an email", "ann\uff20plat.test", "", true},
 		{"hex is a name", "0x1", "0x1", false},
 		{"underscore digits are a name", "1_000", "1_000", false},
 		{"combining grapheme joiner", "sa\u034fm", "", true},

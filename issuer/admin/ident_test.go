@@ -23,6 +23,7 @@ var badIdentity = []struct {
 	{"username beyond int64", "username", "-99999999999999999999", "reads as a user ID"},
 	{"username fullwidth plus one", "username", "\uff0b\uff11", "not a valid username"},
 	{"username like the help option", "username", "-h", "starts with -"},
+	{"username with a fullwidth at", "username", "ann\uff20plat.test", "reads as an email address"},
 	{"username combining grapheme joiner", "username", "s\u034fam", "U+034F"},
 	{"username tag character", "username", "sam\U000e0041", "U+E0041"},
 	{"email combining grapheme joiner", "email", "sa\u034fm@plat.test", "U+034F"},
