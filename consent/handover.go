@@ -18,6 +18,7 @@ import (
 
 	"oauthd/consent/handover"
 	"oauthd/data"
+	"oauthd/data/ident"
 	"oauthd/issuer/admin"
 	"oauthd/issuer/throttle"
 )
@@ -272,20 +273,29 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 		return data.User{}, http.StatusBadRequest, "The platform sent an email address for your account that cannot be used here: " + err.Error() + ".", nil
 	}
 	name := strings.TrimSpace(a.Name)
-	// A name that could disguise itself on the operator's screen refuses
-	// the login (after a disabling assertion has taken effect).
+	// A name that could disguise itself on the operator's screen, or that
+	// shows as nothing, refuses the login (after a disabling assertion has
+	// taken effect): the rule of users add (ident.Name).
 	badName := ""
-	if err := data.CheckDisplayText("name", name); err != nil {
-		re, _ := errors.AsType[*data.RuleError](err)
-		badName = "The platform sent a name for your account that " + strings.TrimSuffix(re.Reason, "; use printable text only") +
-			": it could disguise itself on the administrator's screen, so the login is refused. Ask the platform to correct your name."
+	if name != "" {
+		if err := ident.Name(name); err != nil {
+			badName = "The platform sent a name for your account that cannot be shown as it is (" +
+				strings.TrimPrefix(err.Error(), ident.ErrInvalid.Error()+": ") +
+				"): it could disguise itself on the administrator's screen, so the login is refused. Ask the platform to correct your name."
+		}
 	}
 	if name == "" || len(name) > data.MaxNameLen {
 		name = email
 	}
-	tz := a.TimeZone
-	if _, err := time.LoadLocation(tz); err != nil || tz == "" {
-		tz = "UTC"
+	// time_zone is optional (UTC); one given must be an IANA zone name,
+	// never "Local" (this server's zone) nor empty.
+	tz := "UTC"
+	if a.TimeZone != nil {
+		tz = *a.TimeZone
+		if err := admin.CheckTimeZone(tz); err != nil && badName == "" {
+			badName = "The platform sent a time zone for your account that cannot be used here: " + err.Error() +
+				", so the login is refused. Ask the platform to correct it, or to leave it out (UTC)."
+		}
 	}
 	now := h.now().UTC()
 	u, err := h.store.GetUserByExternalID(ctx, a.Subject)

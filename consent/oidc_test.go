@@ -94,7 +94,7 @@ func TestHandoverAuthTime(t *testing.T) {
 		t.Fatal("no handover cookie")
 	}
 	v.a = handover.Assertion{Issuer: "https://platform.example", Subject: "p-42", Email: "p42@example.com", Name: "P",
-		TimeZone: "UTC", Challenge: loc.Query().Get("challenge"), ID: "jti-1", IssuedAt: assertedAt, ExpiresAt: assertedAt.Add(time.Minute)}
+		TimeZone: new("UTC"), Challenge: loc.Query().Get("challenge"), ID: "jti-1", IssuedAt: assertedAt, ExpiresAt: assertedAt.Add(time.Minute)}
 	rec := en.get(handoverPath+"?assertion=x", ck)
 	sess := cookie(rec, sessionCookie)
 	if rec.Code != http.StatusSeeOther || sess == nil {

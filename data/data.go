@@ -295,6 +295,12 @@ type AuthCode struct {
 	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
+// Expired reports whether c can no longer be exchanged at now (its
+// lifetime is over; a used code's tombstone is not expired until then).
+// An expired code stays in the store until the next sweep
+// ([Store.GarbageCollect]).
+func (c AuthCode) Expired(now time.Time) bool { return !now.Before(c.ExpiresAt) }
+
 // Family is a refresh-token family: one user's grant to one client, renewed
 // by rotation. Only hashes of its refresh tokens are stored; the token
 // itself carries the family ID (and a tag, see [NewRefreshToken]). The
@@ -335,6 +341,13 @@ type Family struct {
 	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
+// Expired reports whether f's refresh tokens can no longer be used at
+// now: its idle expiry or its absolute one has come (a family without an
+// absolute expiry refreshes no more, as the token endpoint decides).
+func (f Family) Expired(now time.Time) bool {
+	return !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp)
+}
+
 // Grant records a user's consent to a client for some scopes.
 type Grant struct {
 	UserID    int64     `json:"user_id"`
@@ -370,6 +383,9 @@ type Session struct {
 	// session made before it was recorded.
 	AuthTime time.Time `json:"auth_time,omitzero"`
 }
+
+// Expired reports whether s signs no one in at now.
+func (s Session) Expired(now time.Time) bool { return !now.Before(s.ExpiresAt) }
 
 // Authenticated returns when the session's user authenticated: AuthTime,
 // or CreatedAt when AuthTime was not recorded.

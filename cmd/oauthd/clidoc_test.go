@@ -167,10 +167,15 @@ handed to the platform: [LOGIN-HANDOVER.md](LOGIN-HANDOVER.md); behind PgBouncer
 [POSTGRESQL.md](POSTGRESQL.md#behind-pgbouncer).`,
 
 	"oauthd users add": `The password is read from stdin (one trailing newline is dropped), at least 8 characters, and
-stored as an argon2id hash. ` + "`--json`" + ` prints ` + "`{\"id\", \"email\", \"username\", \"name\", \"time_zone\"}`" + `.`,
+stored as an argon2id hash. ` + "`--json`" + ` prints ` + "`{\"id\", \"email\", \"username\", \"name\", \"time_zone\"}`" + `.
+A username that reads as a user ID (` + "`12`, `+1`, `-0`, `007`" + `) is refused: every ` + "`USER`" + ` argument reads
+it as an ID.`,
 
 	"oauthd users list": "`--json` gives each user's `state` (`active` or `disabled`) and, `null` when they have none,\n" +
-		"`disabled_at` and `external_id` (the platform's user ID, for users the platform logs in).",
+		"`disabled_at`, `external_id` (the platform's user ID, for users the platform logs in) and `invalid`:\n" +
+		"which of the user's stored fields the rules of a new user refuse today, and why (an earlier\n" +
+		"release's username `+1`, an email with an invisible character, the time zone `Local`:\n" +
+		"[IDENTITY.md](IDENTITY.md)); the text's `STATE` says `refused today: …`. Nothing is changed.",
 
 	"oauthd users import": `Each hash is checked on import, including its cost: at most 64 MiB of memory per check (argon2id
 ` + "`m`" + `, scrypt 128·r·2^ln), bcrypt cost 14, 2,000,000 PBKDF2 iterations — a hash's parameters decide
@@ -239,7 +244,11 @@ older version) goes after ` + "`--`" + `: ` + "`oauthd keys revoke -- -AbC…`" 
 	"oauthd store partition-families": "A bbolt `--db` is refused. See [POSTGRESQL.md](POSTGRESQL.md#partitioned-families) and\n" +
 		"[SCALE.md](SCALE.md#hash-partitioned-families).",
 
-	"oauthd store copy": "A bbolt `--to` is left as one file, without a write-ahead log beside it. Moving to PostgreSQL:\n" +
+	"oauthd store copy": "It counts the authorization codes, refresh families and sessions that are live apart from those\n" +
+		"whose time is over but that no sweep has removed yet (copied too; the target's sweep removes them):\n" +
+		"`--json` prints `{\"from\", \"to\", \"users\", \"clients\", \"auth_codes\", \"families\", \"grants\", \"sessions\",\n" +
+		"\"keys\", \"expired\": {\"auth_codes\", \"families\", \"sessions\"}}`, where `auth_codes`, `families` and `sessions` are\n" +
+		"the live ones. A bbolt `--to` is left as one file, without a write-ahead log beside it. Moving to PostgreSQL:\n" +
 		"[REPLICAS.md](REPLICAS.md); backups: [PRODUCTION.md](PRODUCTION.md#backups-and-restores).",
 
 	"oauthd store compact": "`serve` says at start when compacting is worth it.",

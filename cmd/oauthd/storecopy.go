@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,17 +19,56 @@ type copyEnd interface {
 	Close() error
 }
 
-// copyReport is what store copy prints.
+// copyReport is what store copy prints. AuthCodes, Families and Sessions
+// count the live records; Expired the ones whose time is over but that
+// the sweep has not removed yet (copied too: the target's sweep removes
+// them).
 type copyReport struct {
-	From      string `json:"from"`
-	To        string `json:"to"`
-	Users     int    `json:"users"`
-	Clients   int    `json:"clients"`
-	AuthCodes int    `json:"auth_codes"`
-	Families  int    `json:"families"`
-	Grants    int    `json:"grants"`
-	Sessions  int    `json:"sessions"`
-	Keys      int    `json:"keys"`
+	From      string        `json:"from"`
+	To        string        `json:"to"`
+	Users     int           `json:"users"`
+	Clients   int           `json:"clients"`
+	AuthCodes int           `json:"auth_codes"`
+	Families  int           `json:"families"`
+	Grants    int           `json:"grants"`
+	Sessions  int           `json:"sessions"`
+	Keys      int           `json:"keys"`
+	Expired   copiedExpired `json:"expired"`
+}
+
+// copiedExpired counts the expired records a copy carried.
+type copiedExpired struct {
+	AuthCodes int `json:"auth_codes"`
+	Families  int `json:"families"`
+	Sessions  int `json:"sessions"`
+}
+
+// countCopy is the report of a copy of d, read at now: each record that
+// expires counted as live or expired by its own rule (data.AuthCode.Expired…).
+func countCopy(d data.Dump, now time.Time) copyReport {
+	rep := copyReport{Users: len(d.Users), Clients: len(d.Clients), Grants: len(d.Grants), Keys: len(d.Keys)}
+	for _, c := range d.AuthCodes {
+		if c.Expired(now) {
+			rep.Expired.AuthCodes++
+		} else {
+			rep.AuthCodes++
+		}
+	}
+	for _, f := range d.Families {
+		if f.Expired(now) {
+			rep.Expired.Families++
+		} else {
+			rep.Families++
+		}
+	}
+	for _, s := range d.Sessions {
+		if s.Expired(now) {
+			rep.Expired.Sessions++
+		} else {
+			rep.Sessions++
+		}
+	}
+	return rep
 }
 
 func newStoreCopyCommand(root *rootOptions) *cobra.Command {
@@ -65,6 +105,7 @@ running server's database is backed up.`,
 			}
 			defer src.Close()
 			d, err := src.Export(ctx)
+			read := time.Now()
 			if err != nil {
 				return fmt.Errorf("read %s: %w", redactDB(from), err)
 			}
@@ -82,13 +123,15 @@ running server's database is backed up.`,
 			if err := dst.closeFilled(ctx); err != nil {
 				return fmt.Errorf("close %s: %w", redactDB(to), err)
 			}
-			rep := copyReport{From: redactDB(from), To: redactDB(to), Users: len(d.Users), Clients: len(d.Clients), AuthCodes: len(d.AuthCodes),
-				Families: len(d.Families), Grants: len(d.Grants), Sessions: len(d.Sessions), Keys: len(d.Keys)}
+			rep := countCopy(d, read)
+			rep.From, rep.To = redactDB(from), redactDB(to)
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), rep)
 			}
-			textf(cmd.OutOrStdout(), "copied %d users, %d clients, %d authorization codes, %d refresh families, %d grants, %d sessions and %d signing keys from %s to %s\n",
-				rep.Users, rep.Clients, rep.AuthCodes, rep.Families, rep.Grants, rep.Sessions, rep.Keys, rep.From, rep.To)
+			textf(cmd.OutOrStdout(), "copied %d users, %d clients, %d grants and %d signing keys; live: %d authorization codes, %d refresh families and %d sessions; "+
+				"expired, not yet swept (the sweep removes them): %d authorization codes, %d refresh families and %d sessions; from %s to %s\n",
+				rep.Users, rep.Clients, rep.Grants, rep.Keys, rep.AuthCodes, rep.Families, rep.Sessions,
+				rep.Expired.AuthCodes, rep.Expired.Families, rep.Expired.Sessions, rep.From, rep.To)
 			return nil
 		},
 	}

@@ -27,6 +27,9 @@ func newUsersListCommand(o *rootOptions) *cobra.Command {
 						if u.Clash != "" {
 							state += " (clash: " + u.Clash + ")"
 						}
+						if u.Invalid != "" {
+							state += " (refused today: " + u.Invalid + ")"
+						}
 						return []string{strconv.FormatInt(u.ID, 10), u.Email, u.Username, u.Name, u.TimeZone, state, u.ExternalID}
 					})
 			})

@@ -60,11 +60,13 @@ var Algs = []string{"ES256", "EdDSA", "RS256"}
 
 // Assertion is a verified login assertion.
 type Assertion struct {
-	Issuer    string
-	Subject   string // the user's ID at the platform
-	Email     string
-	Name      string
-	TimeZone  string
+	Issuer  string
+	Subject string // the user's ID at the platform
+	Email   string
+	Name    string
+	// TimeZone is the time_zone claim; nil when the assertion has none
+	// (then UTC), so that an empty one can be refused.
+	TimeZone  *string
 	Challenge string
 	ID        string // jti
 	// Disabled: the platform says the user's account has ended.
@@ -76,11 +78,11 @@ type Assertion struct {
 // claims is the JSON of an assertion.
 type claims struct {
 	jwt.RegisteredClaims
-	Email     string `json:"email"`
-	Name      string `json:"name"`
-	TimeZone  string `json:"time_zone"`
-	Challenge string `json:"challenge"`
-	Disabled  bool   `json:"disabled"`
+	Email     string  `json:"email"`
+	Name      string  `json:"name"`
+	TimeZone  *string `json:"time_zone"`
+	Challenge string  `json:"challenge"`
+	Disabled  bool    `json:"disabled"`
 }
 
 // Config configures a [Verifier].

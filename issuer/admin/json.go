@@ -18,13 +18,15 @@ func nullable(s string) *string {
 
 type userViewFields UserView
 
-// MarshalJSON writes a missing time zone or external ID as null.
+// MarshalJSON writes a missing time zone, external ID or invalid note as
+// null.
 func (u UserView) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		userViewFields
 		TimeZone   *string `json:"time_zone"`
 		ExternalID *string `json:"external_id"`
-	}{userViewFields(u), nullable(u.TimeZone), nullable(u.ExternalID)})
+		Invalid    *string `json:"invalid"`
+	}{userViewFields(u), nullable(u.TimeZone), nullable(u.ExternalID), nullable(u.Invalid)})
 }
 
 type clientViewFields ClientView

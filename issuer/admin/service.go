@@ -105,6 +105,13 @@ type UserView struct {
 	// is not found by it (log in with the other, or by the platform) until
 	// the operator resolves it. Absent for every other user.
 	Clash string `json:"clash,omitempty"`
+	// Invalid says which of the user's stored fields (email, username,
+	// name, time zone) the rules of a new user refuse today, and why:
+	// one stored before the rule (a username such as "+1" that every USER
+	// argument reads as an ID, an invisible character, the time zone
+	// "Local"). Nothing was changed; the user works as before, and the
+	// operator decides. Empty (null in JSON) when every field passes.
+	Invalid string `json:"invalid"`
 }
 
 // NewClient is the input of [Service.CreateClient].
