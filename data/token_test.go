@@ -2,6 +2,9 @@ package data
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -45,17 +48,21 @@ func TestNewID(t *testing.T) {
 var testRefreshKey = bytes.Repeat([]byte{7}, RefreshKeySize)
 
 func TestRefreshTokenRoundTrip(t *testing.T) {
-	for range 100 {
+	for i := range 100 {
 		id := NewFamilyID(time.Now())
-		tok := NewRefreshToken(id, testRefreshKey)
+		gen := uint64(i) * 1e17 // up to 1.8e19, near the largest uint64
+		tok := NewRefreshToken(id, gen, testRefreshKey)
 		got, ok := ParseRefreshToken(tok)
 		if !ok || got != id {
 			t.Fatalf("ParseRefreshToken(%q) = %q, %v; want %q, true", tok, got, ok, id)
 		}
+		if g, ok := RefreshGeneration(tok); !ok || g != gen {
+			t.Fatalf("RefreshGeneration(%q) = %d, %v; want %d, true", tok, g, ok, gen)
+		}
 		if got := CheckRefreshTag(tok, testRefreshKey); got != TagValid {
 			t.Fatalf("CheckRefreshTag(%q) = %v; want TagValid", tok, got)
 		}
-		if NewRefreshToken(id, testRefreshKey) == tok {
+		if NewRefreshToken(id, 0, testRefreshKey) == tok {
 			t.Fatal("NewRefreshToken repeated a token")
 		}
 	}
@@ -65,7 +72,7 @@ func TestParseRefreshTokenRejects(t *testing.T) {
 	id := NewFamilyID(time.Now())
 	good := untagged(id)
 	secret := good[strings.IndexByte(good, '.')+1:]
-	tagged := NewRefreshToken(id, testRefreshKey)
+	tagged := NewRefreshToken(id, 0, testRefreshKey)
 	tag := tagged[strings.LastIndexByte(tagged, '.')+1:]
 	tests := map[string]string{
 		"empty":              "",
@@ -90,11 +97,45 @@ func TestParseRefreshTokenRejects(t *testing.T) {
 		"three dots":         PrefixRefreshToken + id + "." + secret + "." + tag + "." + tag,
 		"tag, short secret":  PrefixRefreshToken + id + "." + secret[1:] + "." + tag,
 		"padded tag":         PrefixRefreshToken + id + "." + secret + "." + tag[:21] + "=",
+		"empty generation":   PrefixRefreshToken + id + "." + secret + ".." + tag,
+		"leading zero":       PrefixRefreshToken + id + "." + secret + ".07." + tag,
+		"signed generation":  PrefixRefreshToken + id + "." + secret + ".+7." + tag,
+		"negative":           PrefixRefreshToken + id + "." + secret + ".-7." + tag,
+		"hex generation":     PrefixRefreshToken + id + "." + secret + ".0x7." + tag,
+		"generation > 2^64":  PrefixRefreshToken + id + "." + secret + ".18446744073709551616." + tag,
+		"four dots":          PrefixRefreshToken + id + "." + secret + ".1.1." + tag,
 	}
 	for name, tok := range tests {
 		if got, ok := ParseRefreshToken(tok); ok {
 			t.Errorf("%s: ParseRefreshToken(%q) = %q, true; want false", name, tok, got)
 		}
+	}
+}
+
+// taggedV1 returns a refresh token of the tagged form without a
+// generation, issued by the releases between tags and generations.
+func taggedV1(familyID string, key []byte) string {
+	body := PrefixRefreshToken + familyID + "." + NewSecret("")
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(body))
+	return body + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:tagBytes])
+}
+
+// TestOlderFormsStillParse: the tagged form without a generation and the
+// untagged one of earlier releases parse, carry no generation, and the
+// tag of the first still checks.
+func TestOlderFormsStillParse(t *testing.T) {
+	id := NewFamilyID(time.Now())
+	for name, tok := range map[string]string{"tagged v1": taggedV1(id, testRefreshKey), "untagged": untagged(id)} {
+		if got, ok := ParseRefreshToken(tok); !ok || got != id {
+			t.Errorf("%s: ParseRefreshToken(%q) = %q, %v; want %q, true", name, tok, got, ok, id)
+		}
+		if g, ok := RefreshGeneration(tok); ok {
+			t.Errorf("%s: RefreshGeneration = %d, true; want none", name, g)
+		}
+	}
+	if got := CheckRefreshTag(taggedV1(id, testRefreshKey), testRefreshKey); got != TagValid {
+		t.Errorf("CheckRefreshTag(tagged v1) = %v; want TagValid", got)
 	}
 }
 
@@ -105,9 +146,12 @@ func untagged(familyID string) string {
 
 func TestCheckRefreshTag(t *testing.T) {
 	id := NewFamilyID(time.Now())
-	tok := NewRefreshToken(id, testRefreshKey)
-	body, tag, _ := strings.Cut(tok[len(PrefixRefreshToken):], ".")
-	random, tag, _ := strings.Cut(tag, ".")
+	tok := NewRefreshToken(id, 5, testRefreshKey)
+	body, rest, _ := strings.Cut(tok[len(PrefixRefreshToken):], ".")
+	random, rest, _ := strings.Cut(rest, ".")
+	gen, tag, _ := strings.Cut(rest, ".")
+	v1 := taggedV1(id, testRefreshKey)
+	v1Body, v1Tag := v1[:strings.LastIndexByte(v1, '.')], v1[strings.LastIndexByte(v1, '.')+1:]
 	otherKey := bytes.Repeat([]byte{8}, RefreshKeySize)
 	other := NewFamilyID(time.Now())
 	// The last tag character carries 2 unused bits: a spelling with one
@@ -120,11 +164,18 @@ func TestCheckRefreshTag(t *testing.T) {
 	}{
 		{"issued", tok, TagValid},
 		{"untagged form", untagged(id), Untagged},
-		{"other key", NewRefreshToken(id, otherKey), TagInvalid},
-		{"tag moved to another family", PrefixRefreshToken + other + "." + random + "." + tag, TagInvalid},
-		{"other random part", PrefixRefreshToken + body + "." + NewSecret("") + "." + tag, TagInvalid},
-		{"tag flipped", PrefixRefreshToken + body + "." + random + "." + flip(tag), TagInvalid},
-		{"unused bits set", PrefixRefreshToken + body + "." + random + "." + tag[:21] + string(sortedB64[last^1]), TagInvalid},
+		{"other key", NewRefreshToken(id, 5, otherKey), TagInvalid},
+		{"tag moved to another family", PrefixRefreshToken + other + "." + random + "." + gen + "." + tag, TagInvalid},
+		{"other random part", PrefixRefreshToken + body + "." + NewSecret("") + "." + gen + "." + tag, TagInvalid},
+		{"tag flipped", PrefixRefreshToken + body + "." + random + "." + gen + "." + flip(tag), TagInvalid},
+		{"unused bits set", PrefixRefreshToken + body + "." + random + "." + gen + "." + tag[:21] + string(sortedB64[last^1]), TagInvalid},
+		// The generation is what a restore trusts (docs/SECURITY.md): a
+		// higher one cannot be written into an issued token.
+		{"higher generation", PrefixRefreshToken + body + "." + random + ".6." + tag, TagInvalid},
+		{"much higher generation", PrefixRefreshToken + body + "." + random + ".18446744073709551615." + tag, TagInvalid},
+		{"generation dropped", PrefixRefreshToken + body + "." + random + "." + tag, TagInvalid},
+		{"generation added to an older token", v1Body + ".6." + v1Tag, TagInvalid},
+		{"older tagged form", v1, TagValid},
 	}
 	for _, tc := range tests {
 		if _, ok := ParseRefreshToken(tc.token); !ok {
@@ -191,7 +242,7 @@ func TestFamilyIDsSortByTime(t *testing.T) {
 		if id <= prev {
 			t.Fatalf("ID at %v (%s) does not sort after the one before (%s)", now, id, prev)
 		}
-		if _, ok := ParseRefreshToken(NewRefreshToken(id, testRefreshKey)); !ok {
+		if _, ok := ParseRefreshToken(NewRefreshToken(id, 0, testRefreshKey)); !ok {
 			t.Fatalf("refresh token of family %q does not parse", id)
 		}
 		if id[0] == '-' {
