@@ -14,7 +14,7 @@ import (
 
 // TestRestoreIsNotATheft follows a restore on each backend through the
 // real binary (docs/PRODUCTION.md "Backups and restores", docs/SECURITY.md
-// "Refresh tokens after a restore"): a grant rotated once, a backup while
+// "Refresh tokens after a restore"): a grant rotated twice, a backup while
 // serving, two more rotations, the server stopped and the backup
 // restored. Then the client's newest token (issued after the backup)
 // refreshes once, and presented again it is reuse; on a second restore a
@@ -46,7 +46,9 @@ func TestRestoreIsNotATheft(t *testing.T) {
 		dump := filepath.Join(t.TempDir(), "oauthd.dump")
 		restoreScenario(t, db,
 			func() { run(t, "pg_dump", "--format=custom", "--file", dump, "--dbname", direct) },
-			func() { run(t, "pg_restore", "--clean", "--if-exists", "--single-transaction", "--dbname", direct, dump) })
+			func() {
+				run(t, "pg_restore", "--clean", "--if-exists", "--single-transaction", "--dbname", direct, dump)
+			})
 	})
 }
 
@@ -92,10 +94,13 @@ func restoreScenario(t *testing.T, db string, backup, restore func()) {
 			t.Fatalf("%s: refresh = %d %v; want invalid_grant, already used", what, r.Status, r.Body)
 		}
 	}
+	// Two rotations before the backup (so that the first token is older
+	// than the one the reuse grace covers), two after.
 	rt1 := refresh(rt0)
-	backup()
 	rt2 := refresh(rt1)
+	backup()
 	rt3 := refresh(rt2)
+	rt4 := refresh(rt3)
 	restart := func() {
 		t.Helper()
 		stopServe(t, e.server)
@@ -104,19 +109,19 @@ func restoreScenario(t *testing.T, db string, backup, restore func()) {
 	}
 
 	restart()
-	rt4 := refresh(rt3) // the newest: issued after the backup
+	rt5 := refresh(rt4) // the newest: issued after the backup
 	if !metricIs(t, e.base, "oauthd_refresh_after_restore_total", "1") || !metricIs(t, e.base, "oauthd_refresh_reuse_detected_total", "0") {
 		t.Fatal("want one rotation after a restore and no reuse counted")
 	}
-	refresh(rt4)
-	reused("the newest token before the restore, presented again", rt3)
+	refresh(rt5)
+	reused("the newest token before the restore, presented again", rt4)
 
 	restart()
 	reused("a token used before the backup", rt0)
 
 	restart()
-	refresh(rt2) // a token from after the backup, but not the newest (say, stolen)
-	reused("the client's newest token after an older one moved the family", rt3)
+	refresh(rt3) // a token from after the backup, but not the newest (say, stolen)
+	reused("the client's newest token after an older one moved the family", rt4)
 	stopServe(t, e.server)
 }
 
