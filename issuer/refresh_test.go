@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -337,13 +338,20 @@ func TestForgedGenerationChangesNothing(t *testing.T) {
 	restore()
 	id, _ := data.ParseRefreshToken(rts[3])
 	before, _ := env.store.GetFamily(context.Background(), id)
-	body, tag := rts[1][:strings.LastIndexByte(rts[1], '.')], rts[1][strings.LastIndexByte(rts[1], '.')+1:]
-	random := body[:strings.LastIndexByte(body, '.')]
+	// rts[1] with its generation (bytes 8 to 15 of its secret) raised to 9.
+	prefixAndID, rest, _ := strings.Cut(rts[1], ".")
+	secret, tag, _ := strings.Cut(rest, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[15] = 9
+	raised := prefixAndID + "." + base64.RawURLEncoding.EncodeToString(raw)
 	other := env.exchange().RefreshToken
 	otherID, _ := data.ParseRefreshToken(other)
 	for name, tok := range map[string]string{
-		"generation raised, tag kept":   random + ".9." + tag,
-		"generation raised, no tag":     random + ".9",
+		"generation raised, tag kept":   raised + "." + tag,
+		"generation raised, no tag":     raised,
 		"another key's tag":             data.NewRefreshToken(id, 9, make([]byte, data.RefreshKeySize)),
 		"another family's token, moved": strings.Replace(other, otherID, id, 1),
 	} {
