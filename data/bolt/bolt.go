@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -235,13 +233,7 @@ func Open(path string, opts Options) (*Store, error) {
 		// upgrade (docs/PRODUCTION.md).
 		if m := tx.Bucket(bucketMeta); m == nil || m.Get(keySchema) == nil {
 			// Not an oauthd file yet: nothing of it to understand.
-		} else if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
-			if !slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
-				return fmt.Errorf("%w: the file was written by a newer oauthd (it holds %q, which this one does not know); "+
-					"run that oauthd, or restore the backup taken before the upgrade", ErrSchema, name)
-			}
-			return nil
-		}); err != nil {
+		} else if err := checkBuckets(tx); err != nil {
 			return err
 		}
 		for _, name := range allBuckets {
@@ -262,7 +254,7 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 			return meta.Put(keySchema, []byte(schemaVersion))
 		case string(v) != schemaVersion:
-			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
+			return schemaError(string(v))
 		}
 		return nil
 	})
@@ -348,7 +340,7 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 			return fmt.Errorf("%s holds no oauthd schema: %w", path, ErrNoDatabase)
 		}
 		if v := meta.Get(keySchema); string(v) != schemaVersion {
-			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
+			return schemaError(string(v))
 		}
 		for _, name := range allBuckets {
 			if tx.Bucket(name) == nil {
@@ -359,7 +351,10 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, err
+		if errors.Is(err, ErrNoDatabase) {
+			return nil, err // names the file
+		}
+		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	log, err := wal.OpenReadOnly(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill, Logger: opts.Logger})
 	if err != nil {
