@@ -62,9 +62,9 @@ func TestVersionCommand(t *testing.T) {
 }
 
 // TestSchemaErrorsSayWhatToDo: a file of another schema than this build's
-// is refused by every command with both versions and what to do: a newer
-// release's (run it, or restore the backup) and an older one's by a
-// command that only reads (start serve once).
+// is refused by every command but serve, unchanged, with both versions and
+// what to do: a newer release's (run it, or restore the backup) and an
+// older one's (start serve once, which upgrades it).
 func TestSchemaErrorsSayWhatToDo(t *testing.T) {
 	for _, tc := range []struct {
 		schema string
@@ -75,12 +75,20 @@ func TestSchemaErrorsSayWhatToDo(t *testing.T) {
 		{"3", []string{"clients", "create", "--owner", "a@example.com", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "PROFILE_READ"},
 			[]string{`"3"`, `this oauthd reads "2"`, "run that release", "restore the backup"}},
 		{"1", []string{"users", "list"}, []string{`"1"`, `this oauthd reads "2" and upgrades "1"`, "start `oauthd serve` on it once"}},
+		// A command that writes does not upgrade the file either: only
+		// serve does, once it has checked everything.
+		{"1", []string{"clients", "create", "--owner", "a@example.com", "--name", "x", "--redirect-uri", "https://x.example/cb", "--scope", "PROFILE_READ"},
+			[]string{`"1"`, `this oauthd reads "2" and upgrades "1"`, "start `oauthd serve` on it once"}},
 	} {
 		c := newCLI(t)
 		setSchema(t, c.db, tc.schema)
+		before := dirSums(t, filepath.Dir(c.db))
 		_, stderr, err := c.run("", tc.args...)
 		if err == nil {
 			t.Fatalf("%s on schema %s succeeded", tc.args[:2], tc.schema)
+		}
+		if !sameSums(before, dirSums(t, filepath.Dir(c.db))) {
+			t.Errorf("%s on schema %s changed the file", tc.args[:2], tc.schema)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(stderr, w) {

@@ -116,8 +116,11 @@ type Options struct {
 	// Default: discard.
 	Logger *slog.Logger
 	// MustExist makes Open fail with [ErrNoDatabase], creating and
-	// writing nothing, when path holds no oauthd database yet. Only the
-	// commands that set a database up (serve) leave it false.
+	// writing nothing, when path holds no oauthd database yet, and with
+	// [ErrSchema], writing nothing, when it holds one of an older schema
+	// (it is not upgraded). Only the commands that set a database up
+	// (serve) leave it false: they check everything before they open it
+	// (see [Inspect]), so that a refused start changes nothing.
 	MustExist bool
 	// OnFatal is called, once, when a write to the write-ahead log, its
 	// flush (fdatasync) or a checkpoint fails, before any writer whose
@@ -248,6 +251,8 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 			return meta.Put(keySchema, []byte(schemaVersion))
+		case string(v) == schemaIdentity && opts.MustExist:
+			return schemaError(string(v))
 		case string(v) == schemaIdentity:
 			if err := upgradeIdentity(tx, opts.Logger); err != nil {
 				return fmt.Errorf("upgrade to schema %s: %w", schemaVersion, err)
