@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"oauthd/data/postgres/pgtest"
 )
 
@@ -148,8 +150,9 @@ func fixtureMasterKey(t *testing.T) string {
 // database as it was: on the embedded database, the file and its log
 // byte for byte (testdata/upgrade: a file of schema 1 with sealed keys,
 // which a start upgrades, as the new binary without its master
-// key did); on PostgreSQL, the database dump (schema and rows), empty
-// and set up. Then serve starts on it with the right settings.
+// key did); on PostgreSQL, the database dump (schema and rows), empty,
+// set up, and set up at an older schema (which a start migrates). Then
+// serve starts on it with the right settings.
 func TestRefusedStartChangesNothing(t *testing.T) {
 	mk := fixtureMasterKey(t)
 	t.Run("bbolt", func(t *testing.T) {
@@ -216,7 +219,15 @@ func TestRefusedStartChangesNothing(t *testing.T) {
 		if err := run(t.Context(), []string{"--db", fixture, "store", "copy", "--from", fixture, "--to", setUp}, strings.NewReader(""), &out, &errb); err != nil {
 			t.Fatalf("store copy: %v\n%s", err, errb.String())
 		}
-		for _, db := range []string{empty, setUp} {
+		// The set-up database at schema 6, as the release before
+		// migration 0007 left it: a start upgrades it.
+		older := pgtest.New(t)
+		if err := run(t.Context(), []string{"--db", fixture, "store", "copy", "--from", fixture, "--to", older}, strings.NewReader(""), &out, &errb); err != nil {
+			t.Fatalf("store copy: %v\n%s", err, errb.String())
+		}
+		pgExec(t, older, "ALTER TABLE throttle DROP COLUMN held_ns")
+		pgExec(t, older, "DELETE FROM oauthd_schema WHERE version >= 7")
+		for _, db := range []string{empty, setUp, older} {
 			before := pgDump(t, db)
 			for _, r := range serveRefusals(t, db, mk) {
 				if r.name == "no master key (keys sealed)" && db == empty {
@@ -229,6 +240,9 @@ func TestRefusedStartChangesNothing(t *testing.T) {
 				if got := pgDump(t, db); got != before {
 					t.Fatalf("%s: the refused start changed the database:\n%s", r.name, lineDiff(before, got))
 				}
+			}
+			if db == older {
+				continue // (a later migration of this build's would be applied twice)
 			}
 			started(t, db, mk)
 			if got := pgDump(t, db); got == before && db == empty {
@@ -264,6 +278,19 @@ func started(t *testing.T, db, mk string) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+}
+
+// pgExec runs sql on the database at url.
+func pgExec(t *testing.T, url, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 }
 
