@@ -14,7 +14,7 @@ import (
 func ExampleParseRefreshToken() {
 	key := make([]byte, data.RefreshKeySize) // the server's key (keys.Manager.RefreshTokenKey)
 	familyID := data.NewFamilyID(time.Now())
-	token := data.NewRefreshToken(familyID, key)
+	token := data.NewRefreshToken(familyID, 0, key)
 	stored := data.Hash(token) // what the Family keeps as TokenHash
 
 	id, ok := data.ParseRefreshToken(token)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/binary"
 	"hash"
 	"strings"
 	"sync"
@@ -135,17 +136,37 @@ const tagBytes = 16
 // tagChars is the length of the tag in base64url.
 const tagChars = 22 // base64.RawURLEncoding.EncodedLen(tagBytes)
 
-// NewRefreshToken returns a refresh token of the family, tagged with key
-// (of [RefreshKeySize] bytes): the prefix, the family ID, a dot, 256
-// random bits, a dot, and the tag, HMAC-SHA256(key, everything before the
-// second dot) cut to 128 bits. The family ID lets the server find the
-// family with one lookup; the tag lets it tell, without storing anything
-// more, a token it issued for that family from one made up around a known
-// family ID (see [CheckRefreshTag]). A server tags many tokens with one
-// key: [RefreshTagger] does the same without setting up the HMAC each time.
-func NewRefreshToken(familyID string, key []byte) string {
-	return NewRefreshTagger(key).NewToken(familyID)
+// NewRefreshToken returns the refresh token of the family's given
+// generation, tagged with key (of [RefreshKeySize] bytes): the prefix, the
+// family ID, a dot, the secret (32 bytes in base64url: 8 bytes that mark
+// it as carrying a generation, the generation, 128 random bits), a dot,
+// and the tag, HMAC-SHA256(key, everything before the second dot) cut to
+// 128 bits. The family ID lets the server find the family with one
+// lookup; the tag lets it tell, without storing anything more, a token it
+// issued for that family from one made up around a known family ID (see
+// [CheckRefreshTag]); the generation, which only the server can put in a
+// token that carries its tag, lets it recognise a token it issued after
+// the state the store holds (a restored backup: docs/SECURITY.md "Refresh
+// tokens after a restore"; [RefreshGeneration]). The form is the one of
+// the releases before generations, which check its tag as their own: a
+// release of either kind accepts the other's tokens (replicas upgraded
+// one by one). A server tags many tokens with one key: [RefreshTagger]
+// does the same without setting up the HMAC each time.
+func NewRefreshToken(familyID string, generation uint64, key []byte) string {
+	return NewRefreshTagger(key).NewToken(familyID, generation)
 }
+
+// genMark starts the secret of a refresh token that carries a generation.
+// A token of the releases before generations has 256 random bits there:
+// one starts so with probability 2⁻⁶⁴, and only the server can make a
+// tagged one (the tag covers the secret).
+var genMark = [8]byte{'o', 'a', 'u', 't', 'h', 'd', 'g', '1'}
+
+// genRandomBytes is the random part of a secret that carries a
+// generation: 128 bits, and the tag adds 128 bits that only the server
+// can compute (RFC 6749 §10.10 asks for a guess probability of 2⁻¹²⁸ at
+// most).
+const genRandomBytes = secretBytes - len(genMark) - 8
 
 // TagCheck is what [CheckRefreshTag] finds in a refresh token.
 type TagCheck int
@@ -155,8 +176,9 @@ const (
 	// carried a tag (prefix, family ID, a dot, 256 random bits). Only the
 	// family's stored hashes can tell whether it was issued.
 	Untagged TagCheck = iota
-	// TagValid: the tag is the server's for this family ID and random
-	// part: the server issued this token for this family.
+	// TagValid: the tag is the server's for this family ID and secret
+	// (with the generation it may carry): the server issued this token
+	// for this family.
 	TagValid
 	// TagInvalid: the token has the tagged form but the tag is not the
 	// server's: nobody was ever given this token.
@@ -202,13 +224,15 @@ func (t *RefreshTagger) sum(body []byte) [tagBytes]byte {
 }
 
 // NewToken is [NewRefreshToken] under the tagger's key.
-func (t *RefreshTagger) NewToken(familyID string) string {
+func (t *RefreshTagger) NewToken(familyID string, generation uint64) string {
 	var b [len(PrefixRefreshToken) + 22 + 1 + 43 + 1 + tagChars]byte
 	out := append(b[:0], PrefixRefreshToken...)
 	out = append(out, familyID...)
 	out = append(out, '.')
 	var r [secretBytes]byte
-	rand.Read(r[:])
+	copy(r[:], genMark[:])
+	binary.BigEndian.PutUint64(r[len(genMark):], generation)
+	rand.Read(r[secretBytes-genRandomBytes:])
 	out = base64.RawURLEncoding.AppendEncode(out, r[:])
 	tag := t.sum(out)
 	out = append(out, '.')
@@ -253,29 +277,54 @@ func (t *RefreshTagger) sumLocked(st *tagState) [tagBytes]byte {
 
 // ParseRefreshToken returns the family ID carried by a refresh token, or
 // false when the token is not of our form. Both forms are accepted: the
-// tagged one of [NewRefreshToken] and the untagged one of earlier
-// releases; [CheckRefreshTag] tells them apart.
+// tagged one of [NewRefreshToken] (and of the releases before
+// generations) and the untagged one of earlier releases;
+// [CheckRefreshTag] tells them apart.
 func ParseRefreshToken(token string) (familyID string, ok bool) {
+	id, _, ok := parseRefresh(token)
+	return id, ok
+}
+
+// RefreshGeneration returns the generation a refresh token of the tagged
+// form carries, or false for one without (issued before generations, the
+// untagged form, or not a refresh token). Only a token whose tag
+// [CheckRefreshTag] finds valid was given that generation by the server.
+func RefreshGeneration(token string) (generation uint64, ok bool) {
+	_, secret, ok := parseRefresh(token)
+	if !ok || strings.Count(token, ".") != 2 {
+		return 0, false
+	}
+	var r [secretBytes]byte
+	if n, err := base64.RawURLEncoding.Strict().Decode(r[:], []byte(secret)); err != nil || n != secretBytes ||
+		!bytes.Equal(r[:len(genMark)], genMark[:]) {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(r[len(genMark):]), true
+}
+
+// parseRefresh returns a refresh token's family ID and secret (its random
+// part, 43 base64url characters).
+func parseRefresh(token string) (familyID, secret string, ok bool) {
 	rest, ok := strings.CutPrefix(token, PrefixRefreshToken)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	id, secret, ok := strings.Cut(rest, ".")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	if random, tag, tagged := strings.Cut(secret, "."); tagged {
 		if len(tag) != tagChars || !isBase64URL(tag) {
-			return "", false
+			return "", "", false
 		}
 		secret = random
 	}
 	if len(id) != base64.RawURLEncoding.EncodedLen(familyIDBytes) ||
 		len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) ||
 		!isBase64URL(id) || !isBase64URL(secret) {
-		return "", false
+		return "", "", false
 	}
-	return id, true
+	return id, secret, true
 }
 
 // IsBase64URL reports whether s uses only the base64url alphabet (RFC 4648

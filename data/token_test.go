@@ -2,6 +2,9 @@ package data
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -45,17 +48,21 @@ func TestNewID(t *testing.T) {
 var testRefreshKey = bytes.Repeat([]byte{7}, RefreshKeySize)
 
 func TestRefreshTokenRoundTrip(t *testing.T) {
-	for range 100 {
+	for i := range 100 {
 		id := NewFamilyID(time.Now())
-		tok := NewRefreshToken(id, testRefreshKey)
+		gen := uint64(i) * 1e17 // up to 1.8e19, near the largest uint64
+		tok := NewRefreshToken(id, gen, testRefreshKey)
 		got, ok := ParseRefreshToken(tok)
 		if !ok || got != id {
 			t.Fatalf("ParseRefreshToken(%q) = %q, %v; want %q, true", tok, got, ok, id)
 		}
+		if g, ok := RefreshGeneration(tok); !ok || g != gen {
+			t.Fatalf("RefreshGeneration(%q) = %d, %v; want %d, true", tok, g, ok, gen)
+		}
 		if got := CheckRefreshTag(tok, testRefreshKey); got != TagValid {
 			t.Fatalf("CheckRefreshTag(%q) = %v; want TagValid", tok, got)
 		}
-		if NewRefreshToken(id, testRefreshKey) == tok {
+		if NewRefreshToken(id, 0, testRefreshKey) == tok {
 			t.Fatal("NewRefreshToken repeated a token")
 		}
 	}
@@ -65,7 +72,7 @@ func TestParseRefreshTokenRejects(t *testing.T) {
 	id := NewFamilyID(time.Now())
 	good := untagged(id)
 	secret := good[strings.IndexByte(good, '.')+1:]
-	tagged := NewRefreshToken(id, testRefreshKey)
+	tagged := NewRefreshToken(id, 0, testRefreshKey)
 	tag := tagged[strings.LastIndexByte(tagged, '.')+1:]
 	tests := map[string]string{
 		"empty":              "",
@@ -98,6 +105,33 @@ func TestParseRefreshTokenRejects(t *testing.T) {
 	}
 }
 
+// taggedV1 returns a refresh token of the tagged form without a
+// generation, issued by the releases between tags and generations.
+func taggedV1(familyID string, key []byte) string {
+	body := PrefixRefreshToken + familyID + "." + NewSecret("")
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(body))
+	return body + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:tagBytes])
+}
+
+// TestOlderFormsStillParse: the tagged form without a generation and the
+// untagged one of earlier releases parse, carry no generation, and the
+// tag of the first still checks.
+func TestOlderFormsStillParse(t *testing.T) {
+	id := NewFamilyID(time.Now())
+	for name, tok := range map[string]string{"tagged v1": taggedV1(id, testRefreshKey), "untagged": untagged(id)} {
+		if got, ok := ParseRefreshToken(tok); !ok || got != id {
+			t.Errorf("%s: ParseRefreshToken(%q) = %q, %v; want %q, true", name, tok, got, ok, id)
+		}
+		if g, ok := RefreshGeneration(tok); ok {
+			t.Errorf("%s: RefreshGeneration = %d, true; want none", name, g)
+		}
+	}
+	if got := CheckRefreshTag(taggedV1(id, testRefreshKey), testRefreshKey); got != TagValid {
+		t.Errorf("CheckRefreshTag(tagged v1) = %v; want TagValid", got)
+	}
+}
+
 // untagged returns a refresh token of the form of earlier releases.
 func untagged(familyID string) string {
 	return PrefixRefreshToken + familyID + "." + NewSecret("")
@@ -105,7 +139,7 @@ func untagged(familyID string) string {
 
 func TestCheckRefreshTag(t *testing.T) {
 	id := NewFamilyID(time.Now())
-	tok := NewRefreshToken(id, testRefreshKey)
+	tok := NewRefreshToken(id, 5, testRefreshKey)
 	body, tag, _ := strings.Cut(tok[len(PrefixRefreshToken):], ".")
 	random, tag, _ := strings.Cut(tag, ".")
 	otherKey := bytes.Repeat([]byte{8}, RefreshKeySize)
@@ -113,18 +147,30 @@ func TestCheckRefreshTag(t *testing.T) {
 	// The last tag character carries 2 unused bits: a spelling with one
 	// of them set decodes, without Strict, to the same tag.
 	last := strings.IndexByte(sortedB64, tag[21])
+	// The generation is what a restore trusts (docs/SECURITY.md): it
+	// cannot be changed in, added to or removed from an issued token.
+	v1 := taggedV1(id, testRefreshKey)
+	v1Random, v1Tag, _ := strings.Cut(v1[len(PrefixRefreshToken)+len(id)+1:], ".")
 	tests := []struct {
 		name  string
 		token string
 		want  TagCheck
 	}{
 		{"issued", tok, TagValid},
+		{"issued before generations", v1, TagValid},
 		{"untagged form", untagged(id), Untagged},
-		{"other key", NewRefreshToken(id, otherKey), TagInvalid},
+		{"other key", NewRefreshToken(id, 5, otherKey), TagInvalid},
 		{"tag moved to another family", PrefixRefreshToken + other + "." + random + "." + tag, TagInvalid},
 		{"other random part", PrefixRefreshToken + body + "." + NewSecret("") + "." + tag, TagInvalid},
 		{"tag flipped", PrefixRefreshToken + body + "." + random + "." + flip(tag), TagInvalid},
 		{"unused bits set", PrefixRefreshToken + body + "." + random + "." + tag[:21] + string(sortedB64[last^1]), TagInvalid},
+		{"higher generation", PrefixRefreshToken + body + "." + withSecret(t, random, func(r []byte) { r[15] = 6 }) + "." + tag, TagInvalid},
+		{"much higher generation", PrefixRefreshToken + body + "." + withSecret(t, random, func(r []byte) { r[8] = 0xff }) + "." + tag, TagInvalid},
+		{"generation added to an older token", PrefixRefreshToken + body + "." + withSecret(t, v1Random, func(r []byte) {
+			copy(r, genMark[:])
+			r[15] = 9
+		}) + "." + v1Tag, TagInvalid},
+		{"mark removed", PrefixRefreshToken + body + "." + withSecret(t, random, func(r []byte) { r[0] = 'x' }) + "." + tag, TagInvalid},
 	}
 	for _, tc := range tests {
 		if _, ok := ParseRefreshToken(tc.token); !ok {
@@ -133,6 +179,34 @@ func TestCheckRefreshTag(t *testing.T) {
 		if got := CheckRefreshTag(tc.token, testRefreshKey); got != tc.want {
 			t.Errorf("%s: CheckRefreshTag = %v; want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// withSecret returns the base64url secret enc changed by edit.
+func withSecret(t *testing.T, enc string, edit func(r []byte)) string {
+	r, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(r)
+	return base64.RawURLEncoding.EncodeToString(r)
+}
+
+// TestRefreshTokenFormUnchanged: a token of today reads, to a release
+// before generations, as one of its own: the same lengths and dots, the
+// tag over the same bytes (so replicas of both releases accept each
+// other's tokens while an upgrade rolls).
+func TestRefreshTokenFormUnchanged(t *testing.T) {
+	id := NewFamilyID(time.Now())
+	tok := NewRefreshToken(id, 7, testRefreshKey)
+	random, tag, _ := strings.Cut(tok[len(PrefixRefreshToken)+len(id)+1:], ".")
+	if strings.Count(tok, ".") != 2 || len(random) != 43 || len(tag) != tagChars {
+		t.Fatalf("token %q; want prefix, family ID, 43 characters, a tag of %d", tok, tagChars)
+	}
+	mac := hmac.New(sha256.New, testRefreshKey)
+	mac.Write([]byte(tok[:strings.LastIndexByte(tok, '.')]))
+	if want := base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:tagBytes]); tag != want {
+		t.Fatalf("tag %q; want the tag of the form before generations, %q", tag, want)
 	}
 }
 
@@ -191,7 +265,7 @@ func TestFamilyIDsSortByTime(t *testing.T) {
 		if id <= prev {
 			t.Fatalf("ID at %v (%s) does not sort after the one before (%s)", now, id, prev)
 		}
-		if _, ok := ParseRefreshToken(NewRefreshToken(id, testRefreshKey)); !ok {
+		if _, ok := ParseRefreshToken(NewRefreshToken(id, 0, testRefreshKey)); !ok {
 			t.Fatalf("refresh token of family %q does not parse", id)
 		}
 		if id[0] == '-' {

@@ -16,8 +16,11 @@ type metrics struct {
 	// the previous token within the reuse grace; refreshNarrowed the
 	// rotations that dropped scopes the client lost (result "narrowed")
 	// and the grants revoked for having none left ("revoked").
-	refreshForged   prometheus.Counter
-	refreshGrace    prometheus.Counter
+	refreshForged prometheus.Counter
+	refreshGrace  prometheus.Counter
+	// refreshAhead counts rotations by a token issued after the stored
+	// state (a restored backup): docs/SECURITY.md.
+	refreshAhead    prometheus.Counter
 	dpopRefused     prometheus.Counter // token requests refused for their DPoP proof
 	refreshNarrowed *prometheus.CounterVec
 	// grantRefused counts access tokens refused by /v2/me and introspection
@@ -51,6 +54,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "oauthd_refresh_reuse_grace_total",
 			Help: "Rotations by the immediately previous refresh token within --refresh-reuse-grace (a lost response), instead of a revocation.",
 		}),
+		refreshAhead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oauthd_refresh_after_restore_total",
+			Help: "Rotations by a refresh token issued after the state the store holds (a restored backup): accepted once, the family moved forward to it.",
+		}),
 		refreshNarrowed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oauthd_refresh_narrowed_total",
 			Help: "Refreshes of grants whose client lost scopes: narrowed (the grant keeps the rest) or revoked (none left).",
@@ -70,6 +77,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.refreshReuse = registerCollector(reg, m.refreshReuse)
 		m.refreshForged = registerCollector(reg, m.refreshForged)
 		m.refreshGrace = registerCollector(reg, m.refreshGrace)
+		m.refreshAhead = registerCollector(reg, m.refreshAhead)
 		m.refreshNarrowed = registerCollector(reg, m.refreshNarrowed)
 		m.grantRefused = registerCollector(reg, m.grantRefused)
 		m.dpopRefused = registerCollector(reg, m.dpopRefused)

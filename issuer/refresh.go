@@ -26,6 +26,12 @@ import (
 //     within Config.RefreshReuseGrace of the rotation that replaced it,
 //     rotates it once more (a lost response); the token that was current
 //     then dies with it, so there is still one live chain.
+//   - A token carrying a generation (data.NewRefreshToken) higher than
+//     the family's stored one, with a valid tag, was issued by this server
+//     after the state the store holds: the store was restored from a
+//     backup (or lost a committed write). It rotates the family once,
+//     forward to that generation plus one; docs/SECURITY.md "Refresh
+//     tokens after a restore" gives the rule and its argument.
 //   - Any other token the family issued (valid tag, or one of its stored
 //     hashes) is a genuine replay: the family is revoked (RFC 9700
 //     §4.14.2). An untagged token on a family whose current token is
@@ -44,6 +50,7 @@ type verdict int
 const (
 	rotateCurrent verdict = iota // the current token: rotate
 	rotateGrace                  // the previous token within the grace, unused: rotate once more
+	rotateAhead                  // issued after the stored state (a restore): rotate once, forward
 	genuineReplay                // a token the family issued earlier: revoke the family
 	forged                       // never issued for this family: refuse, change nothing
 )
@@ -57,20 +64,51 @@ var (
 	errNoScopeLeft = fmt.Errorf("the client has none of the grant's scopes left: %w", data.ErrTokenReused)
 )
 
-// judgeRefresh decides what a token with hash presented and tag check tag
-// (Untagged or TagValid; a TagInvalid token never reaches the store) is
-// worth against its family f at now. It is pure, and compares every stored
-// hash in constant time, all of them every time.
-func judgeRefresh(f *data.Family, presented []byte, tag data.TagCheck, now time.Time, grace time.Duration) verdict {
-	current := data.Equal(presented, f.TokenHash)
-	prev := data.Equal(presented, f.PrevHash)
-	legacy := data.Equal(presented, f.LegacyHash)
+// presentedRefresh is what a presented refresh token says before any store
+// access: its family, its hash, its tag check (Untagged or TagValid; a
+// TagInvalid token never reaches the store) and, for the form with one,
+// its generation.
+type presentedRefresh struct {
+	familyID string
+	hash     []byte
+	tag      data.TagCheck
+	gen      uint64 // valid when hasGen
+	hasGen   bool   // the token carries a generation and a valid tag
+}
+
+// readRefreshToken parses token and checks its tag: ok false when it is
+// not a refresh token of ours, tag TagInvalid when its tag is not ours.
+func (s *Server) readRefreshToken(token string) (p presentedRefresh, ok bool) {
+	p.familyID, ok = data.ParseRefreshToken(token)
+	if !ok {
+		return p, false
+	}
+	p.tag = s.tagger.Check(token)
+	if p.tag == data.TagValid {
+		p.gen, p.hasGen = data.RefreshGeneration(token)
+	}
+	p.hash = data.Hash(token)
+	return p, true
+}
+
+// judgeRefresh decides what the presented token p is worth against its
+// family f at now. It is pure, and compares every stored hash in constant
+// time, all of them every time.
+func judgeRefresh(f *data.Family, p presentedRefresh, now time.Time, grace time.Duration) verdict {
+	current := data.Equal(p.hash, f.TokenHash)
+	prev := data.Equal(p.hash, f.PrevHash)
+	legacy := data.Equal(p.hash, f.LegacyHash)
 	switch {
 	case current:
 		return rotateCurrent
 	case prev && grace > 0 && now.Before(f.RotatedAt.Add(grace)):
 		return rotateGrace
-	case prev, legacy, tag == data.TagValid:
+	case !prev && !legacy && p.tag == data.TagValid && p.hasGen && p.gen > f.Generation:
+		// Every token the server issued for f has a generation no
+		// higher than the one stored with f, unless the store lost the
+		// rotation that issued it (a restore): docs/SECURITY.md.
+		return rotateAhead
+	case prev, legacy, p.tag == data.TagValid:
 		return genuineReplay
 	case !f.Tagged:
 		// The family's current token is of the untagged form of earlier
@@ -106,143 +144,221 @@ func keptScopes(granted, client []string) []string {
 }
 
 // refresh runs the refresh_token grant (RFC 6749 §6) with rotation (RFC
-// 9700 §4.14.2).
+// 9700 §4.14.2): the request is read (readRefresh), the family rotated in
+// the store (rotation.update decides), the store's answer turned into the
+// grant's (refreshRefused), and the response built (finishRefresh).
 func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
-	jkt := proofJKT(proof)
+	r, err := s.readRefresh(client, req, proof)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	rctx := ctx
+	if r.p.hasGen {
+		// The update keeps the rotation promise (data.WithPresented): on
+		// a family whose current token is the presented one, it reads
+		// neither PrevHash, RotatedAt nor Generation (but to add one),
+		// and ExpiresAt only to refuse; TestRefreshKeepsTheRotationPromise.
+		// Only for a token with a generation: the successor of one
+		// without takes the family's generation plus one, which must not
+		// come from a stale guess (data/postgres), or the new token would
+		// carry a generation behind the stored one.
+		rctx = data.WithPresented(ctx, r.p.hash)
+	}
+	fam, err := s.store.RotateRefreshToken(rctx, r.p.familyID, r.update)
+	if err != nil {
+		return tokenResponse{}, s.refreshRefused(ctx, c, err, fam)
+	}
+	return s.finishRefresh(ctx, c, r, fam)
+}
+
+// refreshRotation is one refresh request: what was read from it, and what
+// the store's update decided (the last call's, as the store may ask again).
+type refreshRotation struct {
+	s        *Server
+	client   data.Client
+	p        presentedRefresh
+	narrowed []string      // the scope parameter, or nil
+	proof    *verify.Proof // the DPoP proof, or nil
+	jkt      string        // its key's thumbprint, or ""
+	now      time.Time
+
+	refreshToken string
+	access       *pendingToken
+	v            verdict
+	lostScopes   bool
+}
+
+// readRefresh reads and checks the request before any store access.
+func (s *Server) readRefresh(client data.Client, req *tokenRequest, proof *verify.Proof) (*refreshRotation, error) {
 	if req.RefreshToken == "" {
-		return tokenResponse{}, tokBadRequest("refresh_token is required")
+		return nil, tokBadRequest("refresh_token is required")
 	}
-	familyID, ok := data.ParseRefreshToken(req.RefreshToken)
+	p, ok := s.readRefreshToken(req.RefreshToken)
 	if !ok {
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token is invalid")
+		return nil, WithDescription(ErrInvalidGrant, "the refresh token is invalid")
 	}
-	tag := s.tagger.Check(req.RefreshToken)
-	if tag == data.TagInvalid {
+	if p.tag == data.TagInvalid {
 		s.metrics.refreshForged.Inc()
-		return tokenResponse{}, errUnknownRefresh()
+		return nil, errUnknownRefresh()
 	}
 	var narrowed []string
 	if req.Scope != "" {
 		var err error
 		narrowed, err = scope.Parse(req.Scope)
 		if err != nil {
-			return tokenResponse{}, WithDescription(ErrInvalidScope, "scope names an unknown scope")
+			return nil, WithDescription(ErrInvalidScope, "scope names an unknown scope")
 		}
 	}
-	presented := data.Hash(req.RefreshToken)
-	now := s.now()
-	var (
-		refreshToken string
-		access       *pendingToken
-		v            verdict
-		lostScopes   bool
-	)
-	// The update below keeps the rotation promise (data.WithPresented):
-	// on a family whose current token is the presented one, it reads
-	// neither PrevHash, RotatedAt nor Generation (but to add one), and
-	// ExpiresAt only to refuse; TestRefreshKeepsTheRotationPromise.
-	fam, err := s.store.RotateRefreshToken(data.WithPresented(ctx, presented), familyID, func(f data.Family) (data.Family, error) {
-		lostScopes = false
-		// A forgery first: it learns nothing about the family (not even
-		// its client or expiry) and changes nothing.
-		if v = judgeRefresh(&f, presented, tag, now, s.grace); v == forged {
-			return data.Family{}, errForged
+	return &refreshRotation{s: s, client: client, p: p, narrowed: narrowed, proof: proof, jkt: proofJKT(proof), now: s.now()}, nil
+}
+
+// update is the refresh grant's [data.Store.RotateRefreshToken] update:
+// it decides what the presented token is worth against f and returns f's
+// successor, with a new token and a started access token.
+func (r *refreshRotation) update(f data.Family) (data.Family, error) {
+	s, now := r.s, r.now
+	r.lostScopes = false
+	// A forgery first: it learns nothing about the family (not even its
+	// client or expiry) and changes nothing.
+	if r.v = judgeRefresh(&f, r.p, now, s.grace); r.v == forged {
+		return data.Family{}, errForged
+	}
+	if f.ClientID != r.client.ID {
+		return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token was issued to another client")
+	}
+	if !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp) {
+		return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token has expired")
+	}
+	if r.v == genuineReplay {
+		return data.Family{}, fmt.Errorf("refresh family %s: %w", f.ID, data.ErrTokenReused)
+	}
+	if f.JKT != "" && f.JKT != r.jkt {
+		// RFC 9449 §5: a bound refresh token is worth nothing without a
+		// proof by its key; nothing changes.
+		return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token is bound to a DPoP key: send a DPoP proof signed with that key")
+	}
+	if !f.Unrestricted && !r.client.Legacy {
+		kept := keptScopes(f.Scopes, r.client.Scopes)
+		if len(kept) == 0 {
+			return data.Family{}, errNoScopeLeft
 		}
-		if f.ClientID != client.ID {
-			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token was issued to another client")
+		r.lostScopes = len(kept) < len(f.Scopes)
+		f.Scopes = kept
+	}
+	if len(r.narrowed) > 0 && !f.Unrestricted {
+		if _, ok := scope.Subset(r.narrowed, f.Scopes); !ok {
+			return data.Family{}, WithDescription(ErrInvalidScope, "scope must be a subset of the scopes this grant still has")
 		}
-		if !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp) {
-			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token has expired")
-		}
-		if v == genuineReplay {
-			return data.Family{}, fmt.Errorf("refresh family %s: %w", f.ID, data.ErrTokenReused)
-		}
-		if f.JKT != "" && f.JKT != jkt {
-			// RFC 9449 §5: a bound refresh token is worth nothing
-			// without a proof by its key; nothing changes.
-			return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token is bound to a DPoP key: send a DPoP proof signed with that key")
-		}
-		if !f.Unrestricted && !client.Legacy {
-			kept := keptScopes(f.Scopes, client.Scopes)
-			if len(kept) == 0 {
-				return data.Family{}, errNoScopeLeft
-			}
-			lostScopes = len(kept) < len(f.Scopes)
-			f.Scopes = kept
-		}
-		if len(narrowed) > 0 && !f.Unrestricted {
-			if _, ok := scope.Subset(narrowed, f.Scopes); !ok {
-				return data.Family{}, WithDescription(ErrInvalidScope, "scope must be a subset of the scopes this grant still has")
-			}
-		}
-		refreshToken = s.tagger.NewToken(f.ID)
-		if len(narrowed) > 0 {
-			// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, narrowed, false, jkt)
-		} else {
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, jkt)
-		}
-		if v == rotateGrace {
-			// The previous token's one extra use: the token that was
-			// current dies (it is neither current nor previous now), and
-			// the previous token cannot be used again.
-			f.PrevHash = nil
-		} else {
-			if !f.Tagged {
-				// The family's last untagged token: a replay of it stays
-				// recognisable however many rotations follow.
-				f.LegacyHash = f.TokenHash
-			}
-			f.PrevHash = f.TokenHash
-		}
-		f.Tagged = true
-		f.TokenHash = data.Hash(refreshToken)
+	}
+	f = r.successor(f)
+	if len(r.narrowed) > 0 {
+		// A narrowed token: the family keeps its scopes (RFC 6749 §6).
+		r.access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, r.narrowed, false, r.jkt)
+	} else {
+		r.access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, r.jkt)
+	}
+	return f, nil
+}
+
+// successor returns f rotated by the verdict: a new current token (kept in
+// r.refreshToken) of the next generation, and the hashes that keep a
+// replay recognisable.
+func (r *refreshRotation) successor(f data.Family) data.Family {
+	var next uint64 // the new token's generation
+	switch r.v {
+	case rotateCurrent:
+		// The rotation promise: the stored family's generation plus one,
+		// which the current token carries when it carries one (the
+		// family's own may be a stale guess here; data.WithPresented).
 		f.Generation++
-		f.RotatedAt = now
-		f.ExpiresAt = minTime(now.Add(s.cfg.RefreshIdle), f.AbsoluteExp)
-		return f, nil
-	})
+		next = f.Generation
+		if r.p.hasGen {
+			next = r.p.gen + 1
+		}
+	case rotateGrace:
+		// The previous token's one extra use: the token that was current
+		// dies (it is neither current nor previous now), and the previous
+		// token cannot be used again.
+		f.PrevHash = nil
+		f.Generation++
+		next = f.Generation
+	case rotateAhead:
+		// Forward past the presented token: every token issued before it,
+		// and the presented one once its grace is over, is a replay.
+		f.Generation = r.p.gen + 1
+		next = f.Generation
+	}
+	if r.v != rotateGrace {
+		if !f.Tagged {
+			// The family's last untagged token: a replay of it stays
+			// recognisable however many rotations follow.
+			f.LegacyHash = f.TokenHash
+		}
+		// The presented token: within the grace it rotates once more (a
+		// lost response).
+		f.PrevHash = r.p.hash
+	}
+	r.refreshToken = r.s.tagger.NewToken(f.ID, next)
+	f.Tagged = true
+	f.TokenHash = data.Hash(r.refreshToken)
+	f.RotatedAt = r.now
+	f.ExpiresAt = minTime(r.now.Add(r.s.cfg.RefreshIdle), f.AbsoluteExp)
+	return f
+}
+
+// refreshRefused turns the store's refusal of a rotation into the grant's
+// answer, counting and auditing what deserves it; fam is what the store
+// returned with the error (the revoked family, for a replay).
+func (s *Server) refreshRefused(ctx context.Context, c echo.Context, err error, fam data.Family) error {
 	var oe *Error
 	switch {
-	case err == nil:
 	case errors.As(err, &oe):
-		return tokenResponse{}, oe
+		return oe
 	case errors.Is(err, data.ErrNotFound):
-		return tokenResponse{}, errUnknownRefresh()
+		return errUnknownRefresh()
 	case errors.Is(err, errForged):
 		s.metrics.refreshForged.Inc()
-		return tokenResponse{}, errUnknownRefresh()
+		return errUnknownRefresh()
 	case errors.Is(err, errNoScopeLeft):
 		s.metrics.refreshNarrowed.WithLabelValues("revoked").Inc()
 		s.audit(ctx, c, "grant_revoked_no_scope_left", fam.ClientID, fam.UserID)
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the client no longer has any of the scopes of this grant; the user must authorize it again")
+		return WithDescription(ErrInvalidGrant, "the client no longer has any of the scopes of this grant; the user must authorize it again")
 	case errors.Is(err, data.ErrTokenReused):
 		s.metrics.refreshReuse.Inc()
 		s.audit(ctx, c, "refresh_token_reuse", fam.ClientID, fam.UserID)
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the refresh token was already used; its grant is revoked")
-	default:
-		return tokenResponse{}, fmt.Errorf("rotate refresh token: %w", err)
+		return WithDescription(ErrInvalidGrant, "the refresh token was already used; its grant is revoked")
 	}
-	if v == rotateGrace {
+	return fmt.Errorf("rotate refresh token: %w", err)
+}
+
+// finishRefresh answers a rotation the store committed: it counts and
+// audits the rotation's kind, spends the DPoP proof, and waits for the
+// access token (and signs an ID token for openid).
+func (s *Server) finishRefresh(ctx context.Context, c echo.Context, r *refreshRotation, fam data.Family) (tokenResponse, error) {
+	switch r.v {
+	case rotateGrace:
 		s.metrics.refreshGrace.Inc()
 		s.audit(ctx, c, "refresh_token_grace", fam.ClientID, fam.UserID)
+	case rotateAhead:
+		s.metrics.refreshAhead.Inc()
+		s.audit(ctx, c, "refresh_token_after_restore", fam.ClientID, fam.UserID)
 	}
-	if lostScopes {
+	if r.lostScopes {
 		s.metrics.refreshNarrowed.WithLabelValues("narrowed").Inc()
 	}
-	if err := s.spendProof(ctx, c, proof, client, fam); err != nil {
+	if err := s.spendProof(ctx, c, r.proof, r.client, fam); err != nil {
 		return tokenResponse{}, err
 	}
 	scopes, unrestricted := fam.Scopes, fam.Unrestricted
-	if len(narrowed) > 0 {
+	if len(r.narrowed) > 0 {
 		// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-		scopes, unrestricted = narrowed, false
+		scopes, unrestricted = r.narrowed, false
 	}
-	tok, err := access.wait()
+	tok, err := r.access.wait()
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	resp := s.newTokenResponse(tok, refreshToken, scopes, unrestricted, jkt)
+	resp := s.newTokenResponse(tok, r.refreshToken, scopes, unrestricted, r.jkt)
 	if slices.Contains(scopes, scope.OpenID) {
 		// OpenID Connect Core §12.2: a new ID token with the same sub and
 		// auth_time, and no nonce.
@@ -251,7 +367,7 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 			authTime = fam.CreatedAt
 		}
 		resp.IDToken, err = s.mintIDToken(ctx, idTokenParams{userID: fam.UserID, clientID: fam.ClientID, scopes: scopes,
-			authTime: authTime, accessToken: tok, now: now})
+			authTime: authTime, accessToken: tok, now: r.now})
 		if err != nil {
 			return tokenResponse{}, err
 		}

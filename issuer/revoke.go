@@ -68,11 +68,11 @@ func (s *Server) revoke(c echo.Context) error {
 	if fam.ClientID != client.ID {
 		return nil
 	}
-	tag := s.tagger.Check(req.Token)
-	if tag == data.TagInvalid {
+	p, _ := s.readRefreshToken(req.Token)
+	if p.tag == data.TagInvalid {
 		return nil
 	}
-	if v := judgeRefresh(&fam, data.Hash(req.Token), tag, s.now(), s.grace); v != rotateCurrent && v != rotateGrace {
+	if v := judgeRefresh(&fam, p, s.now(), s.grace); v != rotateCurrent && v != rotateGrace && v != rotateAhead {
 		return nil
 	}
 	if err := s.store.DeleteFamily(ctx, familyID); err != nil && !errors.Is(err, data.ErrNotFound) {

@@ -124,7 +124,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 			}
 		}
 		id := data.NewFamilyID(now)
-		refreshToken = s.tagger.NewToken(id)
+		refreshToken = s.tagger.NewToken(id, 0)
 		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
 		abs := now.Add(s.cfg.RefreshMax)
 		// An ID token only when openid is still granted (OpenID Connect

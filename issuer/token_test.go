@@ -187,7 +187,7 @@ func TestTokenErrors(t *testing.T) {
 			return env.refreshReq("conf", env.secretA, "oauthd_rt_short.x")
 		}, 400, "invalid_grant", false},
 		{"unknown refresh_token", func(env *tkEnv) tkReq {
-			return env.refreshReq("conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(time.Now()), env.s.refreshKey))
+			return env.refreshReq("conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(time.Now()), 0, env.s.refreshKey))
 		}, 400, "invalid_grant", false},
 		{"refresh token of another client", func(env *tkEnv) tkReq {
 			return env.refreshReq("other", env.otherSecret, env.exchange().RefreshToken)
@@ -631,7 +631,7 @@ func TestRevoke(t *testing.T) {
 	})
 	t.Run("unknown token", func(t *testing.T) {
 		env := newTkEnv(t)
-		for _, tok := range []string{"garbage", data.NewRefreshToken(data.NewFamilyID(time.Now()), env.s.refreshKey)} {
+		for _, tok := range []string{"garbage", data.NewRefreshToken(data.NewFamilyID(time.Now()), 0, env.s.refreshKey)} {
 			if rec := env.do(revokeReq("conf", env.secretA, tok)); rec.Code != http.StatusOK {
 				t.Errorf("revoke %q: %d; want 200", tok, rec.Code)
 			}
@@ -723,7 +723,7 @@ func TestIntrospect(t *testing.T) {
 		{"another client's access token", "other", env.otherSecret, tok.AccessToken, inactive},
 		{"another client's refresh token", "other", env.otherSecret, tok.RefreshToken, inactive},
 		{"garbage", "conf", env.secretA, "eyJ.x.y", inactive},
-		{"unknown refresh token", "conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(time.Now()), env.s.refreshKey), inactive},
+		{"unknown refresh token", "conf", env.secretA, data.NewRefreshToken(data.NewFamilyID(time.Now()), 0, env.s.refreshKey), inactive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -226,6 +226,27 @@ func (m *Manager) Reload(ctx context.Context) error {
 	return m.install(ks)
 }
 
+// CheckMasterKey fails as [New] would on the key set ks (read from a
+// store, perhaps of an older schema) with masterKey (nil: none): with
+// [ErrSealed] or [ErrBadMasterKey] unless every sealed private key opens
+// with it. It writes nothing: serve calls it before it opens (and perhaps
+// upgrades) the database, so that a start refused for its key changes
+// nothing.
+func CheckMasterKey(ks []data.SigningKey, masterKey []byte) error {
+	m := &Manager{}
+	if masterKey != nil {
+		s, err := newSealer(masterKey)
+		if err != nil {
+			return fmt.Errorf("keys: %w", err)
+		}
+		m.sealer = s
+	}
+	if err := m.checkSealed(ks); err != nil {
+		return fmt.Errorf("load signing keys: %w", err)
+	}
+	return nil
+}
+
 // checkSealed fails with ErrSealed or ErrBadMasterKey unless every sealed
 // private key in ks opens with the master key.
 func (m *Manager) checkSealed(ks []data.SigningKey) error {

@@ -15,16 +15,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"oauthd/data"
 	"oauthd/data/bolt"
 	"oauthd/data/memory"
 	"oauthd/data/postgres"
-	"oauthd/issuer/admin"
 	"oauthd/issuer/throttle"
 )
 
@@ -43,6 +42,9 @@ type backend struct {
 	// anything is opened; nil: the backend has no session URL (one must
 	// not be given).
 	checkSession func(db, session string) error
+	// inspect reads, writing nothing, what serve checks before open may
+	// create or upgrade the database (the schema, the signing keys).
+	inspect func(ctx context.Context, db string) (inspection, error)
 	// migrate creates or upgrades the schema; nil: the backend needs none.
 	migrate func(ctx context.Context, db string, logger *slog.Logger) (from, to int, err error)
 	// partitionFamilies reshapes the families table (hash partitions, or 0:
@@ -53,19 +55,23 @@ type backend struct {
 	compact func(ctx context.Context, db string, logger *slog.Logger) (compactReport, error)
 }
 
-// partitionResult is what partitionFamilies did.
-type partitionResult struct {
-	From, To  int // partitions before and after (0: a plain table)
-	Converted bool
-	Families  int64 // the rows copied
-	Took      time.Duration
+// inspectDB reads db's schema and signing keys without writing anything.
+func inspectDB(ctx context.Context, db string) (inspection, error) {
+	return backendOf(db).inspect(ctx, db)
 }
 
-// compactReport is what store compact prints.
-type compactReport struct {
-	BytesBefore     int64 `json:"bytes_before"`
-	BytesAfter      int64 `json:"bytes_after"`
-	FreePagesBefore int   `json:"free_pages_before"`
+// schemaVersions is, for each backend, the schema this build reads and
+// writes and the older ones it upgrades (`oauthd version`).
+func schemaVersions() []schemaVersion {
+	pg := postgres.SchemaVersion()
+	var pgOlder []string
+	for v := 1; v < pg; v++ {
+		pgOlder = append(pgOlder, strconv.Itoa(v))
+	}
+	return []schemaVersion{
+		{Backend: "bbolt", Reads: bolt.SchemaVersion, Upgrades: slices.Clone(bolt.UpgradableSchemas)},
+		{Backend: "postgres", Reads: strconv.Itoa(pg), Upgrades: pgOlder},
+	}
 }
 
 // schemes maps the scheme of a --db URL to its backend. Any other --db is
@@ -82,46 +88,6 @@ func backendOf(db string) *backend {
 		}
 	}
 	return fileBackend
-}
-
-// openMode is what a command opens the database for.
-type openMode int
-
-const (
-	forServe    openMode = iota // serve and bench: created or migrated when needed, tuned for serving
-	forCLI                      // an operator command: must exist; a small pool
-	forCLIRead                  // an operator command that only reads (list, show): as forCLI, and opened read-only where the backend can
-	forCopyFrom                 // store copy's --from: must exist
-	forCopyTo                   // store copy's --to: new or empty; created
-)
-
-// database is an opened --db and what its backend offers besides the
-// records.
-type database struct {
-	data.Store
-	collectors []prometheus.Collector // its metrics
-	// audit also stores the audit records (every process's in one place),
-	// or is nil.
-	audit admin.AuditStore
-	// throttle shares the limiters' failures between replicas, or is nil:
-	// each process counts alone.
-	throttle throttle.Rows
-	// follow calls fn with every change other processes make, until ctx
-	// is done; nil: no other process changes the database.
-	follow func(ctx context.Context, fn func(context.Context, change))
-	// gc removes the backend's own expired records, or is nil.
-	gc func(ctx context.Context, now time.Time) (int, error)
-	// discard removes what open made after a failed store copy (err);
-	// nil: nothing to remove.
-	discard func(err error)
-}
-
-// change is a change another process made to the database.
-type change struct {
-	Reset bool   // changes may have been missed: re-read everything cached
-	Kind  string // "client", "keys", "throttle" (Row, Full), …
-	Row   []byte
-	Full  int64
 }
 
 // openDB opens db for mode.
@@ -181,24 +147,29 @@ var pgBackend = backend{
 		return partitionResult{From: r.From.Partitions, To: r.To.Partitions, Converted: r.Converted, Families: r.Families, Took: r.Took}, err
 	},
 	checkSession: postgres.CheckPooledURL,
+	inspect: func(ctx context.Context, db string) (inspection, error) {
+		in, err := postgres.Inspect(ctx, db)
+		if err != nil {
+			return inspection{}, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
+		}
+		if in.Schema == 0 {
+			return inspection{}, nil
+		}
+		return inspection{schema: strconv.Itoa(in.Schema), keys: in.Keys}, nil
+	},
 	open: func(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error) {
 		opts := postgres.Options{Logger: logger, MaxConns: 4, Migrate: mode == forCopyTo}
 		if mode == forServe {
 			// Replicas that start together migrate once (advisory lock).
-			opts = postgres.Options{Logger: logger, Migrate: true, SessionURL: o.sessionURL}
+			// The change listener needs a session: a transaction pool in
+			// the way is refused first, with what to set, rather than
+			// every replica's caches going stale unnoticed (and before
+			// the migration: a refused start changes nothing).
+			opts = postgres.Options{Logger: logger, Migrate: true, SessionURL: o.sessionURL, CheckSession: true}
 		}
 		s, err := postgres.Open(ctx, db, opts)
 		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
-		}
-		if mode == forServe {
-			// The change listener needs a session: a transaction pool in
-			// the way is refused now, with what to set, rather than every
-			// replica's caches going stale unnoticed.
-			if err := s.CheckSession(ctx); err != nil {
-				s.Close()
-				return nil, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
-			}
 		}
 		return &database{Store: s, collectors: s.Collectors(), audit: s, throttle: pgRows{s}, gc: s.ThrottleGC,
 			follow: func(ctx context.Context, fn func(context.Context, change)) {
@@ -243,6 +214,16 @@ func throttleKeys(rows [][]byte, rules []throttle.Rule) []postgres.ThrottleKey {
 
 var boltBackend = backend{
 	redact: func(db string) string { return db },
+	inspect: func(_ context.Context, db string) (inspection, error) {
+		in, err := bolt.Inspect(db, bolt.Options{Timeout: time.Second})
+		switch {
+		case errors.Is(err, bolt.ErrLocked):
+			return inspection{}, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", db)
+		case err != nil:
+			return inspection{}, err
+		}
+		return inspection{schema: in.Schema, keys: in.Keys}, nil
+	},
 	compact: func(ctx context.Context, db string, logger *slog.Logger) (compactReport, error) {
 		r, err := bolt.Compact(ctx, db, bolt.Options{Logger: logger})
 		switch {

@@ -255,6 +255,9 @@ older version) goes after ` + "`--`" + `: ` + "`oauthd keys revoke -- -AbC…`" 
 
 	"oauthd gateway": "How to put it in front of an API: [PROTECTING-AN-API.md](PROTECTING-AN-API.md).",
 
+	"oauthd version": "Needs no database and reads no settings; `oauthd --version` prints the same text. `--json` prints\n" +
+		"`{\"release\", \"commit\", \"commit_time\", \"modified\", \"go\", \"schemas\": [{\"backend\", \"reads\", \"upgrades\"}]}`.",
+
 	"oauthd config print": "The file's format and every key: [CONFIG.md](CONFIG.md).",
 }
 

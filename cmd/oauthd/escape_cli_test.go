@@ -79,6 +79,7 @@ var notWalked = map[string]string{
 	"store migrate":            "PostgreSQL only; prints schema versions",
 	"store partition-families": "PostgreSQL only; prints partition counts",
 	"store compact":            "prints the path the operator gave and three numbers, no stored record",
+	"version":                  "prints the build's own information, no stored record",
 }
 
 // TestNoStoredByteReachesTheTerminal: clients and users whose names (and

@@ -58,7 +58,11 @@ func NewRootCommand() *cobra.Command {
 		}
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
-	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o))
+	// --version prints what `oauthd version` prints.
+	v := buildVersion()
+	root.Version = v.Release
+	root.SetVersionTemplate(v.text())
+	root.AddCommand(newVersionCommand(), newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o))
 	addGateway(root)
 	requireSubcommands(root)
 	markReadOnly(root)

@@ -70,7 +70,8 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		srvs = append(srvs, dbg)
 		logger.Info("pprof listening on " + dbgURL)
 	}
-	w, err := o.wire(ctx, logger, root.db, mk) // listens on --addr before it opens the database
+	o.adminSocket = adminSocket(root.db)
+	w, err := o.wire(ctx, logger, root.db, mk) // listens on --addr and the admin socket before it opens the database
 	if err != nil {
 		return err
 	}
@@ -80,6 +81,10 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		}
 	}()
 	defer w.ln.Close()
+	if w.adminLn != nil {
+		defer os.Remove(o.adminSocket)
+		defer w.adminLn.Close() // a no-op after shutdown
+	}
 	store, km, local, listenURL, base, app, ln := w.store, w.km, w.local, w.listenURL, w.base, w.app, w.ln
 
 	if o.demo {
@@ -90,22 +95,17 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		printDemo(cmd.OutOrStdout(), d, demoBanner{CodeTTL: o.codeTTL, LoginURL: o.loginURL})
 	}
 
-	if sockPath := adminSocket(root.db); sockPath != "" {
+	if sockPath, adminLn := o.adminSocket, w.adminLn; adminLn != nil {
 		// The admin socket first: once /readyz answers, the CLI can
 		// reach the server too (a CLI call in between would find the
 		// file locked and no socket). On a shared database the CLI
 		// works on the database directly and there is no socket.
-		adminLn, err := admin.Listen(sockPath)
-		if err != nil {
-			return err
-		}
 		var h http.Handler = admin.Handler(local)
 		if ex, ok := w.db.Store.(exporter); ok {
 			h = withExport(h, ex, logger) // store copy --from while serving
 		}
 		adminSrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
 		go adminSrv.Serve(adminLn)
-		defer os.Remove(sockPath)
 		logger.Info("admin socket ready", "path", sockPath)
 		srvs = append(srvs, adminSrv)
 	}

@@ -37,6 +37,9 @@ type serveOptions struct {
 	loginJWKSMaxAge                  time.Duration
 
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
+	// adminSocket: the path wire listens on for the admin socket before
+	// it opens the database; "" for none (bench, a shared database).
+	adminSocket string
 }
 
 // AddFlags registers the serve flags, each with its default: a constant

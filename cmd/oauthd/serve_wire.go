@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ type wired struct {
 	outage               *issuer.Outage     // database outages: 503s, logged when they start and end
 	e                    *echo.Echo
 	ln                   net.Listener
+	adminLn              net.Listener // the admin socket's (o.adminSocket), or nil
 	listenURL, base, app string
 }
 
@@ -68,6 +70,36 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	base := strings.TrimSuffix(cmp.Or(o.baseURL, w.listenURL), "/")
 	app := strings.TrimSuffix(cmp.Or(o.appURL, w.listenURL), "/")
 	w.base, w.app = base, app
+
+	// Everything else that can refuse the start before the database is
+	// opened, which may create or upgrade it: a refused start leaves it
+	// as it was (TestRefusedStartChangesNothing).
+	ho, err := o.handover(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	if o.adminSocket != "" {
+		// The admin socket: another serve answering there, or a path too
+		// long, refuses here.
+		adminLn, lerr := admin.Listen(o.adminSocket)
+		if lerr != nil {
+			return nil, lerr
+		}
+		w.adminLn = adminLn
+		defer func() {
+			if err != nil { // wire's result
+				adminLn.Close()
+				os.Remove(o.adminSocket)
+			}
+		}()
+	}
+	in, err := inspectDB(ctx, dbPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := keys.CheckMasterKey(in.keys, mk); err != nil {
+		return nil, err
+	}
 
 	db, err := openDBWith(ctx, dbPath, forServe, logger, openOptions{sessionURL: o.dbSession})
 	if err != nil {
@@ -142,10 +174,6 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		adminLog = slog.New(admin.TeeAudit(logger.Handler(), db.audit))
 	}
 	w.local = admin.NewLocal(store, km, adminLog, now)
-	ho, err := o.handover(ctx, base)
-	if err != nil {
-		return nil, err
-	}
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Registerer: reg,
 		PasswordSlots: o.pwSlots, Handover: ho, Now: now, Throttle: shared, Outage: w.outage})
 	if err != nil {

@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -11,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -120,8 +118,11 @@ type Options struct {
 	// Default: discard.
 	Logger *slog.Logger
 	// MustExist makes Open fail with [ErrNoDatabase], creating and
-	// writing nothing, when path holds no oauthd database yet. Only the
-	// commands that set a database up (serve) leave it false.
+	// writing nothing, when path holds no oauthd database yet, and with
+	// [ErrSchema], writing nothing, when it holds one of an older schema
+	// (it is not upgraded). Only the commands that set a database up
+	// (serve) leave it false: they check everything before they open it
+	// (see [Inspect]), so that a refused start changes nothing.
 	MustExist bool
 	// OnFatal is called, once, when a write to the write-ahead log, its
 	// flush (fdatasync) or a checkpoint fails, before any writer whose
@@ -237,13 +238,7 @@ func Open(path string, opts Options) (*Store, error) {
 		// upgrade (docs/PRODUCTION.md).
 		if m := tx.Bucket(bucketMeta); m == nil || m.Get(keySchema) == nil {
 			// Not an oauthd file yet: nothing of it to understand.
-		} else if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
-			if !slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
-				return fmt.Errorf("%w: the file was written by a newer oauthd (it holds %q, which this one does not know); "+
-					"run that oauthd, or restore the backup taken before the upgrade", ErrSchema, name)
-			}
-			return nil
-		}); err != nil {
+		} else if err := checkBuckets(tx); err != nil {
 			return err
 		}
 		for _, name := range allBuckets {
@@ -258,13 +253,15 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 			return meta.Put(keySchema, []byte(schemaVersion))
+		case string(v) == schemaIdentity && opts.MustExist:
+			return schemaError(string(v))
 		case string(v) == schemaIdentity:
 			if err := upgradeIdentity(tx, opts.Logger); err != nil {
 				return fmt.Errorf("upgrade to schema %s: %w", schemaVersion, err)
 			}
 			return meta.Put(keySchema, []byte(schemaVersion))
 		case string(v) != schemaVersion:
-			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
+			return schemaError(string(v))
 		}
 		return nil
 	})
@@ -350,7 +347,7 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 			return fmt.Errorf("%s holds no oauthd schema: %w", path, ErrNoDatabase)
 		}
 		if v := meta.Get(keySchema); string(v) != schemaVersion {
-			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
+			return schemaError(string(v))
 		}
 		for _, name := range allBuckets {
 			if tx.Bucket(name) == nil {
@@ -361,7 +358,10 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, err
+		if errors.Is(err, ErrNoDatabase) {
+			return nil, err // names the file
+		}
+		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	log, err := wal.OpenReadOnly(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill, Logger: opts.Logger})
 	if err != nil {

@@ -61,6 +61,10 @@ type Options struct {
 	// Without it, a database whose schema is not exactly this build's is
 	// refused.
 	Migrate bool
+	// CheckSession runs [Store.CheckSession] before migrating: a
+	// transaction pool in the way of the LISTEN connection is refused
+	// with the database as it was.
+	CheckSession bool
 	// MaxConns bounds the pool; 0 means the URL's pool_max_conns, else
 	// max(16, 4 × GOMAXPROCS).
 	MaxConns int32
@@ -195,11 +199,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Migrate {
-		if _, _, err := Migrate(ctx, url, opts.Logger); err != nil {
-			return nil, err
-		}
-	}
 	cfg, err := parseConfig(url, opts)
 	if err != nil {
 		return nil, err
@@ -207,10 +206,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
-	}
-	if err := checkSchema(ctx, p); err != nil {
-		p.Close()
-		return nil, err
 	}
 	listen := cfg.ConnConfig.Copy()
 	if opts.SessionURL != "" {
@@ -221,7 +216,24 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		listen = scfg.ConnConfig
 	}
-	return &Store{pool: pool{p}, url: url, listen: listen, log: opts.Logger, stop: func() {}}, nil
+	s := &Store{pool: pool{p}, url: url, listen: listen, log: opts.Logger, stop: func() {}}
+	if opts.CheckSession {
+		if err := s.CheckSession(ctx); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	if opts.Migrate {
+		if _, _, err := Migrate(ctx, url, opts.Logger); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	if err := checkSchema(ctx, p); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Close closes the pool; later calls fail with [ErrClosed]. It may be
