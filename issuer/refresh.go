@@ -178,9 +178,9 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 		refreshToken = s.tagger.NewToken(f.ID)
 		if len(narrowed) > 0 {
 			// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, narrowed, false, jkt)
+			access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, narrowed, false, jkt)
 		} else {
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, jkt)
+			access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, jkt)
 		}
 		if v == rotateGrace {
 			// The previous token's one extra use: the token that was
