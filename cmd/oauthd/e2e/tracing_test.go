@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"oauthd/consent/consenttest"
+	"oauthd/data/postgres/pgtest"
 )
 
 // otlpSpan is one span an OTLP receiver got, with its service.name.
@@ -187,9 +188,19 @@ func wantChild(t *testing.T, r *otlpReceiver, parent otlpSpan, name string) otlp
 // write-ahead log's write and fsync, the signature), the password slot's
 // wait and the password check.
 func TestTracesOfLoginAndRefresh(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) { testTraces(t, filepath.Join(t.TempDir(), "o.db"), "bolt") })
+	t.Run("postgres", func(t *testing.T) { testTraces(t, pgtest.New(t), "postgres") })
+}
+
+// testTraces is TestTracesOfLoginAndRefresh on the database db of the
+// backend whose spans are named "<backend> <operation>".
+func testTraces(t *testing.T, db, backend string) {
 	recv := newOTLPReceiver(t)
-	db := filepath.Join(t.TempDir(), "o.db")
-	cmd := exec.Command(oauthdBin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db}
+	if session := pgtest.Session(db); backend == "postgres" && session != "" {
+		args = append(args, "--db-session-url", session) // through PgBouncer
+	}
+	cmd := exec.Command(oauthdBin, args...)
 	cmd.Env = otelEnv(recv)
 	s := &server{cmd: cmd, db: db}
 	s.base, s.done = startProcess(t, cmd, "serve", listenRE, nil)
@@ -228,7 +239,7 @@ func TestTracesOfLoginAndRefresh(t *testing.T) {
 	if wait.end > check.start {
 		t.Errorf("the password check started before its slot was had")
 	}
-	wantChild(t, recv, login, "bolt create session")
+	wantStore(t, recv, login, backend, "create session")
 
 	// The refresh: client authentication, the rotation in the store with
 	// its log write and fsync, and the signature (started inside the
@@ -236,15 +247,7 @@ func TestTracesOfLoginAndRefresh(t *testing.T) {
 	// request's span).
 	refresh := recv.waitSpan(t, "the refresh", serverSpan("POST /v2/auth/oauth2/token", "refresh_token"))
 	wantChild(t, recv, refresh, "client authentication")
-	rot := wantChild(t, recv, refresh, "bolt rotate refresh token")
-	write := wantChild(t, recv, rot, "bolt wal write")
-	fsync := wantChild(t, recv, rot, "bolt wal fsync")
-	if write.end > fsync.start {
-		t.Errorf("the log's fsync started before its write ended")
-	}
-	if fsync.attrs["oauthd.batch_ops"] == "" {
-		t.Errorf("fsync span without oauthd.batch_ops: %v", fsync.attrs)
-	}
+	wantStore(t, recv, refresh, backend, "rotate refresh token")
 	sign := wantChild(t, recv, refresh, "sign access token")
 	if sign.kind != tracepb.Span_SPAN_KIND_INTERNAL {
 		t.Errorf("sign span kind %v", sign.kind)
@@ -252,7 +255,7 @@ func TestTracesOfLoginAndRefresh(t *testing.T) {
 	// The code exchange has the same steps, its store operation its own.
 	exchange := recv.waitSpan(t, "the code exchange", serverSpan("POST /v2/auth/oauth2/token", "authorization_code"))
 	wantChild(t, recv, exchange, "client authentication")
-	wantChild(t, recv, exchange, "bolt exchange auth code")
+	wantStore(t, recv, exchange, backend, "exchange auth code")
 	wantChild(t, recv, exchange, "sign access token")
 	for _, sp := range []otlpSpan{login, refresh, exchange} {
 		if sp.trace == refresh.trace && sp.id != refresh.id {
@@ -272,6 +275,39 @@ func TestTracesOfLoginAndRefresh(t *testing.T) {
 		}
 	}
 	recv.mu.Unlock()
+}
+
+// wantStore checks that parent has the span of the store operation op
+// with its backend's children: on bbolt, the write-ahead log's write then
+// fsync; on PostgreSQL, the statements (their SQL without arguments).
+func wantStore(t *testing.T, r *otlpReceiver, parent otlpSpan, backend, op string) {
+	t.Helper()
+	span := wantChild(t, r, parent, backend+" "+op)
+	if backend == "bolt" {
+		write := wantChild(t, r, span, "bolt wal write")
+		fsync := wantChild(t, r, span, "bolt wal fsync")
+		if write.end > fsync.start {
+			t.Errorf("%s: the log's fsync started before its write ended", op)
+		}
+		if fsync.attrs["oauthd.batch_ops"] == "" {
+			t.Errorf("%s: fsync span without oauthd.batch_ops: %v", op, fsync.attrs)
+		}
+		return
+	}
+	statements := 0
+	for _, kids := range r.children(span) {
+		for _, k := range kids {
+			if k.attrs["db.system.name"] == "postgresql" && k.attrs["db.query.text"] != "" {
+				statements++
+				if k.start < span.start || k.end > span.end {
+					t.Errorf("%s: statement %q outside its operation's span", op, k.name)
+				}
+			}
+		}
+	}
+	if statements == 0 {
+		t.Errorf("%s: no statement span under %q:\n%s", op, span.name, r.dump())
+	}
 }
 
 // TestTracesThroughGateway checks that the gateway's span reaches its
