@@ -262,6 +262,11 @@ func testTraces(t *testing.T, db, backend string) {
 			t.Errorf("span %q shares the refresh's trace: each request is a trace of its own", sp.name)
 		}
 	}
+	if backend == "bolt" {
+		// The CLI's `clients approve` went through the admin socket.
+		approve := recv.waitSpan(t, "admin POST /v1/clients/approve", serverSpan("admin POST /v1/clients/approve", ""))
+		wantChild(t, recv, approve, "bolt update client")
+	}
 	t.Logf("spans received:\n%s", recv.dump())
 	// Nothing the spans say is a secret.
 	recv.mu.Lock()
@@ -358,4 +363,8 @@ func TestTracesThroughGateway(t *testing.T) {
 	if len(span.links) != 1 || span.links[0] != callerTrace {
 		t.Errorf("gateway span links %v; want the caller's trace %s", span.links, callerTrace)
 	}
+	// The gateway's fetch of the issuer's keys is a client span.
+	recv.waitSpan(t, "fetch JWKS", func(s otlpSpan) bool {
+		return s.name == "fetch JWKS" && s.kind == tracepb.Span_SPAN_KIND_CLIENT && s.service == "oauthd-gateway" && s.attrs["http.response.status_code"] == "200"
+	})
 }
