@@ -152,7 +152,10 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	}
 	// At most a few password checks run at once (19 MiB each); past a
 	// short queue the login is turned away with 503 and is not counted.
-	if err := h.gate.Enter(ctx); err != nil {
+	_, queued := data.StartSpan(ctx, tracer, "", "password slot wait")
+	err = h.gate.Enter(ctx)
+	data.EndSpan(queued, err)
+	if err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
 		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
 		v.Message = "The server is busy. Please try again in a moment."
@@ -176,6 +179,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
 	}
 	defer res.Refund() // a no-op after Fail; ends the attempt on a panic
+	_, check := data.StartSpan(ctx, tracer, "", "password check")
 	ok := h.checkPassword(c, user, known, pw)
 	// A weaker (imported) hash is replaced at the first successful login,
 	// with the password check's slot: the new hash costs what a check does.
@@ -185,6 +189,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 			upgraded = hash
 		}
 	}
+	check.End()
 	leave()
 	if !ok {
 		res.Fail()

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"oauthd/data"
 )
 
 // accessClaims are the claims of an access token (RFC 9068 §2.2). The
@@ -102,7 +105,9 @@ func newAccessTokenID() string {
 // mintAccessToken signs an access token of grant (a family ID) for userID
 // and clientID at now. scopes are joined with spaces; unrestricted marks a
 // legacy grant.
-func (s *Server) mintAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) (string, error) {
+func (s *Server) mintAccessToken(ctx context.Context, now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) (string, error) {
+	_, span := data.StartSpan(ctx, tracer, "", "sign access token")
+	defer span.End()
 	iat := now.Unix()
 	claims := &accessClaims{
 		Issuer:    s.cfg.Issuer,
@@ -135,7 +140,8 @@ type pendingToken struct {
 }
 
 // startAccessToken starts signing an access token (see mintAccessToken)
-// and returns at once. The grant callbacks call it from inside the store's
+// and returns at once; its span is a child of ctx's, whichever goroutine
+// signs. The grant callbacks call it from inside the store's
 // transaction, so that the signature is computed while the store commits
 // (a group commit waits for an fsync) instead of after it. The caller
 // calls wait only once the store has reported the grant durable; when the
@@ -143,11 +149,11 @@ type pendingToken struct {
 // store runs again (a retried transaction) starts a new token and the
 // earlier one is dropped. scopes are copied: the store keeps using the
 // family's slice.
-func (s *Server) startAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) *pendingToken {
+func (s *Server) startAccessToken(ctx context.Context, now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) *pendingToken {
 	p := &pendingToken{done: make(chan struct{})}
 	scopes = slices.Clone(scopes)
 	s.signers.run(func() {
-		p.tok, p.err = s.mintAccessToken(now, grant, userID, clientID, scopes, unrestricted, jkt)
+		p.tok, p.err = s.mintAccessToken(ctx, now, grant, userID, clientID, scopes, unrestricted, jkt)
 		close(p.done)
 	})
 	return p

@@ -46,6 +46,8 @@ var tokenLimits = throttle.Rules{
 // It returns an *Error for every client mistake and a plain error only for
 // a storage failure.
 func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *tokenRequest) (data.Client, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "", "client authentication")
+	defer span.End()
 	id, secret := req.ClientID, req.ClientSecret
 	if req.Basic {
 		if req.ClientSecret != "" {

@@ -383,6 +383,8 @@ type idTokenParams struct {
 // iat, auth_time, nonce when the request had one, at_hash of the access
 // token, and the claims the scopes release.
 func (s *Server) mintIDToken(ctx context.Context, p idTokenParams) (string, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "", "id token")
+	defer span.End()
 	if s.idSigner == nil {
 		return "", errors.New("id token: no IDTokenSigner configured")
 	}

@@ -164,7 +164,9 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 		// carry a generation behind the stored one.
 		rctx = data.WithPresented(ctx, r.p.hash)
 	}
-	fam, err := s.store.RotateRefreshToken(rctx, r.p.familyID, r.update)
+	fam, err := s.store.RotateRefreshToken(rctx, r.p.familyID, func(f data.Family) (data.Family, error) {
+		return r.update(ctx, f)
+	})
 	if err != nil {
 		return tokenResponse{}, s.refreshRefused(ctx, c, err, fam)
 	}
@@ -215,7 +217,7 @@ func (s *Server) readRefresh(client data.Client, req *tokenRequest, proof *verif
 // update is the refresh grant's [data.Store.RotateRefreshToken] update:
 // it decides what the presented token is worth against f and returns f's
 // successor, with a new token and a started access token.
-func (r *refreshRotation) update(f data.Family) (data.Family, error) {
+func (r *refreshRotation) update(ctx context.Context, f data.Family) (data.Family, error) {
 	s, now := r.s, r.now
 	r.lostScopes = false
 	// A forgery first: it learns nothing about the family (not even its
@@ -253,9 +255,9 @@ func (r *refreshRotation) update(f data.Family) (data.Family, error) {
 	f = r.successor(f)
 	if len(r.narrowed) > 0 {
 		// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-		r.access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, r.narrowed, false, r.jkt)
+		r.access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, r.narrowed, false, r.jkt)
 	} else {
-		r.access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, r.jkt)
+		r.access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, r.jkt)
 	}
 	return f, nil
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"oauthd/data"
 	"oauthd/data/scope"
@@ -55,6 +57,9 @@ func (s *Server) handleToken(c echo.Context) error {
 	start := time.Now()
 	req, perr := parseTokenRequest(c.Request())
 	grant := grantLabel(req.GrantType)
+	if span := trace.SpanFromContext(c.Request().Context()); span.IsRecording() {
+		span.SetAttributes(attribute.String("oauth.grant_type", grant))
+	}
 	var resp tokenResponse
 	var err error
 	if perr != nil {
@@ -125,7 +130,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 		}
 		id := data.NewFamilyID(now)
 		refreshToken = s.tagger.NewToken(id, 0)
-		access = s.startAccessToken(now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
+		access = s.startAccessToken(ctx, now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
 		abs := now.Add(s.cfg.RefreshMax)
 		// An ID token only when openid is still granted (OpenID Connect
 		// Core §3.1.3.3); the family keeps the auth_time for refreshes.

@@ -20,7 +20,7 @@ import (
 func clearConfigEnv(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "OAUTHD_") {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "OAUTHD_") || strings.HasPrefix(name, "OTEL_") {
 			t.Setenv(name, "")
 		}
 	}

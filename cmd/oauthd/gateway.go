@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ type gatewayOptions struct {
 	trustHost bool
 	feed      feedOptions // gateway_feed.go
 	cache     int
+	trace     tracingOptions // tracing.go
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -56,6 +58,7 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 		"without --public-url, check DPoP proofs' htu against each request's Host header; only behind a proxy that sets Host itself")
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the gateway's clock, either way; replayed proofs are remembered (in memory, per process) this long; between 5s and 10m")
 	o.feed.AddFlags(fs)
+	o.trace.AddFlags(fs, "oauthd-gateway")
 	fs.IntVar(&o.cache, "token-cache", verify.DefaultCacheEntries, "how many verified tokens to remember (about 0.7 KiB each); 0 verifies every request in full")
 }
 
@@ -124,7 +127,7 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	if err := checkDPoPWindow(o.dpopWindow); err != nil {
 		return nil, err
 	}
-	if err := o.feed.check(); err != nil {
+	if err := cmp.Or(o.feed.check(), o.trace.check()); err != nil {
 		return nil, err
 	}
 	if o.publicURL == "" && !o.trustHost {
@@ -193,12 +196,17 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	keySet := gw.keys
 
+	stopTracing, err := o.trace.start(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("gateway: listen on %s: %w (choose another --listen address)", o.listen, err)
 	}
 	srv := &http.Server{
-		Handler:           gw.handler,
+		Handler:           o.trace.handler(gw.handler, "gateway", nil), // a caller's traceparent is linked, not followed
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

@@ -60,6 +60,13 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	o.pwSlots = cmp.Or(o.pwSlots, password.DefaultSlots())
 	limitMemory(o.pwSlots)
 
+	stopTracing, err := o.trace.start(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // last: the spans of the shutdown are flushed too
+	tracing := o.trace.enabled()
+
 	var srvs []*http.Server
 	if o.debugAddr != "" {
 		dbg, dbgURL, err := listenDebug(o.debugAddr)
@@ -104,12 +111,16 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		if ex, ok := w.db.Store.(exporter); ok {
 			h = withExport(h, ex, logger) // store copy --from while serving
 		}
+		if tracing {
+			h = traceHandler(h, "admin", nil, true)
+		}
 		adminSrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
 		go adminSrv.Serve(adminLn)
 		logger.Info("admin socket ready", "path", sockPath)
 		srvs = append(srvs, adminSrv)
 	}
 	srv := w.httpServer(logger)
+	srv.Handler = o.trace.handler(srv.Handler, "oauthd", prefixes(o.proxies))
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", redactDB(root.db))

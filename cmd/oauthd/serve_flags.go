@@ -35,6 +35,7 @@ type serveOptions struct {
 	// The login handover (docs/LOGIN-HANDOVER.md): all three or none.
 	loginURL, loginIssuer, loginJWKS string
 	loginJWKSMaxAge                  time.Duration
+	trace                            tracingOptions // tracing.go
 
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 	// adminSocket: the path wire listens on for the admin socket before
@@ -67,6 +68,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	_ = fs.SetAnnotation("trusted-proxy", annEnv, []string{"OAUTHD_TRUSTED_PROXIES"})
 	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; 0: the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; default off)")
+	o.trace.AddFlags(fs, "oauthd")
 }
 
 // defaultServeOptions are serve's options when no flag, variable or file
@@ -116,6 +118,9 @@ func (o *serveOptions) check() error {
 	}
 	if o.pwSlots < 0 {
 		return fmt.Errorf("--password-slots %d: use 1 or more (0 means the usable cores)", o.pwSlots)
+	}
+	if err := o.trace.check(); err != nil {
+		return err
 	}
 	if o.debugAddr != "" {
 		return checkDebugAddr(o.debugAddr)

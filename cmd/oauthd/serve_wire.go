@@ -189,6 +189,9 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("--trusted-proxy %w", err)
 	}
 	e := issuer.NewEcho(logger, reg, ipx, w.outage)
+	if o.trace.enabled() {
+		e.Use(spanRoute)
+	}
 	e.Use(issuer.HSTS(base, app))
 	iss.Register(e)
 	pages.Register(e)

@@ -17,6 +17,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/lestrrat-go/httpcc"
 	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"oauthd/keys/verify"
 )
 
 // Errors of [Verifier.Verify], each wrapped with the detail. Package
@@ -128,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		return nil, errors.New("handover: Config needs Issuer, Audience and Keys")
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: verify.TracedTransport("fetch login keys")}
 	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = DefaultMaxAge

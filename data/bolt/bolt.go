@@ -15,6 +15,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"go.opentelemetry.io/otel"
 
 	"oauthd/data"
 	"oauthd/data/bolt/internal/wal"
@@ -467,7 +468,9 @@ func unavailable(err error) error {
 }
 
 // view runs fn in a read transaction.
-func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) (err error) {
+	_, span := data.StartSpan(ctx, tracer, "bolt ", op)
+	defer func() { data.EndSpan(span, err) }()
 	if err := s.begin(ctx, op); err != nil {
 		return err
 	}
@@ -476,7 +479,9 @@ func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error
 
 // update runs fn in its own write transaction (the path of the writes that
 // are not hot: users, clients, grants, keys, GC).
-func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) (err error) {
+	_, span := data.StartSpan(ctx, tracer, "bolt ", op)
+	defer func() { data.EndSpan(span, err) }()
 	if err := s.begin(ctx, op); err != nil {
 		return err
 	}
@@ -487,14 +492,23 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) err
 }
 
 // write runs fn as one op of the write-ahead log's group commit.
-func (s *Store) write(ctx context.Context, op string, fn func(w *wal.Tx) error) error {
+// Its span is the parent of the log's write and fsync spans.
+func (s *Store) write(ctx context.Context, op string, fn func(w *wal.Tx) error) (err error) {
+	ctx, span := data.StartSpan(ctx, tracer, "bolt ", op)
+	defer func() { data.EndSpan(span, err) }()
 	return unavailable(s.log.Write(ctx, op, fn))
 }
 
 // exclusive runs fn alone on the bbolt file (wal.Log.Exclusive).
-func (s *Store) exclusive(ctx context.Context, op string, writable bool, fn func(tx *bbolt.Tx) error) error {
+func (s *Store) exclusive(ctx context.Context, op string, writable bool, fn func(tx *bbolt.Tx) error) (err error) {
+	ctx, span := data.StartSpan(ctx, tracer, "bolt ", op)
+	defer func() { data.EndSpan(span, err) }()
 	return unavailable(s.log.Exclusive(ctx, op, writable, fn))
 }
+
+// tracer names the spans of the store's operations ("bolt rotate refresh
+// token"), children of the request's.
+var tracer = otel.Tracer("oauthd/data/bolt")
 
 // Encoding helpers.
 

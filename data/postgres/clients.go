@@ -30,6 +30,8 @@ func (s *Store) CreateClient(ctx context.Context, c data.Client) error {
 
 // GetClient implements [data.Store.GetClient].
 func (s *Store) GetClient(ctx context.Context, id string) (data.Client, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "get client")
+	defer span.End()
 	if err := s.begin(ctx, "get client"); err != nil {
 		return data.Client{}, err
 	}

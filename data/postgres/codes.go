@@ -49,6 +49,8 @@ func (s *Store) execChecked(ctx context.Context, sql string, userID int64, args 
 // CreateAuthCode implements [data.Store.CreateAuthCode] in one statement
 // (see insertChecked).
 func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "create auth code")
+	defer span.End()
 	if err := s.begin(ctx, "create auth code"); err != nil {
 		return err
 	}
@@ -75,6 +77,8 @@ INSERT INTO families (id, client_id, user_id, expires_ns, gc_ns, body) SELECT $3
 // one redeems it (see redeem); the others read the code again and get
 // [data.ErrCodeUsed].
 func (s *Store) ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "exchange auth code")
+	defer span.End()
 	const op = "exchange auth code"
 	if err := s.begin(ctx, op); err != nil {
 		return data.AuthCode{}, data.Family{}, err

@@ -13,6 +13,8 @@ import (
 
 // GetFamily implements [data.Store.GetFamily].
 func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "get family")
+	defer span.End()
 	if err := s.begin(ctx, "get family"); err != nil {
 		return data.Family{}, err
 	}
@@ -49,6 +51,8 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 // stale. A rotation decided on a guess whose write misses (a race) reads:
 // three.
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "rotate refresh token")
+	defer span.End()
 	const op = "rotate refresh token"
 	if err := s.begin(ctx, op); err != nil {
 		return data.Family{}, err
@@ -262,6 +266,8 @@ func scanMiss(row pgx.Row) (casMiss, error) {
 
 // DeleteFamily implements [data.Store.DeleteFamily].
 func (s *Store) DeleteFamily(ctx context.Context, id string) error {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "delete family")
+	defer span.End()
 	if err := s.begin(ctx, "delete family"); err != nil {
 		return err
 	}

@@ -72,6 +72,8 @@ func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (d
 // PutGrant implements [data.Store.PutGrant] in one statement (see
 // insertChecked).
 func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "put grant")
+	defer span.End()
 	if err := s.begin(ctx, "put grant"); err != nil {
 		return err
 	}
@@ -83,6 +85,8 @@ func (s *Store) PutGrant(ctx context.Context, g data.Grant) error {
 
 // GetGrant implements [data.Store.GetGrant].
 func (s *Store) GetGrant(ctx context.Context, userID int64, clientID string) (data.Grant, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "get grant")
+	defer span.End()
 	if err := s.begin(ctx, "get grant"); err != nil {
 		return data.Grant{}, err
 	}

@@ -10,6 +10,8 @@ import (
 // CreateSession implements [data.Store.CreateSession] in one statement
 // (see insertChecked).
 func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "create session")
+	defer span.End()
 	if err := s.begin(ctx, "create session"); err != nil {
 		return err
 	}
@@ -24,6 +26,8 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 
 // NonceUsed implements [data.Store.NonceUsed].
 func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "nonce used")
+	defer span.End()
 	if err := s.begin(ctx, "nonce used"); err != nil {
 		return false, err
 	}
@@ -37,6 +41,8 @@ func (s *Store) NonceUsed(ctx context.Context, key []byte) (bool, error) {
 // UseNonce implements [data.Store.UseNonce]: the primary key decides
 // between concurrent inserts, on any replica.
 func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) error {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "use nonce")
+	defer span.End()
 	if err := s.begin(ctx, "use nonce"); err != nil {
 		return err
 	}
@@ -56,6 +62,8 @@ func (s *Store) UseNonce(ctx context.Context, key []byte, expires time.Time) err
 
 // GetSession implements [data.Store.GetSession].
 func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "get session")
+	defer span.End()
 	if err := s.begin(ctx, "get session"); err != nil {
 		return data.Session{}, err
 	}
@@ -68,6 +76,8 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (data.Session, erro
 
 // DeleteSession implements [data.Store.DeleteSession].
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "delete session")
+	defer span.End()
 	if err := s.begin(ctx, "delete session"); err != nil {
 		return err
 	}

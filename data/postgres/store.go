@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
 
 	"oauthd/data"
 )
@@ -81,6 +83,11 @@ type Options struct {
 	Tracer pgx.QueryTracer
 }
 
+// tracer names the spans of the store's operations on the request's path
+// ("postgres rotate refresh token"), each the parent of its statements'
+// spans (otelpgx).
+var tracer = otel.Tracer("oauthd/data/postgres")
+
 // Store is a [data.Store] on PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool   pool // *pgxpool.Pool, its errors classified (unavailable.go)
@@ -129,6 +136,10 @@ func parseConfig(raw string, opts Options) (*pgxpool.Config, error) {
 	}
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer
+	} else {
+		// A span per statement (and pool acquire) under the request's
+		// span, when traces are on; never the statement's arguments.
+		cfg.ConnConfig.Tracer = otelpgx.NewTracer()
 	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "oauthd"

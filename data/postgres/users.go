@@ -181,6 +181,8 @@ func revokeUser(ctx context.Context, tx pgx.Tx, id int64) error {
 // FOR UPDATE from the read to the commit, so updates apply one after
 // another and a disable serializes with the inserts that check it.
 func (s *Store) UpdateUser(ctx context.Context, id int64, update func(data.User) (data.User, error)) (data.User, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "update user")
+	defer span.End()
 	const op = "update user"
 	if err := s.begin(ctx, op); err != nil {
 		return data.User{}, err
@@ -245,6 +247,8 @@ func (s *Store) CreateUser(ctx context.Context, u data.User) (data.User, error) 
 
 // GetUser implements [data.Store.GetUser].
 func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "get user")
+	defer span.End()
 	if err := s.begin(ctx, "get user"); err != nil {
 		return data.User{}, err
 	}
@@ -258,6 +262,8 @@ func (s *Store) GetUser(ctx context.Context, id int64) (data.User, error) {
 // GetUserByLogin implements [data.Store.GetUserByLogin]: an email match
 // comes before a username match.
 func (s *Store) GetUserByLogin(ctx context.Context, login string) (data.User, error) {
+	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "get user by login")
+	defer span.End()
 	if err := s.begin(ctx, "get user by login"); err != nil {
 		return data.User{}, err
 	}

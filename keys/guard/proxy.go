@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	"oauthd/data/oauth"
 )
 
@@ -51,6 +54,9 @@ func NewProxy(upstream *url.URL, g *Guard, logger *slog.Logger) *Proxy {
 			pr.SetURL(upstream)
 			pr.SetXForwarded()
 			setIdentity(pr.Out.Header, pr.In.Context())
+			// W3C traceparent of the gateway's span, when traces are on
+			// (the global propagator is a no-op otherwise).
+			otel.GetTextMapPropagator().Inject(pr.In.Context(), propagation.HeaderCarrier(pr.Out.Header))
 		},
 		Transport:  transport,
 		BufferPool: bufferPool{},

@@ -98,7 +98,7 @@ func NewRevocationFeed(cfg FeedConfig) (*RevocationFeed, error) {
 		return nil, errors.New("verify: FeedConfig needs URL, Issuer and Keys")
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: fetchTimeout}
+		cfg.Client = &http.Client{Timeout: fetchTimeout, Transport: TracedTransport("fetch revoked grants")}
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultFeedInterval

@@ -80,7 +80,7 @@ type remoteKeys struct {
 // NewRemoteKeySet returns a key set that fetches cfg.URL when first asked.
 func NewRemoteKeySet(cfg RemoteConfig) *RemoteKeySet {
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: fetchTimeout}
+		cfg.Client = &http.Client{Timeout: fetchTimeout, Transport: TracedTransport("fetch JWKS")}
 	}
 	if cfg.MinRefresh <= 0 {
 		cfg.MinRefresh = DefaultMinRefresh

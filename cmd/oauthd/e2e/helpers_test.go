@@ -56,14 +56,14 @@ func startServeSink(t *testing.T, db string, sink *logSink, args ...string) *ser
 	return s
 }
 
-// startProcess starts cmd with cleanEnv, passes every line of its stderr to
+// startProcess starts cmd with cleanEnv and cmd.Env, passes every line of its stderr to
 // sink (or, when sink is nil, to the test log, prefixed with what), and
 // waits for the first line that matches listen, whose first submatch it
 // returns. done receives cmd.Wait's result once the process has exited; a
 // process still running when t ends is killed.
 func startProcess(t *testing.T, cmd *exec.Cmd, what string, listen *regexp.Regexp, sink *logSink) (addr string, done chan error) {
 	t.Helper()
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), cmd.Env...) // with the variables the test set
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -52,9 +52,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cleanEnv is the environment without OAUTHD_* variables.
+// cleanEnv is the environment without OAUTHD_* and OTEL_* variables (a
+// test that wants traces sets its own).
 func cleanEnv() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OAUTHD_") })
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "OAUTHD_") || strings.HasPrefix(kv, "OTEL_")
+	})
 }
 
 // oauthd runs one CLI invocation as a separate process against db.

@@ -11,6 +11,9 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -123,6 +126,8 @@ type batch struct {
 	prev  chan struct{} // closed when the previous batch is answered
 	done  chan struct{} // closed when this one is
 	start time.Time
+	// written: when the record was in the file (before its fsync).
+	written time.Time
 }
 
 var batchPool = sync.Pool{New: func() any {
@@ -251,6 +256,7 @@ func (l *Log) runBatch(b *batch) {
 	}
 	l.walOff += int64(len(l.rec))
 	b.sync = true
+	b.written = time.Now()
 }
 
 // runOp runs one hot write and, unless it failed, applies its writes to
@@ -291,14 +297,16 @@ func run(w *Tx, o *op) (err error) {
 func (l *Log) syncer() {
 	for b := range l.syncq {
 		var err error
+		var t time.Time
+		var d time.Duration
 		if b.sync {
-			t := time.Now()
+			t = time.Now()
 			if l.sync != nil {
 				err = l.sync(l.file)
 			} else {
 				err = fdatasync(l.file)
 			}
-			d := time.Since(t)
+			d = time.Since(t)
 			l.stats.syncs.Add(1)
 			l.stats.syncNanos.Add(int64(d))
 			if err != nil {
@@ -320,6 +328,9 @@ func (l *Log) syncer() {
 			e := b.errs[i]
 			if err != nil && b.wrote[i] {
 				e = err
+			}
+			if b.wrote[i] && b.sync {
+				traceFlush(o.ctx, b, t, d, len(b.ops))
 			}
 			o.done <- result(e)
 		}
@@ -566,4 +577,23 @@ func (l *Log) Stats() Stats {
 		Syncs:          l.stats.syncs.Load(),
 		SyncTime:       time.Duration(l.stats.syncNanos.Load()),
 	}
+}
+
+// tracer names the log's spans, children of the store operation's.
+var tracer = otel.Tracer("oauthd/data/bolt")
+
+// traceFlush records, under the span of an op whose writes are in batch b
+// (when that span is recording), how its record was made durable: "bolt
+// wal write", from the batch's start to its record in the file, and "bolt
+// wal fsync", the fdatasync that began at sync and took d. ops is the
+// batch's size: the ops that shared this write and fsync.
+func traceFlush(ctx context.Context, b *batch, sync time.Time, d time.Duration, ops int) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return
+	}
+	n := attribute.Int("oauthd.batch_ops", ops)
+	_, w := tracer.Start(ctx, "bolt wal write", trace.WithTimestamp(b.start), trace.WithAttributes(n))
+	w.End(trace.WithTimestamp(b.written))
+	_, f := tracer.Start(ctx, "bolt wal fsync", trace.WithTimestamp(sync), trace.WithAttributes(n))
+	f.End(trace.WithTimestamp(sync.Add(d)))
 }
