@@ -20,13 +20,13 @@ import (
 // session or address they come from) and per (user, client), never per
 // client or address alone: what one user does cannot refuse anyone else,
 // and one app of the user's (say, a page looping on prompt=none) uses at
-// most its own pair's budget, a third of the user's, so it cannot refuse
+// most its own pair's budget, half the user's, so it cannot refuse
 // the user's other apps. Past a budget the answer is the redirect
 // temporarily_unavailable (RFC 6749 §4.1.2.1), and nothing is written.
 // docs/LIMITS.md, "Authorizations".
 var approvalLimits = throttle.Rules{
-	throttle.Account: {Burst: 30, Every: 2 * time.Second}, // a user: 30 at once, then 30 a minute
-	throttle.Client:  {Burst: 10, Every: 6 * time.Second}, // a (user, client) pair: 10 at once, then 10 a minute
+	throttle.Account: {Burst: 120, Every: 500 * time.Millisecond}, // a user: 120 at once, then 120 a minute
+	throttle.Client:  {Burst: 60, Every: time.Second},             // a (user, client) pair: 60 at once, then 60 a minute
 }
 
 // newApprovalLimiter returns the approvals' limiter, shared by the
