@@ -119,9 +119,9 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 	case errors.Is(err, errNoConsent) && silent:
 		return "", s.redirectError(req.RedirectURI, req.State, WithDescription(ErrConsentRequired, "the user must consent"))
 	case errors.Is(err, errNoConsent), errors.Is(err, data.ErrNotFound):
-		// The user removed the app (or the client is gone) while
-		// approving: nothing is issued.
-		return "", s.redirectError(req.RedirectURI, req.State, WithDescription(ErrAccessDenied, "the user's consent was withdrawn"))
+		// The user removed the app, or the operator changed the client,
+		// while the user was approving: nothing is issued.
+		return "", s.redirectError(req.RedirectURI, req.State, WithDescription(ErrAccessDenied, "the user's consent no longer covers the request; authorize again"))
 	case err != nil:
 		return "", s.authzUserError(ctx, req, "create authorization code", err)
 	}
