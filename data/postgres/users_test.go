@@ -184,7 +184,7 @@ func BenchmarkCreateAuthCode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cl := data.Client{ID: "c", Name: "C", Type: data.Public, RedirectURIs: []string{"https://app.example.com/cb"}, Scopes: []string{"BOOKING_READ"},
+	cl := data.Client{ID: "c", Name: "C", UnclaimedOwner: "dev@example.com", Type: data.Public, RedirectURIs: []string{"https://app.example.com/cb"}, Scopes: []string{"BOOKING_READ"},
 		Status: data.StatusApproved, CreatedAt: t0, UpdatedAt: t0}
 	if err := s.CreateClient(ctx, cl); err != nil {
 		b.Fatal(err)
