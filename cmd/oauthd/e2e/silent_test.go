@@ -118,14 +118,52 @@ func TestSilentApprovalFollowsDecisionsE2E(t *testing.T) {
 // first in turn, many rounds: whichever commits first, no code, consent or
 // grant of the approval survives the removal.
 func TestRaceSilentApprovalRemoveApp(t *testing.T) {
-	e := startE2E(t)
+	raceSilentRemove(t, startE2E(t), 16)
+}
+
+// TestRaceSilentApprovalRemoveAppReplicas: the same race on PostgreSQL
+// across replicas: the silent approvals on one replica, the page's
+// removals on another, the CLI's on the database.
+func TestRaceSilentApprovalRemoveAppReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two servers on PostgreSQL")
+	}
+	rs := startReplicas(t, 2)
+	var u struct{ ID int64 }
+	oneJSON(t, mustOauthd(t, rs.db, e2ePassword+"\n", "users", "add", "--email", e2eEmail, "--username", e2eUsername,
+		"--name", e2eName, "--time-zone", e2eTimeZone, "--password-stdin", "--json"), &u)
+	front, _ := rs.e2es(u.ID)
+	rs.proxy.mu.Lock()
+	rs.proxy.pin = func(r *http.Request) int {
+		switch {
+		case r.URL.Path == "/auth/oauth2/authorize":
+			return 0
+		case strings.HasPrefix(r.URL.Path, "/settings/apps/"):
+			return 1
+		}
+		return -1
+	}
+	rs.proxy.mu.Unlock()
+	raceSilentRemove(t, front, 16)
+	rs.proxy.mu.Lock()
+	served := strings.Join(rs.proxy.served, "\n")
+	rs.proxy.mu.Unlock()
+	for _, want := range []string{"GET /auth/oauth2/authorize → 0", "/revoke → 1"} {
+		if !strings.Contains(served, want) {
+			t.Fatalf("the race did not go %q", want)
+		}
+	}
+}
+
+// raceSilentRemove runs the race of TestRaceSilentApprovalRemoveApp for
+// rounds rounds on e.
+func raceSilentRemove(t *testing.T, e *e2e, rounds int) {
 	ctx := context.Background()
 	id, secret := e.client(t, e2eRedirect, []string{"PROFILE_READ"})
 	conf := e.config(id, secret, e2eRedirect, oauth2.AuthStyleInParams, "PROFILE_READ")
 	br := consenttest.New()
 	page := signInToApps(t, e.base)
 	outcomes := map[string]int{}
-	const rounds = 16
 	for round := range rounds {
 		e.codeFlow(t, ctx, br, conf, oauth2.S256ChallengeOption(oauth2.GenerateVerifier())) // consent (again)
 		_, appsPage := page.do(http.MethodGet, "/settings/apps", nil)
