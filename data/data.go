@@ -168,6 +168,10 @@ type Client struct {
 	// [MaxRedirectURIs], and a new one waits for review like a new
 	// redirect URI ([ClientChange.AddPostLogoutRedirectURIs]).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
+	// Review is what the stores keep of the client's reviews, for the
+	// rule of remembered consents ([ConsentHeld]); only [Reviewed], in
+	// every store's UpdateClient, changes it.
+	Review ClientReview `json:"review,omitzero"`
 }
 
 // ClientChange is the part of a change by a client's owner that widens what
@@ -235,6 +239,7 @@ func (c Client) Clone() Client {
 	}
 	c.Pending = c.Pending.Clone()
 	c.RejectedChange = c.RejectedChange.Clone()
+	c.Review = c.Review.Clone()
 	return c
 }
 
@@ -348,13 +353,19 @@ func (f Family) Expired(now time.Time) bool {
 	return !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp)
 }
 
-// Grant records a user's consent to a client for some scopes.
+// Grant records a user's consent to a client for some scopes: the
+// remembered consent that prompt=none trusts. What of it still holds is
+// decided by [ConsentHeld] against the client's current review; every
+// consent is written by [ConsentTo].
 type Grant struct {
 	UserID    int64     `json:"user_id"`
 	ClientID  string    `json:"client_id"`
 	Scopes    []string  `json:"scopes"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Review is the client's [ClientReview.Gen] when the consent was
+	// written: every scope in Scopes held under that review.
+	Review uint64 `json:"review,omitempty"`
 }
 
 // AppRevocation is what [Store.RevokeApp] removed.
@@ -482,12 +493,23 @@ type Store interface {
 	ListClients(ctx context.Context, status ClientStatus) ([]Client, error)
 	// UpdateClient applies update to the stored client and stores the result
 	// after [ValidateClient] and [ValidateClientChange] against the old
-	// record, all in one transaction.
+	// record, with its Review kept by [Reviewed], all in one transaction.
 	UpdateClient(ctx context.Context, id string, update func(Client) (Client, error)) (Client, error)
 
 	// Authorization codes.
 
 	CreateAuthCode(ctx context.Context, c AuthCode) error
+	// CreateConsentedCode creates the code c (as CreateAuthCode) in one
+	// transaction that also reads the client c.ClientID and the consent
+	// grant of c.UserID to it (found false when there is none): check
+	// decides from them whether the code may be made, and its error
+	// aborts with nothing written (returned as it is). The check and the
+	// code are one step against [Store.RevokeApp] and the user's disable
+	// ([Store.UpdateUser]), on every process sharing the store: a removal
+	// that commits first leaves check no grant, one that commits after it
+	// deletes the code. ErrNotFound when there is no such client (check is
+	// not called); ErrUserDisabled as CreateAuthCode.
+	CreateConsentedCode(ctx context.Context, c AuthCode, check func(client Client, g Grant, found bool) error) error
 	// ExchangeAuthCode redeems the code whose hash is given, in one
 	// transaction: exchange checks the code (client, redirect URI, PKCE,
 	// expiry) and returns the family to create; the code is then marked used
@@ -533,7 +555,8 @@ type Store interface {
 	// after it), every refresh-token family of the pair (each with its
 	// [Revocation], as DeleteFamily), and the consent grant. A code
 	// exchange or a rotation of the pair's families that commits before
-	// it is undone by it; one that comes after finds nothing. Nothing to
+	// it is undone by it; one that comes after finds nothing; so is a
+	// [Store.CreateConsentedCode] of the pair. Nothing to
 	// remove is not an error (the zero AppRevocation).
 	RevokeApp(ctx context.Context, userID int64, clientID string) (AppRevocation, error)
 

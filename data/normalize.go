@@ -73,6 +73,7 @@ func normalizeClient(c Client) Client {
 		c.Secrets[i] = normalizeSecret(c.Secrets[i])
 	}
 	c.Usage = omitEmpty(c.Usage)
+	c.Review.Scopes = omitEmpty(c.Review.Scopes)
 	c.PostLogoutRedirectURIs = omitEmpty(c.PostLogoutRedirectURIs)
 	c.Pending = normalizeChange(c.Pending)
 	c.RejectedChange = normalizeChange(c.RejectedChange)

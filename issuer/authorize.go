@@ -64,6 +64,16 @@ func (s *Server) Approve(ctx context.Context, q url.Values, userID int64) (strin
 // (zero: now) becomes the auth_time of the ID tokens the code leads to
 // (OpenID Connect Core §2). An OpenID Connect request's nonce is used up
 // here (oidc.go, useNonce).
+//
+// A request with prompt=none is a silent approval: it records no consent,
+// and its code is made only if the user's remembered consent, judged
+// against the client as stored at that moment ([data.ConsentHeld]),
+// covers it (consent_required otherwise). Every approval makes its code
+// with [data.Store.CreateConsentedCode], so that the check of the consent
+// and the code are one step against a removal of the app ("Remove
+// access"): the consent page's Allow records the consent first, and a
+// removal between the two leaves no code (access_denied). Each approval
+// counts against the user's budget (approvals.go).
 func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (string, error) {
 	userID := login.UserID
 	if userID <= 0 {
@@ -73,12 +83,18 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 	if err != nil {
 		return "", err
 	}
+	if err := s.spendApproval(ctx, req, userID); err != nil {
+		return "", err
+	}
+	silent := req.HasPrompt(PromptNone)
 	now := s.now().UTC()
 	if err := s.useNonce(ctx, req, now); err != nil {
 		return "", err
 	}
-	if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
-		return "", s.authzUserError(ctx, req, "record grant", err)
+	if !silent {
+		if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
+			return "", s.authzUserError(ctx, req, "record grant", err)
+		}
 	}
 	code := data.NewAuthCode(now)
 	ac := data.AuthCode{
@@ -99,7 +115,14 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 			ac.AuthTime = now
 		}
 	}
-	if err := s.store.CreateAuthCode(ctx, ac); err != nil {
+	switch err := s.store.CreateConsentedCode(ctx, ac, consentCovers(ac)); {
+	case errors.Is(err, errNoConsent) && silent:
+		return "", s.redirectError(req.RedirectURI, req.State, WithDescription(ErrConsentRequired, "the user must consent"))
+	case errors.Is(err, errNoConsent), errors.Is(err, data.ErrNotFound):
+		// The user removed the app, or the operator changed the client,
+		// while the user was approving: nothing is issued.
+		return "", s.redirectError(req.RedirectURI, req.State, WithDescription(ErrAccessDenied, "the user's consent no longer covers the request; authorize again"))
+	case err != nil:
 		return "", s.authzUserError(ctx, req, "create authorization code", err)
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
@@ -376,23 +399,16 @@ func (s *Server) authzUserError(ctx context.Context, req *AuthorizeRequest, op s
 	return s.redirectError(req.RedirectURI, req.State, WithDescription(ErrAccessDenied, "the user's account is disabled"))
 }
 
-// authzRecordGrant stores the user's consent, merging the scopes with an
-// earlier grant to the same client.
+// authzRecordGrant stores the user's consent to req ([data.ConsentTo]):
+// the scopes of an earlier consent to the client that still hold, and
+// req's.
 func (s *Server) authzRecordGrant(ctx context.Context, req *AuthorizeRequest, userID int64, now time.Time) error {
 	g, err := s.store.GetGrant(ctx, userID, req.Client.ID)
-	switch {
-	case errors.Is(err, data.ErrNotFound):
-		g = data.Grant{UserID: userID, ClientID: req.Client.ID, CreatedAt: now}
-	case err != nil:
+	found := err == nil
+	if err != nil && !errors.Is(err, data.ErrNotFound) {
 		return err
 	}
-	for _, sc := range req.Scopes {
-		if !slices.Contains(g.Scopes, sc) {
-			g.Scopes = append(g.Scopes, sc)
-		}
-	}
-	g.UpdatedAt = now
-	return s.store.PutGrant(ctx, g)
+	return s.store.PutGrant(ctx, data.ConsentTo(g, found, req.Client, userID, req.Scopes, now))
 }
 
 // errAuthzNotLegacy aborts a usage update when the client was migrated in

@@ -48,10 +48,6 @@ const (
 	maxLoginHint = 254
 	// maxMaxAge bounds max_age (seconds): ten years.
 	maxMaxAge = 10 * 365 * 24 * 3600
-	// nonceReplayWindow is how long a client's nonce stays used: a second
-	// authorization decision with the same nonce for the same client in
-	// this window is refused (see [Server.useNonce]).
-	nonceReplayWindow = 24 * time.Hour
 )
 
 // The prompt values (Core §3.1.2.1).
@@ -210,8 +206,12 @@ func (s *Server) Interact(ctx context.Context, ar *AuthorizeRequest, login *Logi
 	case err != nil:
 		return 0, s.authzServerError(ctx, ar, "get grant", err)
 	default:
-		if _, ok := scope.Subset(ar.Scopes, g.Scopes); ok {
-			return StepApprove, nil
+		// The consent as it holds under the client's current review
+		// (data.ConsentHeld); ApproveLogin checks it again with the code.
+		if held, ok := data.ConsentHeld(g, ar.Client); ok {
+			if _, ok := scope.Subset(ar.Scopes, held); ok {
+				return StepApprove, nil
+			}
 		}
 	}
 	return 0, s.redirectError(ar.RedirectURI, ar.State, WithDescription(ErrConsentRequired, "the user must consent"))
@@ -264,15 +264,18 @@ func stripFulfilled(q url.Values) {
 }
 
 // useNonce records the request's nonce as used by its client: a second
-// authorization with the same nonce for the same client within
-// nonceReplayWindow is refused, so that a captured authorization link
-// yields at most one ID token carrying that nonce.
+// authorization with the same nonce for the same client is refused while
+// an ID token carrying it may still be accepted (the code's lifetime, then
+// the ID token's: [Server.nonceKeep]), so that a captured authorization
+// link yields at most one live ID token carrying that nonce. It is kept no
+// longer: each approval stores one, and what a user can make the store
+// keep is bounded (approvals.go).
 func (s *Server) useNonce(ctx context.Context, req *AuthorizeRequest, now time.Time) error {
 	if req.Nonce == "" || !req.OpenID {
 		return nil
 	}
 	key := nonceKey("oidc-nonce\x00"+req.Client.ID+"\x00", req.Nonce)
-	switch err := s.store.UseNonce(ctx, key, now.Add(nonceReplayWindow)); {
+	switch err := s.store.UseNonce(ctx, key, now.Add(s.nonceKeep())); {
 	case errors.Is(err, data.ErrExists):
 		return s.redirectError(req.RedirectURI, req.State, WithDescription(ErrInvalidRequest, "the nonce was already used; send a fresh one with every authorization request"))
 	case err != nil:
@@ -280,6 +283,10 @@ func (s *Server) useNonce(ctx context.Context, req *AuthorizeRequest, now time.T
 	}
 	return nil
 }
+
+// nonceKeep is how long a used nonce is kept: an ID token carrying it
+// comes from a code (at most CodeTTL old) and is valid for IDTokenTTL.
+func (s *Server) nonceKeep() time.Duration { return s.cfg.CodeTTL + s.cfg.IDTokenTTL }
 
 // idClaims are the claims of an ID token (Core §2, §3.1.3.6, §5.1).
 type idClaims struct {

@@ -95,11 +95,11 @@ func (d *downStore) UseNonce(ctx context.Context, key []byte, exp time.Time) err
 	return d.Store.UseNonce(ctx, key, exp)
 }
 
-func (d *downStore) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
-	if err := d.fail("CreateAuthCode"); err != nil {
+func (d *downStore) CreateConsentedCode(ctx context.Context, c data.AuthCode, check func(data.Client, data.Grant, bool) error) error {
+	if err := d.fail("CreateConsentedCode"); err != nil {
 		return err
 	}
-	return d.Store.CreateAuthCode(ctx, c)
+	return d.Store.CreateConsentedCode(ctx, c, check)
 }
 
 func (d *downStore) GetGrant(ctx context.Context, userID int64, clientID string) (data.Grant, error) {
@@ -182,7 +182,7 @@ func TestStoreOutageIs503(t *testing.T) {
 	if _, err := env.s.ParseAuthorize(context.Background(), q); !Unavailable(err) {
 		t.Errorf("ParseAuthorize with the store down: %v; want an error wrapping data.ErrUnavailable", err)
 	}
-	ds.only.Store("CreateAuthCode")
+	ds.only.Store("CreateConsentedCode")
 	to, err := env.s.Approve(context.Background(), q, tkUser)
 	if re, ok := err.(*RedirectError); !ok || !strings.Contains(re.URL, "error=temporarily_unavailable") {
 		t.Errorf("Approve with the store down = %q, %v; want a temporarily_unavailable redirect", to, err)

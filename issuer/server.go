@@ -123,6 +123,7 @@ type Server struct {
 	cors       *corsState           // cors.go; nil until Register
 	idSigner   IDTokenSigner        // Config.IDSigner (oidc.go)
 	keys       verify.KeySource     // Config.Keys
+	approvals  *throttle.Limiter    // the signed-in users' approvals (approvals.go)
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -194,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
 	s.metrics = newMetrics(cfg.Registerer)
 	s.tok = newTokenState(cfg)
+	s.approvals = newApprovalLimiter(cfg)
 	return s, nil
 }
 

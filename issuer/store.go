@@ -37,10 +37,11 @@ type ClientStore interface {
 	ListClients(ctx context.Context, status data.ClientStatus) ([]data.Client, error)
 }
 
-// CodeStore is the authorization code's life: Approve stores it
-// (authorize.go), the token endpoint redeems it once (token.go).
+// CodeStore is the authorization code's life: Approve stores it, on the
+// condition of the user's consent (authorize.go), the token endpoint
+// redeems it once (token.go).
 type CodeStore interface {
-	CreateAuthCode(ctx context.Context, c data.AuthCode) error
+	CreateConsentedCode(ctx context.Context, c data.AuthCode, check func(data.Client, data.Grant, bool) error) error
 	ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error)
 }
 

@@ -80,7 +80,7 @@ func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Cl
 		if err := data.ValidateClientChange(old, next); err != nil {
 			return fmt.Errorf("update client %q: %w", id, err)
 		}
-		next = data.Normalize(next)
+		next = data.Normalize(data.Reviewed(old, next))
 		return put(b, []byte(id), next)
 	})
 	if err != nil {

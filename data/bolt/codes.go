@@ -20,6 +20,51 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	return s.createHot(ctx, "create auth code", hotCodes, key, raw, c.UserID, c.ExpiresAt)
 }
 
+// CreateConsentedCode implements [data.Store.CreateConsentedCode] as one
+// op of the log: the client, the grant and the user's disabled mark are
+// read from the bbolt file as the op's batch sees it, and the code is
+// written in the same op. [Store.RevokeApp] and a disable are exclusive
+// ops (alone, after a checkpoint), so each comes wholly before the batch
+// (check sees what it removed) or after it (it removes the code).
+func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check func(data.Client, data.Grant, bool) error) error {
+	const op = "create consented code"
+	if len(c.Hash) == 0 {
+		return fmt.Errorf("%s: %w", op, &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	}
+	c = data.Normalize(c)
+	key := bytes.Clone(c.Hash)
+	raw := appendAuthCode(make([]byte, 0, 256), &c)
+	return s.write(ctx, op, func(w *wal.Tx) error {
+		if w.Get(hotCodes, key) != nil {
+			return fmt.Errorf("%s: %w", op, data.ErrExists)
+		}
+		tx := w.Bolt()
+		if userDisabled(tx, c.UserID) {
+			return fmt.Errorf("%s: user %d: %w", op, c.UserID, data.ErrUserDisabled)
+		}
+		var cl data.Client
+		ok, err := get(tx.Bucket(bucketClients), []byte(c.ClientID), &cl)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if !ok {
+			return fmt.Errorf("%s: client %q: %w", op, c.ClientID, data.ErrNotFound)
+		}
+		var g data.Grant
+		found, err := get(tx.Bucket(bucketGrants), grantKey(c.UserID, c.ClientID), &g)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if err := check(cl, g, found); err != nil {
+			return err
+		}
+		if err := w.Put(hotCodes, key, raw); err != nil {
+			return err
+		}
+		return putExpiry(w.Put, c.ExpiresAt, hotCodes, key)
+	})
+}
+
 // createHot stores raw under the new key of hot bucket b, for the user
 // userID, with its expiry entry, in one op of the log: refused with
 // data.ErrExists when the key is taken, data.ErrUserDisabled when the user

@@ -160,7 +160,7 @@ func testClientRulesAtUpdate(t *testing.T, s data.Store) {
 			want := orig
 			got, err := s.UpdateClient(ctx, orig.ID, func(c data.Client) (data.Client, error) {
 				tc.change(&c)
-				want = c
+				want = data.Reviewed(orig, c) // the review the store keeps
 				return c, nil
 			})
 			wantErr(t, "UpdateClient", err, tc.want)

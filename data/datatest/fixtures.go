@@ -155,6 +155,7 @@ func fullRecords() records {
 	approved.Usage = []data.UsageDay{{Day: "2025-03-14", WithScope: 3, WithoutScope: 4}}
 	approved.DPoPBoundAccessTokens, approved.RequirePAR = true, true
 	approved.PostLogoutRedirectURIs = []string{"https://app.example.com/bye"}
+	approved.Review = data.ClientReview{Gen: 4, Approved: 2, Scopes: []data.ScopeAdded{{Scope: "PROFILE_READ", Gen: 3}}}
 	approved.Pending = &data.ClientChange{
 		AddScopes: []string{"APPS_READ"}, AddRedirectURIs: []string{"https://app.example.com/other"},
 		AddPostLogoutRedirectURIs: []string{"https://app.example.com/bye-other"},
@@ -190,7 +191,7 @@ func fullRecords() records {
 		Code:      code,
 		Family:    fam,
 		FreshCode: newCode("oauthd_ac_fresh", "full"),
-		Grant:     data.Grant{UserID: 1, ClientID: "full", Scopes: []string{"BOOKING_READ"}, CreatedAt: t0, UpdatedAt: t0},
+		Grant:     data.Grant{UserID: 1, ClientID: "full", Scopes: []string{"BOOKING_READ"}, CreatedAt: t0, UpdatedAt: t0, Review: 4},
 		Session:   data.Session{Hash: data.Hash("ss-full"), UserID: 1, CSRF: "csrf-full", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), AuthTime: t0.Add(-time.Minute)},
 		Keys:      []data.SigningKey{retired, newKey("k-active", data.KeyActive)},
 	}

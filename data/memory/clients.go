@@ -72,6 +72,7 @@ func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Cl
 	if err := data.ValidateClientChange(old, next); err != nil {
 		return data.Client{}, fmt.Errorf("update client %q: %w", id, err)
 	}
+	next = data.Reviewed(old, next)
 	s.clients[id] = data.Normalize(next)
 	return data.Normalize(next), nil
 }

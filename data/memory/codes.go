@@ -12,6 +12,32 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	return s.createCode(c)
+}
+
+// CreateConsentedCode implements [data.Store.CreateConsentedCode] under
+// the store's lock.
+func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check func(data.Client, data.Grant, bool) error) error {
+	if err := s.lock(ctx, "create consented code"); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	cl, ok := s.clients[c.ClientID]
+	if !ok {
+		return fmt.Errorf("create consented code: client %q: %w", c.ClientID, data.ErrNotFound)
+	}
+	if s.disabled(c.UserID) {
+		return fmt.Errorf("create consented code: user %d: %w", c.UserID, data.ErrUserDisabled)
+	}
+	g, found := s.grants[grantKey{c.UserID, c.ClientID}]
+	if err := check(data.Normalize(cl), data.Normalize(g), found); err != nil {
+		return err
+	}
+	return s.createCode(c)
+}
+
+// createCode stores c; the caller holds the lock.
+func (s *Store) createCode(c data.AuthCode) error {
 	if len(c.Hash) == 0 {
 		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
 	}

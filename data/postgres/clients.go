@@ -79,6 +79,7 @@ func (s *Store) UpdateClient(ctx context.Context, id string, update func(data.Cl
 		if err := data.ValidateClientChange(old, next); err != nil {
 			return fmt.Errorf("update client %q: %w", id, err)
 		}
+		next = data.Reviewed(old, next)
 		b := encode(next)
 		if _, err := tx.Exec(ctx, "UPDATE clients SET status = $2, body = $3 WHERE id = $1", id, string(next.Status), b); err != nil {
 			return fmt.Errorf("update client %q: %w", id, err)

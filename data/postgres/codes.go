@@ -63,6 +63,60 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	return nil
 }
 
+// CreateConsentedCode implements [data.Store.CreateConsentedCode] in one
+// transaction: the user's row FOR KEY SHARE (a disable waits for it, as
+// for insertChecked), the client, the grant FOR SHARE, then the code.
+// RevokeApp deletes the grant first: a removal that comes first leaves no
+// grant row to read (the read waits for its commit, then finds the row
+// gone); one that comes after waits on the grant's lock until this commits,
+// and its later statements see the code and delete it.
+func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check func(data.Client, data.Grant, bool) error) error {
+	const op = "create consented code"
+	if err := s.begin(ctx, op); err != nil {
+		return err
+	}
+	if len(c.Hash) == 0 {
+		return fmt.Errorf("%s: %w", op, &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	}
+	body := encode(c)
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var disabled bool
+		err := tx.QueryRow(ctx, "SELECT disabled FROM users WHERE id = $1 FOR KEY SHARE", c.UserID).Scan(&disabled)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case disabled:
+			return fmt.Errorf("user %d: %w", c.UserID, data.ErrUserDisabled)
+		}
+		cl, err := queryOne[data.Client](ctx, tx, "SELECT body FROM clients WHERE id = $1", c.ClientID)
+		if err != nil {
+			return fmt.Errorf("client %q: %w", c.ClientID, err)
+		}
+		g, err := queryOne[data.Grant](ctx, tx, "SELECT body FROM grants WHERE user_id = $1 AND client_id = $2 FOR SHARE", c.UserID, c.ClientID)
+		found := err == nil
+		if err != nil && !errors.Is(err, data.ErrNotFound) {
+			return err
+		}
+		if err := check(cl, g, found); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO auth_codes (user_id, hash, used, expires_ns, body) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (hash) DO NOTHING`, c.UserID, c.Hash, c.Used, unixNano(c.ExpiresAt), body)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return data.ErrExists
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
 // redeem marks the code used and inserts the family in one statement: the
 // UPDATE matches only a code that is still unused (a concurrent exchange
 // that committed first leaves it nothing to match, so nothing is

@@ -10,7 +10,7 @@ import (
 )
 
 // RevokeApp implements [data.Store.RevokeApp] in one transaction, one
-// statement per table, codes before families (as a disable does, see
+// statement per table, the grant first (see CreateConsentedCode), codes before families (as a disable does, see
 // revokeUser): an exchange whose redeem statement holds the code's row
 // makes the code delete wait for its commit, and the family delete, a
 // later statement, then sees the family it stored; an exchange that comes
@@ -25,7 +25,16 @@ func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (d
 	var r data.AppRevocation
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		r = data.AppRevocation{}
-		tag, err := tx.Exec(ctx, "DELETE FROM auth_codes WHERE user_id = $1 AND body->>'client_id' = $2", userID, clientID)
+		// The grant first: a CreateConsentedCode of the pair holding it
+		// (FOR SHARE) makes this wait for its commit, and the code delete,
+		// a later statement, then sees its code.
+		tag, err := tx.Exec(ctx, `WITH d AS (DELETE FROM grants WHERE user_id = $1 AND client_id = $2 RETURNING user_id, client_id)
+			SELECT pg_notify('`+Channel+`', 'grant '||user_id||' '||client_id) FROM d`, userID, clientID)
+		if err != nil {
+			return err
+		}
+		r.Grant = tag.RowsAffected() > 0
+		tag, err = tx.Exec(ctx, "DELETE FROM auth_codes WHERE user_id = $1 AND body->>'client_id' = $2", userID, clientID)
 		if err != nil {
 			return err
 		}
@@ -52,12 +61,6 @@ func (s *Store) RevokeApp(ctx context.Context, userID int64, clientID string) (d
 			r.Families = append(r.Families, f.ID)
 		}
 		slices.Sort(r.Families)
-		tag, err = tx.Exec(ctx, `WITH d AS (DELETE FROM grants WHERE user_id = $1 AND client_id = $2 RETURNING user_id, client_id)
-			SELECT pg_notify('`+Channel+`', 'grant '||user_id||' '||client_id) FROM d`, userID, clientID)
-		if err != nil {
-			return err
-		}
-		r.Grant = tag.RowsAffected() > 0
 		return nil
 	})
 	for _, id := range r.Families {

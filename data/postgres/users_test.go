@@ -184,6 +184,14 @@ func BenchmarkCreateAuthCode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cl := data.Client{ID: "c", Name: "C", UnclaimedOwner: "dev@example.com", Type: data.Public, RedirectURIs: []string{"https://app.example.com/cb"}, Scopes: []string{"BOOKING_READ"},
+		Status: data.StatusApproved, CreatedAt: t0, UpdatedAt: t0}
+	if err := s.CreateClient(ctx, cl); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.PutGrant(ctx, data.Grant{UserID: u.ID, ClientID: "c", Scopes: []string{"BOOKING_READ"}, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+		b.Fatal(err)
+	}
 	var n atomic.Int64
 	code := func(uid int64) data.AuthCode {
 		return data.AuthCode{Hash: data.AuthCodeKey(fmt.Sprintf("oauthd_ac_b%d", n.Add(1))), ClientID: "c", UserID: uid, Scopes: []string{"BOOKING_READ"},
@@ -194,6 +202,16 @@ func BenchmarkCreateAuthCode(b *testing.B) {
 		run  func() error
 	}{
 		{"checked", func() error { return s.CreateAuthCode(ctx, code(u.ID)) }},
+		{"consented", func() error {
+			// The approvals' path: the consent read with the code, one
+			// transaction (CreateConsentedCode).
+			return s.CreateConsentedCode(ctx, code(u.ID), func(_ data.Client, _ data.Grant, found bool) error {
+				if !found {
+					return data.ErrNotFound
+				}
+				return nil
+			})
+		}},
 		{"no-user-row", func() error { return s.CreateAuthCode(ctx, code(999)) }},
 		{"plain-insert", func() error {
 			c := code(u.ID)

@@ -106,6 +106,11 @@ func (l *Local) ListUserApps(ctx context.Context, user string) ([]AppView, error
 		case c.Status == data.StatusPending:
 			continue // cannot have been allowed; never shown
 		}
+		if p.grant != nil && len(p.fams) == 0 && err == nil && c.Status == data.StatusApproved {
+			if _, ok := data.ConsentHeld(*p.grant, c); !ok {
+				continue // a consent from before a rejection: allows nothing
+			}
+		}
 		out = append(out, p.view(c, l.developer(ctx, c), err != nil))
 	}
 	slices.SortFunc(out, func(a, b AppView) int {
@@ -147,7 +152,12 @@ func (p *appParts) view(c data.Client, developer string, deleted bool) AppView {
 		scopes = append(scopes, f.Scopes...)
 	}
 	if len(p.fams) == 0 && p.grant != nil {
+		// What of the consent still holds (data.ConsentHeld); of a
+		// rejected or deleted client, what the user consented to.
 		scopes = p.grant.Scopes
+		if held, ok := data.ConsentHeld(*p.grant, c); ok {
+			scopes = held
+		}
 		v.Unrestricted = c.Legacy
 	}
 	v.Scopes = catalogueOrder(scopes)

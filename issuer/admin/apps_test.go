@@ -19,7 +19,11 @@ import (
 func giveGrant(t *testing.T, store *memory.Store, uid int64, fam, client string, scopes []string, at, last time.Time) {
 	t.Helper()
 	ctx := t.Context()
-	if err := store.PutGrant(ctx, data.Grant{UserID: uid, ClientID: client, Scopes: scopes, CreatedAt: at, UpdatedAt: at}); err != nil {
+	g := data.Grant{UserID: uid, ClientID: client, Scopes: scopes, CreatedAt: at, UpdatedAt: at}
+	if c, err := store.GetClient(ctx, client); err == nil {
+		g.Review = c.Review.Gen // written under the client's review, as the issuer writes it
+	}
+	if err := store.PutGrant(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	if fam == "" {
@@ -167,4 +171,58 @@ func TestRevokeUserAppAudit(t *testing.T) {
 			t.Errorf("audit record %q; want it to contain %q", rec, w)
 		}
 	}
+}
+
+// TestUserAppsShowWhatHolds: the Connected apps list shows of a consent
+// what still holds under the client's review (data.ConsentHeld): a scope
+// taken from the client and given back is not shown, and a consent from
+// before a rejection (the client approved again) is not listed at all.
+func TestUserAppsShowWhatHolds(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		ctx := t.Context()
+		addDev(t, e.svc)
+		user, err := e.svc.AddUser(ctx, NewUser{Email: "ann@example.com", Username: "ann", Name: "Ann", Password: "correct horse"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.svc.CreateClient(ctx, NewClient{Owner: "dev@example.com", Name: "App", RedirectURIs: []string{"https://app.example/cb"},
+			Scopes: []string{"PROFILE_READ", "BOOKING_READ"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.ApproveClient(ctx, c.ClientID); err != nil {
+			t.Fatal(err)
+		}
+		giveGrant(t, e.store, user.ID, "", c.ClientID, []string{"BOOKING_READ", "PROFILE_READ"}, t0, t0)
+		list := func() []AppView {
+			apps, err := e.svc.ListUserApps(ctx, "ann@example.com")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return apps
+		}
+		if apps := list(); len(apps) != 1 || !slices.Equal(apps[0].Scopes, []string{"BOOKING_READ", "PROFILE_READ"}) {
+			t.Fatalf("apps = %+v; want the app with both scopes", apps)
+		}
+		for _, scopes := range [][]string{{"PROFILE_READ"}, {"PROFILE_READ", "BOOKING_READ"}} {
+			if _, err := e.svc.SetScopes(ctx, c.ClientID, scopes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if apps := list(); len(apps) != 1 || !slices.Equal(apps[0].Scopes, []string{"PROFILE_READ"}) {
+			t.Fatalf("apps after BOOKING_READ was taken and given back = %+v; want PROFILE_READ only", apps)
+		}
+		if _, err := e.svc.RejectClient(ctx, c.ClientID, "abuse"); err != nil {
+			t.Fatal(err)
+		}
+		if apps := list(); len(apps) != 1 || apps[0].Status != AppRejected {
+			t.Fatalf("apps after the rejection = %+v; want the app, rejected", apps)
+		}
+		if _, err := e.svc.ApproveClient(ctx, c.ClientID); err != nil {
+			t.Fatal(err)
+		}
+		if apps := list(); len(apps) != 0 {
+			t.Fatalf("apps after the client was approved again = %+v; want none (the consent is from before the rejection)", apps)
+		}
+	})
 }

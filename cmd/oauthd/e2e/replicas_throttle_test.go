@@ -127,8 +127,9 @@ func TestReplicasThrottle(t *testing.T) {
 	// The counters are rows of the database, one per key, shared.
 	var rows int
 	pgQueryRow(t, rs.db, "SELECT count(*) FROM throttle", nil, &rows)
-	if rows != 4 {
-		t.Errorf("%d throttle rows; want 4 (token: client and address; login: account and address)", rows)
+	if rows != 6 {
+		t.Errorf("%d throttle rows; want 6 (token: client and address; login: account and address; "+
+			"authorize, the consent's approval: user and (user, client))", rows)
 	}
 }
 
