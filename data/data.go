@@ -168,6 +168,12 @@ type Client struct {
 	// [MaxRedirectURIs], and a new one waits for review like a new
 	// redirect URI ([ClientChange.AddPostLogoutRedirectURIs]).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
+	// GrantTypes are the grant types the client may use ([GrantTypes]);
+	// nil means [DefaultGrantTypes] (a record made before the field, or a
+	// client that asked for none): read them with
+	// [Client.AllowedGrantTypes]. A new one waits for review like a new
+	// scope ([ClientChange.AddGrantTypes]).
+	GrantTypes []string `json:"grant_types,omitempty"`
 }
 
 // ClientChange is the part of a change by a client's owner that widens what
@@ -182,6 +188,9 @@ type ClientChange struct {
 	// AddPostLogoutRedirectURIs are post-logout redirect URIs the client
 	// does not have ([Client.PostLogoutRedirectURIs]).
 	AddPostLogoutRedirectURIs []string `json:"add_post_logout_redirect_uris,omitempty"`
+	// AddGrantTypes are grant types the client may not use yet
+	// ([Client.AllowedGrantTypes]).
+	AddGrantTypes []string `json:"add_grant_types,omitempty"`
 	// Type is the client type asked for; "" when the type stays.
 	Type ClientType `json:"type,omitempty"`
 	// DropDPoPBound and DropRequirePAR turn off the client's
@@ -209,6 +218,7 @@ func (p *ClientChange) Clone() *ClientChange {
 	q.AddScopes = slices.Clone(q.AddScopes)
 	q.AddRedirectURIs = slices.Clone(q.AddRedirectURIs)
 	q.AddPostLogoutRedirectURIs = slices.Clone(q.AddPostLogoutRedirectURIs)
+	q.AddGrantTypes = slices.Clone(q.AddGrantTypes)
 	if q.Secret != nil {
 		s := *q.Secret
 		s.Hash = slices.Clone(s.Hash)
@@ -224,6 +234,7 @@ func (c Client) Clone() Client {
 	c.RedirectURIs = slices.Clone(c.RedirectURIs)
 	c.Scopes = slices.Clone(c.Scopes)
 	c.PostLogoutRedirectURIs = slices.Clone(c.PostLogoutRedirectURIs)
+	c.GrantTypes = slices.Clone(c.GrantTypes)
 	c.Usage = slices.Clone(c.Usage)
 	if c.Secrets != nil {
 		s := make([]ClientSecret, len(c.Secrets))
@@ -250,6 +261,9 @@ func (c Client) WithPending() Client {
 	c.RedirectURIs = append(slices.Clone(c.RedirectURIs), p.AddRedirectURIs...)
 	if len(p.AddPostLogoutRedirectURIs) > 0 {
 		c.PostLogoutRedirectURIs = append(slices.Clone(c.PostLogoutRedirectURIs), p.AddPostLogoutRedirectURIs...)
+	}
+	if len(p.AddGrantTypes) > 0 {
+		c.GrantTypes = append(slices.Clone(c.AllowedGrantTypes()), p.AddGrantTypes...)
 	}
 	if p.DropDPoPBound {
 		c.DPoPBoundAccessTokens = false

@@ -114,8 +114,11 @@ func ValidateClient(c Client) error {
 	default:
 		return ruleErr("client_type", "%q is neither confidential nor public", c.Type)
 	}
-	if len(c.RedirectURIs) == 0 {
-		return ruleErr("redirect_uris", "at least one redirect URI is required")
+	if err := validateGrantTypes(c); err != nil {
+		return err
+	}
+	if len(c.RedirectURIs) == 0 && c.AllowsGrant(GrantAuthorizationCode) {
+		return ruleErr("redirect_uris", "at least one redirect URI is required (for the authorization_code grant)")
 	}
 	if len(c.RedirectURIs) > MaxRedirectURIs {
 		return ruleErr("redirect_uris", "%d given; a client has at most %d", len(c.RedirectURIs), MaxRedirectURIs)
@@ -192,8 +195,8 @@ func validatePending(c Client) error {
 	if c.Status != StatusApproved {
 		return ruleErr("pending", "only an approved client can have a pending change; a client that is %s takes its owner's edits directly", c.Status)
 	}
-	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
-		return ruleErr("pending", "a pending change must add a scope or a redirect URI, change the client type or turn a protection off")
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && len(p.AddGrantTypes) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
+		return ruleErr("pending", "a pending change must add a scope, a redirect URI or a grant type, change the client type or turn a protection off")
 	}
 	if (p.DropDPoPBound && !c.DPoPBoundAccessTokens) || (p.DropRequirePAR && !c.RequirePAR) {
 		return ruleErr("pending", "a pending change can turn off only a protection the client has")
@@ -215,6 +218,11 @@ func validatePending(c Client) error {
 	for _, u := range p.AddRedirectURIs {
 		if slices.Contains(c.RedirectURIs, u) {
 			return ruleErr("pending", "redirect URI %q is already approved", u)
+		}
+	}
+	for _, gt := range p.AddGrantTypes {
+		if c.AllowsGrant(gt) {
+			return ruleErr("pending", "grant type %s is already approved", gt)
 		}
 	}
 	for _, u := range p.AddPostLogoutRedirectURIs {

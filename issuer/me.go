@@ -94,6 +94,9 @@ func (s *Server) tokenUser(c echo.Context, op, required string, covered func(*ve
 			GrantedScopes:  granted,
 		})
 	}
+	if !claims.HasUser() {
+		return nil, data.User{}, false, meInvalidToken(c, "the token names no user: client "+claims.ClientID+" got it for itself (client_credentials)")
+	}
 	id, err := strconv.ParseInt(claims.Subject, 10, 64)
 	if err != nil || id <= 0 {
 		return nil, data.User{}, false, meInvalidToken(c, "the token's subject is not a user")

@@ -65,7 +65,7 @@ func buildMetadata(cfg Config) []byte {
 		JWKSURI:                                    cfg.Issuer + "/.well-known/jwks.json",
 		ResponseTypesSupported:                     []string{"code"},
 		ResponseModesSupported:                     []string{"query"},
-		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		GrantTypesSupported:                        grantTypesSupported(),
 		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
 		RevocationEndpointAuthMethodsSupported:     revokeAuth,
 		IntrospectionEndpointAuthMethodsSupported:  clientAuth,

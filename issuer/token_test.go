@@ -795,7 +795,7 @@ func TestMetadata(t *testing.T) {
 		"jwks_uri":                                       tkIssuer + "/.well-known/jwks.json",
 		"response_types_supported":                       []any{"code"},
 		"response_modes_supported":                       []any{"query"},
-		"grant_types_supported":                          []any{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          []any{"authorization_code", "refresh_token", "client_credentials"},
 		"token_endpoint_auth_methods_supported":          []any{"client_secret_basic", "client_secret_post", "none"},
 		"revocation_endpoint_auth_methods_supported":     []any{"client_secret_basic", "client_secret_post", "none"},
 		"introspection_endpoint_auth_methods_supported":  []any{"client_secret_basic", "client_secret_post"},

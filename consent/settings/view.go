@@ -57,6 +57,9 @@ func newChangePanel(cv admin.ClientView, p *admin.ChangeView) *changePanel {
 	if len(p.AddPostLogoutRedirectURIs) > 0 {
 		cp.Rows = append(cp.Rows, changeRow{"Post-logout redirect URIs", cv.PostLogoutRedirectURIs, p.AddPostLogoutRedirectURIs})
 	}
+	if len(p.AddGrantTypes) > 0 {
+		cp.Rows = append(cp.Rows, changeRow{"Grant types", cv.GrantTypes, p.AddGrantTypes})
+	}
 	if p.ClientType != "" {
 		cp.Rows = append(cp.Rows, changeRow{"Client type", []string{typeName(cv.ClientType)}, []string{typeName(p.ClientType)}})
 	}

@@ -155,8 +155,10 @@ func fullRecords() records {
 	approved.Usage = []data.UsageDay{{Day: "2025-03-14", WithScope: 3, WithoutScope: 4}}
 	approved.DPoPBoundAccessTokens, approved.RequirePAR = true, true
 	approved.PostLogoutRedirectURIs = []string{"https://app.example.com/bye"}
+	approved.GrantTypes = []string{data.GrantAuthorizationCode, data.GrantRefreshToken}
 	approved.Pending = &data.ClientChange{
 		AddScopes: []string{"APPS_READ"}, AddRedirectURIs: []string{"https://app.example.com/other"},
+		AddGrantTypes:             []string{data.GrantClientCredentials},
 		AddPostLogoutRedirectURIs: []string{"https://app.example.com/bye-other"},
 		DropDPoPBound:             true, DropRequirePAR: true, ProposedBy: "user 1 (settings page)", ProposedAt: t0,
 	}

@@ -65,10 +65,17 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	if err := data.CheckDisplayText("name", strings.TrimSpace(in.Name)); err != nil {
 		return CreatedClient{}, ruleError(err)
 	}
+	grantTypes, err := parseGrantTypes(in.GrantTypes)
+	if err != nil {
+		return CreatedClient{}, err
+	}
+	if slices.Equal(grantTypes, data.DefaultGrantTypes) {
+		grantTypes = nil // the record of a default client stays as before
+	}
 	now := l.now().UTC()
 	c := data.Client{
 		ID: data.NewID("", 16), Name: strings.TrimSpace(in.Name), OwnerID: u.ID,
-		Type: data.Confidential, RedirectURIs: in.RedirectURIs, Scopes: scopes,
+		Type: data.Confidential, RedirectURIs: in.RedirectURIs, Scopes: scopes, GrantTypes: grantTypes,
 		Status: data.StatusPending, CreatedAt: now, UpdatedAt: now,
 	}
 	var secret string
@@ -88,10 +95,36 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	l.audit(ctx, "client_created", "client_id", c.ID, "owner_id", c.OwnerID)
 	out := CreatedClient{
 		ClientID: c.ID, ClientSecret: secret, Status: string(c.Status), ClientType: string(c.Type),
-		Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
+		Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, GrantTypes: slices.Clone(c.AllowedGrantTypes()),
+	}
+	if out.RedirectURIs == nil {
+		out.RedirectURIs = []string{}
 	}
 	if len(c.Secrets) > 0 {
 		out.SecretID = c.Secrets[0].ID
+	}
+	return out, nil
+}
+
+// parseGrantTypes reads grant type names (each item may be a comma- or
+// space-separated list): nil for none, else known names, each once.
+func parseGrantTypes(items []string) ([]string, error) {
+	var out []string
+	for _, it := range items {
+		for _, gt := range strings.FieldsFunc(it, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if gt == "device_code" {
+				gt = data.GrantDeviceCode // the short name of RFC 8628's URN
+			}
+			if !data.KnownGrantType(gt) {
+				return nil, newError(data.ErrInvalid, fmt.Sprintf("%q is not a grant type; use %s", gt, strings.Join(data.GrantTypes, ", ")))
+			}
+			if !slices.Contains(out, gt) {
+				out = append(out, gt)
+			}
+		}
+	}
+	if len(items) > 0 && len(out) == 0 {
+		return nil, newError(data.ErrInvalid, "give at least one grant type")
 	}
 	return out, nil
 }
@@ -268,7 +301,8 @@ func (l *Local) clientView(c data.Client, owners map[int64]data.User) ClientView
 		ClientID: c.ID, Name: c.Name, OwnerID: c.OwnerID, Owner: owners[c.OwnerID].Email, UnclaimedOwner: c.UnclaimedOwner,
 		ClientType: string(c.Type), Status: string(c.Status),
 		RejectReason: c.RejectReason, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, Legacy: c.Legacy,
-		Secrets: secretViews(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		GrantTypes: slices.Clone(c.AllowedGrantTypes()),
+		Secrets:    secretViews(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR,
 	}
 	if v.RedirectURIs == nil {
