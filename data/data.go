@@ -174,7 +174,17 @@ type Client struct {
 	// [Client.AllowedGrantTypes]. A new one waits for review like a new
 	// scope ([ClientChange.AddGrantTypes]).
 	GrantTypes []string `json:"grant_types,omitempty"`
+	// JWKS is the client's public JWK set (RFC 7517 §5, as JSON text) and
+	// JWKSURI where it publishes one (https): a client with either
+	// authenticates with private_key_jwt (RFC 7523 §2.2, OpenID Connect
+	// Core §9) and holds no secret. At most one of them is set.
+	JWKS    string `json:"jwks,omitempty"`
+	JWKSURI string `json:"jwks_uri,omitempty"`
 }
+
+// HasKeys reports whether c authenticates with keys (private_key_jwt)
+// instead of a secret.
+func (c Client) HasKeys() bool { return c.JWKS != "" || c.JWKSURI != "" }
 
 // ClientChange is the part of a change by a client's owner that widens what
 // an approved client can do: scopes and redirect URIs it does not have, or

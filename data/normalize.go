@@ -74,6 +74,7 @@ func normalizeClient(c Client) Client {
 	}
 	c.Usage = omitEmpty(c.Usage)
 	c.PostLogoutRedirectURIs = omitEmpty(c.PostLogoutRedirectURIs)
+	c.GrantTypes = omitEmpty(c.GrantTypes)
 	c.Pending = normalizeChange(c.Pending)
 	c.RejectedChange = normalizeChange(c.RejectedChange)
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
@@ -88,6 +89,7 @@ func normalizeChange(p *ClientChange) *ClientChange {
 	p.AddScopes = omitEmpty(p.AddScopes)
 	p.AddRedirectURIs = omitEmpty(p.AddRedirectURIs)
 	p.AddPostLogoutRedirectURIs = omitEmpty(p.AddPostLogoutRedirectURIs)
+	p.AddGrantTypes = omitEmpty(p.AddGrantTypes)
 	if p.Secret != nil {
 		*p.Secret = normalizeSecret(*p.Secret)
 	}

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -97,6 +98,15 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// MaxJWKS bounds a client's inline JWK set.
+const MaxJWKS = 64 << 10
+
+// validJWKSURI checks a jwks_uri: https, a host, no user info or fragment.
+func validJWKSURI(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && len(raw) <= 2000 && u.Scheme == "https" && u.Host != "" && u.User == nil && u.Fragment == "" && !strings.ContainsAny(raw, " \t\r\n")
+}
+
 // ValidateClient checks the rules every stored client obeys.
 func ValidateClient(c Client) error {
 	if c.ID == "" {
@@ -168,7 +178,19 @@ func ValidateClient(c Client) error {
 	switch {
 	case len(c.Secrets) > MaxActiveSecrets:
 		return fmt.Errorf("%w: revoke one first", ErrTooManySecrets)
-	case c.Type == Confidential && len(c.Secrets) == 0:
+	case c.HasKeys() && c.Type != Confidential:
+		return ruleErr("jwks", "only a confidential client authenticates with keys (private_key_jwt)")
+	case c.HasKeys() && len(c.Secrets) > 0:
+		return ruleErr("secrets", "a client with keys (private_key_jwt) cannot also hold a secret; remove its keys first")
+	case c.JWKS != "" && c.JWKSURI != "":
+		return ruleErr("jwks", "give the keys inline (jwks) or by URL (jwks_uri), not both")
+	case len(c.JWKS) > MaxJWKS:
+		return ruleErr("jwks", "the JWK set is larger than %d bytes", MaxJWKS)
+	case c.JWKS != "" && !json.Valid([]byte(c.JWKS)):
+		return ruleErr("jwks", "the JWK set is not JSON")
+	case c.JWKSURI != "" && !validJWKSURI(c.JWKSURI):
+		return ruleErr("jwks_uri", "%q must be an https URL with a host, without user info or fragment, at most 2000 bytes", c.JWKSURI)
+	case c.Type == Confidential && len(c.Secrets) == 0 && !c.HasKeys():
 		return ErrLastSecret
 	case c.Type == Public && len(c.Secrets) > 0:
 		return ruleErr("secrets", "a public client has no secret")

@@ -47,7 +47,13 @@ var tokenLimits = throttle.Rules{
 // a storage failure.
 func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *tokenRequest) (data.Client, error) {
 	id, secret := req.ClientID, req.ClientSecret
-	if req.Basic {
+	assertion := req.Form.Get("client_assertion") != "" || req.Form.Get("client_assertion_type") != ""
+	if assertion {
+		var e *Error
+		if id, e = assertionClientID(req); e != nil {
+			return data.Client{}, e
+		}
+	} else if req.Basic {
 		if req.ClientSecret != "" {
 			return data.Client{}, tokBadRequest("use one client authentication method: HTTP Basic or client_secret in the body, not both")
 		}
@@ -87,8 +93,20 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 		return data.Client{}, fmt.Errorf("authenticate client: %w", err)
 	}
 	matched := -1
-	switch client.Type {
-	case data.Public:
+	switch {
+	case assertion && !client.HasKeys():
+		return fail(WithDescription(ErrInvalidClient, "the client has no registered keys; it authenticates with its secret (client_secret_basic or client_secret_post)"))
+	case assertion:
+		e, err := s.checkAssertion(ctx, c, client, req, now)
+		if err != nil {
+			return data.Client{}, err
+		}
+		if e != nil {
+			return fail(e)
+		}
+	case client.HasKeys():
+		return fail(WithDescription(ErrInvalidClient, "the client authenticates with private_key_jwt: send client_assertion_type and client_assertion"))
+	case client.Type == data.Public:
 		if secret != "" {
 			return fail(WithDescription(ErrInvalidClient, "a public client has no secret; send only client_id"))
 		}

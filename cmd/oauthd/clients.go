@@ -57,7 +57,13 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	} else {
 		kv = append(kv, "scopes", strings.Join(c.Scopes, " "))
 	}
-	kv = append(kv, "grant_types", strings.Join(c.GrantTypes, " "))
+	kv = append(kv, "grant_types", strings.Join(c.GrantTypes, " "), "token_endpoint_auth_method", c.TokenEndpointAuthMethod)
+	switch {
+	case c.JWKSURI != "":
+		kv = append(kv, "jwks_uri", c.JWKSURI)
+	case c.JWKS != "":
+		kv = append(kv, "jwks", "(inline JWK set)")
+	}
 	ids := make([]string, 0, len(c.Secrets))
 	for _, s := range c.Secrets {
 		ids = append(ids, fmt.Sprintf("%s (created %s, last used %s)", s.SecretID, fmtTime(s.CreatedAt), fmtTimePtr(s.LastUsedAt)))

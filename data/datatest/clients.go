@@ -127,6 +127,14 @@ var ruleCases = []ruleCase{
 	{"duplicate grant type", func(c *data.Client) {
 		c.GrantTypes = []string{data.GrantRefreshToken, data.GrantRefreshToken}
 	}, data.ErrInvalid},
+	{"keys instead of a secret", func(c *data.Client) { c.Secrets, c.JWKSURI = nil, "https://keys.example.com/jwks" }, nil},
+	{"keys and a secret", func(c *data.Client) { c.JWKSURI = "https://keys.example.com/jwks" }, data.ErrInvalid},
+	{"jwks and jwks_uri", func(c *data.Client) {
+		c.Secrets, c.JWKS, c.JWKSURI = nil, `{"keys":[]}`, "https://keys.example.com/jwks"
+	}, data.ErrInvalid},
+	{"jwks_uri over http", func(c *data.Client) { c.Secrets, c.JWKSURI = nil, "http://keys.example.com/jwks" }, data.ErrInvalid},
+	{"jwks not JSON", func(c *data.Client) { c.Secrets, c.JWKS = nil, "{keys" }, data.ErrInvalid},
+	{"public client with keys", func(c *data.Client) { c.Type, c.Secrets, c.JWKS = data.Public, nil, `{"keys":[]}` }, data.ErrInvalid},
 	{"client_credentials of a public client", func(c *data.Client) {
 		c.Type, c.Secrets, c.GrantTypes = data.Public, nil, []string{data.GrantClientCredentials}
 	}, data.ErrInvalid},

@@ -173,6 +173,11 @@ func fullRecords() records {
 	public := newClient("public")
 	public.Type, public.Status, public.Secrets = data.Public, data.StatusApproved, nil
 	public.Pending = &data.ClientChange{Type: data.Confidential, Secret: ptr(secret("cs_d")), ProposedBy: "user 1 (settings page)", ProposedAt: t0}
+	keyed := newClient("keyed") // private_key_jwt: keys instead of a secret
+	keyed.Secrets, keyed.GrantTypes = nil, []string{data.GrantClientCredentials}
+	keyed.JWKS = `{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
+	keyedURI := newClient("keyed-uri")
+	keyedURI.Secrets, keyedURI.JWKSURI = nil, "https://keys.example.com/jwks.json"
 
 	code := newCode("oauthd_ac_full", "full")
 	code.Unrestricted, code.Used, code.FamilyID = true, true, "fam-gone"
@@ -188,7 +193,7 @@ func fullRecords() records {
 			{ID: 1, Email: "a@example.com", Username: "a", Name: "A", TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", CreatedAt: t0, ExternalID: "ext-a", ProfileUpdatedAt: t0.Add(time.Hour)},
 			{ID: 2, Email: "b@example.com", Username: "b", Name: "B", CreatedAt: t0, Disabled: true, DisabledAt: t0},
 		},
-		Clients:   []data.Client{approved, rejected, public},
+		Clients:   []data.Client{approved, rejected, public, keyed, keyedURI},
 		Code:      code,
 		Family:    fam,
 		FreshCode: newCode("oauthd_ac_fresh", "full"),

@@ -458,3 +458,29 @@ func TestGrantTypesWidenOnlyByReview(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateKeyedClient: a client made with keys gets no secret, and its
+// JWK set is checked (public keys only).
+func TestCreateKeyedClient(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		addDev(t, e.svc)
+		pub := `{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
+		c, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Keyed", Scopes: []string{"BOOKING_READ"},
+			GrantTypes: []string{"client_credentials"}, JWKS: pub})
+		if err != nil || c.ClientSecret != "" || c.TokenEndpointAuthMethod != "private_key_jwt" {
+			t.Fatalf("create = %+v, %v; want no secret, private_key_jwt", c, err)
+		}
+		if _, err := e.svc.GenerateSecret(t.Context(), c.ClientID); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("secret for a keyed client: %v; want ErrInvalid", err)
+		}
+		priv := strings.Replace(pub, `"kid"`, `"d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI","kid"`, 1)
+		if _, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Keyed", Scopes: []string{"BOOKING_READ"},
+			GrantTypes: []string{"client_credentials"}, JWKS: priv}); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("private JWK accepted: %v", err)
+		}
+		if _, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Keyed", Scopes: []string{"BOOKING_READ"},
+			GrantTypes: []string{"client_credentials"}, JWKSURI: "http://keys.example.com/jwks"}); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("http jwks_uri accepted: %v", err)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"oauthd/data"
 	"oauthd/data/ident"
 	"oauthd/data/scope"
+	"oauthd/keys/verify"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,10 +79,19 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 		Type: data.Confidential, RedirectURIs: in.RedirectURIs, Scopes: scopes, GrantTypes: grantTypes,
 		Status: data.StatusPending, CreatedAt: now, UpdatedAt: now,
 	}
+	c.JWKS, c.JWKSURI = strings.TrimSpace(in.JWKS), strings.TrimSpace(in.JWKSURI)
+	if c.JWKS != "" {
+		if _, err := verify.ParseClientJWKS([]byte(c.JWKS)); err != nil {
+			return CreatedClient{}, newError(data.ErrInvalid, "jwks: "+err.Error())
+		}
+	}
 	var secret string
-	if in.Public {
+	switch {
+	case in.Public:
 		c.Type = data.Public
-	} else {
+	case c.HasKeys():
+		// private_key_jwt: no secret at all.
+	default:
 		var s data.ClientSecret
 		secret, s = newSecret(now)
 		c.Secrets = []data.ClientSecret{s}
@@ -96,6 +106,7 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	out := CreatedClient{
 		ClientID: c.ID, ClientSecret: secret, Status: string(c.Status), ClientType: string(c.Type),
 		Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, GrantTypes: slices.Clone(c.AllowedGrantTypes()),
+		TokenEndpointAuthMethod: authMethod(c),
 	}
 	if out.RedirectURIs == nil {
 		out.RedirectURIs = []string{}
@@ -104,6 +115,17 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 		out.SecretID = c.Secrets[0].ID
 	}
 	return out, nil
+}
+
+// authMethod is how c authenticates at the token endpoint (RFC 7591 §2).
+func authMethod(c data.Client) string {
+	switch {
+	case c.Type == data.Public:
+		return "none"
+	case c.HasKeys():
+		return "private_key_jwt"
+	}
+	return "client_secret_basic"
 }
 
 // parseGrantTypes reads grant type names (each item may be a comma- or
@@ -301,8 +323,8 @@ func (l *Local) clientView(c data.Client, owners map[int64]data.User) ClientView
 		ClientID: c.ID, Name: c.Name, OwnerID: c.OwnerID, Owner: owners[c.OwnerID].Email, UnclaimedOwner: c.UnclaimedOwner,
 		ClientType: string(c.Type), Status: string(c.Status),
 		RejectReason: c.RejectReason, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, Legacy: c.Legacy,
-		GrantTypes: slices.Clone(c.AllowedGrantTypes()),
-		Secrets:    secretViews(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		GrantTypes: slices.Clone(c.AllowedGrantTypes()), TokenEndpointAuthMethod: authMethod(c), JWKSURI: c.JWKSURI, JWKS: c.JWKS,
+		Secrets: secretViews(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR,
 	}
 	if v.RedirectURIs == nil {

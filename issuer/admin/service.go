@@ -125,6 +125,10 @@ type NewClient struct {
 	// GrantTypes are the grant types the client may use (data.GrantTypes);
 	// none means data.DefaultGrantTypes.
 	GrantTypes []string `json:"grant_types,omitempty"`
+	// JWKS (a public JWK set, JSON) or JWKSURI (https) make the client
+	// authenticate with private_key_jwt instead of a secret: it gets none.
+	JWKS    string `json:"jwks,omitempty"`
+	JWKSURI string `json:"jwks_uri,omitempty"`
 }
 
 // CreatedClient is the result of [Service.CreateClient]. ClientSecret is
@@ -139,6 +143,9 @@ type CreatedClient struct {
 	RedirectURIs []string `json:"redirect_uris"`
 	Scopes       []string `json:"scopes"`
 	GrantTypes   []string `json:"grant_types"`
+	// TokenEndpointAuthMethod is how the client authenticates:
+	// client_secret_basic (or _post), private_key_jwt, or none (public).
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
 }
 
 // LegacyClient is one record of `oauthd clients import`: a client made before
@@ -174,9 +181,15 @@ type ClientView struct {
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
 	Scopes                 []string `json:"scopes"`
 	// GrantTypes are the grant types the client may use.
-	GrantTypes []string     `json:"grant_types"`
-	Legacy     bool         `json:"legacy"`
-	Secrets    []SecretView `json:"secrets"`
+	GrantTypes []string `json:"grant_types"`
+	// TokenEndpointAuthMethod is how the client authenticates
+	// (client_secret_basic, private_key_jwt or none); JWKSURI is where its
+	// keys are, and JWKS its inline keys ("" when none).
+	TokenEndpointAuthMethod string       `json:"token_endpoint_auth_method"`
+	JWKSURI                 string       `json:"jwks_uri,omitempty"`
+	JWKS                    string       `json:"jwks,omitempty"`
+	Legacy                  bool         `json:"legacy"`
+	Secrets                 []SecretView `json:"secrets"`
 	// DPoPBoundAccessTokens (RFC 9449 §5.2): every token request needs a
 	// DPoP proof. RequirePAR (RFC 9126 §6): authorization requests must be
 	// pushed first.
