@@ -186,8 +186,9 @@ func TestMachineTokenMe(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header.Set("Authorization", "Bearer x")
 		e.ServeHTTP(rec, req)
-		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "names no user") {
-			t.Errorf("%s: %d %s; want 401 saying the token names no user", path, rec.Code, rec.Body)
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `"error":"insufficient_scope"`) ||
+			!strings.Contains(rec.Body.String(), "acts for no user") || !strings.Contains(rec.Header().Get("WWW-Authenticate"), "insufficient_scope") {
+			t.Errorf("%s: %d %s; want 403 insufficient_scope saying the token acts for no user", path, rec.Code, rec.Body)
 		}
 	}
 }
