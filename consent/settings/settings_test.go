@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -755,5 +756,46 @@ func TestSettingsPostLogoutURIs(t *testing.T) {
 	rec = se.post(path+"/post-logout-uris", url.Values{csrfField: {csrf}, "post_logout_redirect_uris": {""}}, sess)
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=post_logout_saved" || len(se.client(a.ClientID).PostLogoutRedirectURIs) != 0 {
 		t.Fatalf("remove = %d %q; want saved at once", rec.Code, rec.Header().Get("Location"))
+	}
+}
+
+// TestSettingsCreateMachineClient: the form makes a backend that may use
+// client_credentials only and authenticates with keys at a jwks_uri: no
+// secret is shown, and the client page shows its grant types and keys.
+func TestSettingsCreateMachineClient(t *testing.T) {
+	se := newSettingsEnv(t)
+	sess, csrf := se.session(se.alice)
+	if page := se.get(newClientPath, sess).Body.String(); !strings.Contains(page, `name="grant_type" value="client_credentials"`) ||
+		!strings.Contains(page, `name="jwks_uri"`) {
+		t.Fatalf("form lacks the grant types or the keys URL")
+	}
+	rec := se.post(newClientPath, url.Values{csrfField: {csrf}, "name": {"Nightly sync"}, "client_type": {"confidential"},
+		"grant_type": {"client_credentials"}, "jwks_uri": {"https://sync.example.com/jwks.json"},
+		"scope": {"BOOKING_READ"}}, sess)
+	if rec.Code != http.StatusOK || secretRE.MatchString(rec.Body.String()) {
+		t.Fatalf("create = %d (a secret shown: %v)\n%s", rec.Code, secretRE.MatchString(rec.Body.String()), rec.Body)
+	}
+	cs, err := se.store.ListClients(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made *data.Client
+	for i := range cs {
+		if cs[i].Name == "Nightly sync" {
+			made = &cs[i]
+		}
+	}
+	if made == nil || !slices.Equal(made.GrantTypes, []string{data.GrantClientCredentials}) || made.JWKSURI != "https://sync.example.com/jwks.json" || len(made.Secrets) != 0 {
+		t.Fatalf("client = %+v", made)
+	}
+	page := se.get("/settings/clients/"+made.ID, sess).Body.String()
+	if !strings.Contains(page, "<code>client_credentials</code>") || !strings.Contains(page, "private_key_jwt") {
+		t.Errorf("client page lacks grant types or keys:\n%s", page)
+	}
+	// A public client with client_credentials is refused with a sentence.
+	rec = se.post(newClientPath, url.Values{csrfField: {csrf}, "name": {"Bad"}, "client_type": {"public"},
+		"grant_type": {"client_credentials"}, "scope": {"BOOKING_READ"}}, sess)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "confidential clients only") {
+		t.Errorf("public client_credentials = %d\n%s", rec.Code, rec.Body)
 	}
 }
