@@ -16,6 +16,7 @@ import (
 
 	"oauthd/data"
 	"oauthd/keys/verify"
+	"oauthd/keys/verify/dpoptest"
 )
 
 // TestGrantTableMatchesData: the table of grants has a row for each grant
@@ -218,5 +219,36 @@ func TestClientCredentialsLibrary(t *testing.T) {
 	var re *oauth2.RetrieveError
 	if _, err := bad.Token(context.Background()); !errors.As(err, &re) || re.ErrorCode != "invalid_client" {
 		t.Errorf("wrong secret: %v; want invalid_client", err)
+	}
+}
+
+// TestClientCredentialsDPoP: a DPoP-bound client's client_credentials
+// token is bound to the proof's key; without a proof it gets none, and a
+// replayed proof is refused.
+func TestClientCredentialsDPoP(t *testing.T) {
+	env := ccEnv(t)
+	if _, err := env.store.UpdateClient(context.Background(), "machine", func(c data.Client) (data.Client, error) {
+		c.DPoPBoundAccessTokens = true
+		return c, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tkOAuthErr(t, env.do(ccReq(env, "machine", env.secretA))); got != "invalid_dpop_proof" {
+		t.Errorf("no proof: %s; want invalid_dpop_proof", got)
+	}
+	key := dpoptest.NewES256()
+	req := ccReq(env, "machine", env.secretA)
+	req.header = append(req.header, env.proof(key))
+	rec := env.do(req)
+	var raw map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil || rec.Code != 200 || raw["token_type"] != "DPoP" {
+		t.Fatalf("with a proof: %d %s", rec.Code, rec.Body)
+	}
+	vc, err := env.s.cfg.Verifier.Verify(context.Background(), raw["access_token"].(string))
+	if err != nil || vc.JKT != key.JKT() {
+		t.Errorf("verified = %+v, %v; want cnf.jkt of the proof's key", vc, err)
+	}
+	if got := tkOAuthErr(t, env.do(req)); got != "invalid_dpop_proof" {
+		t.Errorf("replayed proof: %s; want invalid_dpop_proof", got)
 	}
 }
