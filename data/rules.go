@@ -181,7 +181,7 @@ func ValidateClient(c Client) error {
 	case c.HasKeys() && c.Type != Confidential:
 		return ruleErr("jwks", "only a confidential client authenticates with keys (private_key_jwt)")
 	case c.HasKeys() && len(c.Secrets) > 0:
-		return ruleErr("secrets", "a client with keys (private_key_jwt) cannot also hold a secret; remove its keys first")
+		return ruleErr("secrets", "a client with keys (private_key_jwt) authenticates with them and cannot also hold a secret")
 	case c.JWKS != "" && c.JWKSURI != "":
 		return ruleErr("jwks", "give the keys inline (jwks) or by URL (jwks_uri), not both")
 	case len(c.JWKS) > MaxJWKS:
