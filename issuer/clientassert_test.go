@@ -262,3 +262,30 @@ func TestPrivateKeyJWTRevoke(t *testing.T) {
 		t.Errorf("refresh after revocation: %s; want invalid_grant", got)
 	}
 }
+
+// TestPrivateKeyJWTFailureLimit: bad assertions count in the token
+// endpoint's failure limiter like wrong secrets: once (client, address)
+// has used its budget the answer is 429 without verifying anything; the
+// same client from another address is not locked out.
+func TestPrivateKeyJWTFailureLimit(t *testing.T) {
+	env := newPKEnv(t)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	limited := false
+	for i := 0; i < 40 && !limited; i++ {
+		req := pkReq("", assertion(t, jwt.SigningMethodES256, other, "k1", env.claims()), "grant_type", "client_credentials")
+		req.remote = "203.0.113.9:1"
+		rec := env.do(req)
+		limited = rec.Code == http.StatusTooManyRequests
+	}
+	if !limited {
+		t.Fatal("40 forged assertions from one address were never limited")
+	}
+	good := pkReq("", env.signed(), "grant_type", "client_credentials")
+	good.remote = "203.0.113.9:1"
+	if rec := env.do(good); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("a good assertion from the limited address = %d; want 429 (the limit is no oracle)", rec.Code)
+	}
+	good = pkReq("", env.signed(), "grant_type", "client_credentials")
+	good.remote = "198.51.100.77:1"
+	env.mustTokens(env.do(good))
+}
