@@ -172,7 +172,23 @@ type Client struct {
 	// rule of remembered consents ([ConsentHeld]); only [Reviewed], in
 	// every store's UpdateClient, changes it.
 	Review ClientReview `json:"review,omitzero"`
+	// GrantTypes are the grant types the client may use ([GrantTypes]);
+	// nil means [DefaultGrantTypes] (a record made before the field, or a
+	// client that asked for none): read them with
+	// [Client.AllowedGrantTypes]. A new one waits for review like a new
+	// scope ([ClientChange.AddGrantTypes]).
+	GrantTypes []string `json:"grant_types,omitempty"`
+	// JWKS is the client's public JWK set (RFC 7517 §5, as JSON text) and
+	// JWKSURI where it publishes one (https): a client with either
+	// authenticates with private_key_jwt (RFC 7523 §2.2, OpenID Connect
+	// Core §9) and holds no secret. At most one of them is set.
+	JWKS    string `json:"jwks,omitempty"`
+	JWKSURI string `json:"jwks_uri,omitempty"`
 }
+
+// HasKeys reports whether c authenticates with keys (private_key_jwt)
+// instead of a secret.
+func (c Client) HasKeys() bool { return c.JWKS != "" || c.JWKSURI != "" }
 
 // ClientChange is the part of a change by a client's owner that widens what
 // an approved client can do: scopes and redirect URIs it does not have, or
@@ -186,6 +202,9 @@ type ClientChange struct {
 	// AddPostLogoutRedirectURIs are post-logout redirect URIs the client
 	// does not have ([Client.PostLogoutRedirectURIs]).
 	AddPostLogoutRedirectURIs []string `json:"add_post_logout_redirect_uris,omitempty"`
+	// AddGrantTypes are grant types the client may not use yet
+	// ([Client.AllowedGrantTypes]).
+	AddGrantTypes []string `json:"add_grant_types,omitempty"`
 	// Type is the client type asked for; "" when the type stays.
 	Type ClientType `json:"type,omitempty"`
 	// DropDPoPBound and DropRequirePAR turn off the client's
@@ -213,6 +232,7 @@ func (p *ClientChange) Clone() *ClientChange {
 	q.AddScopes = slices.Clone(q.AddScopes)
 	q.AddRedirectURIs = slices.Clone(q.AddRedirectURIs)
 	q.AddPostLogoutRedirectURIs = slices.Clone(q.AddPostLogoutRedirectURIs)
+	q.AddGrantTypes = slices.Clone(q.AddGrantTypes)
 	if q.Secret != nil {
 		s := *q.Secret
 		s.Hash = slices.Clone(s.Hash)
@@ -228,6 +248,7 @@ func (c Client) Clone() Client {
 	c.RedirectURIs = slices.Clone(c.RedirectURIs)
 	c.Scopes = slices.Clone(c.Scopes)
 	c.PostLogoutRedirectURIs = slices.Clone(c.PostLogoutRedirectURIs)
+	c.GrantTypes = slices.Clone(c.GrantTypes)
 	c.Usage = slices.Clone(c.Usage)
 	if c.Secrets != nil {
 		s := make([]ClientSecret, len(c.Secrets))
@@ -255,6 +276,9 @@ func (c Client) WithPending() Client {
 	c.RedirectURIs = append(slices.Clone(c.RedirectURIs), p.AddRedirectURIs...)
 	if len(p.AddPostLogoutRedirectURIs) > 0 {
 		c.PostLogoutRedirectURIs = append(slices.Clone(c.PostLogoutRedirectURIs), p.AddPostLogoutRedirectURIs...)
+	}
+	if len(p.AddGrantTypes) > 0 {
+		c.GrantTypes = append(slices.Clone(c.AllowedGrantTypes()), p.AddGrantTypes...)
 	}
 	if p.DropDPoPBound {
 		c.DPoPBoundAccessTokens = false

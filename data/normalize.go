@@ -75,6 +75,7 @@ func normalizeClient(c Client) Client {
 	c.Usage = omitEmpty(c.Usage)
 	c.Review.Scopes = omitEmpty(c.Review.Scopes)
 	c.PostLogoutRedirectURIs = omitEmpty(c.PostLogoutRedirectURIs)
+	c.GrantTypes = omitEmpty(c.GrantTypes)
 	c.Pending = normalizeChange(c.Pending)
 	c.RejectedChange = normalizeChange(c.RejectedChange)
 	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
@@ -89,6 +90,7 @@ func normalizeChange(p *ClientChange) *ClientChange {
 	p.AddScopes = omitEmpty(p.AddScopes)
 	p.AddRedirectURIs = omitEmpty(p.AddRedirectURIs)
 	p.AddPostLogoutRedirectURIs = omitEmpty(p.AddPostLogoutRedirectURIs)
+	p.AddGrantTypes = omitEmpty(p.AddGrantTypes)
 	if p.Secret != nil {
 		*p.Secret = normalizeSecret(*p.Secret)
 	}

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -97,6 +98,15 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// MaxJWKS bounds a client's inline JWK set.
+const MaxJWKS = 64 << 10
+
+// validJWKSURI checks a jwks_uri: https, a host, no user info or fragment.
+func validJWKSURI(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && len(raw) <= 2000 && u.Scheme == "https" && u.Host != "" && u.User == nil && u.Fragment == "" && !strings.ContainsAny(raw, " \t\r\n")
+}
+
 // ValidateClient checks the rules every stored client obeys.
 func ValidateClient(c Client) error {
 	if c.ID == "" {
@@ -114,8 +124,11 @@ func ValidateClient(c Client) error {
 	default:
 		return ruleErr("client_type", "%q is neither confidential nor public", c.Type)
 	}
-	if len(c.RedirectURIs) == 0 {
-		return ruleErr("redirect_uris", "at least one redirect URI is required")
+	if err := validateGrantTypes(c); err != nil {
+		return err
+	}
+	if len(c.RedirectURIs) == 0 && c.AllowsGrant(GrantAuthorizationCode) {
+		return ruleErr("redirect_uris", "at least one redirect URI is required (for the authorization_code grant)")
 	}
 	if len(c.RedirectURIs) > MaxRedirectURIs {
 		return ruleErr("redirect_uris", "%d given; a client has at most %d", len(c.RedirectURIs), MaxRedirectURIs)
@@ -165,7 +178,19 @@ func ValidateClient(c Client) error {
 	switch {
 	case len(c.Secrets) > MaxActiveSecrets:
 		return fmt.Errorf("%w: revoke one first", ErrTooManySecrets)
-	case c.Type == Confidential && len(c.Secrets) == 0:
+	case c.HasKeys() && c.Type != Confidential:
+		return ruleErr("jwks", "only a confidential client authenticates with keys (private_key_jwt)")
+	case c.HasKeys() && len(c.Secrets) > 0:
+		return ruleErr("secrets", "a client with keys (private_key_jwt) authenticates with them and cannot also hold a secret")
+	case c.JWKS != "" && c.JWKSURI != "":
+		return ruleErr("jwks", "give the keys inline (jwks) or by URL (jwks_uri), not both")
+	case len(c.JWKS) > MaxJWKS:
+		return ruleErr("jwks", "the JWK set is larger than %d bytes", MaxJWKS)
+	case c.JWKS != "" && !json.Valid([]byte(c.JWKS)):
+		return ruleErr("jwks", "the JWK set is not JSON")
+	case c.JWKSURI != "" && !validJWKSURI(c.JWKSURI):
+		return ruleErr("jwks_uri", "%q must be an https URL with a host, without user info or fragment, at most 2000 bytes", c.JWKSURI)
+	case c.Type == Confidential && len(c.Secrets) == 0 && !c.HasKeys():
 		return ErrLastSecret
 	case c.Type == Public && len(c.Secrets) > 0:
 		return ruleErr("secrets", "a public client has no secret")
@@ -192,8 +217,8 @@ func validatePending(c Client) error {
 	if c.Status != StatusApproved {
 		return ruleErr("pending", "only an approved client can have a pending change; a client that is %s takes its owner's edits directly", c.Status)
 	}
-	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
-		return ruleErr("pending", "a pending change must add a scope or a redirect URI, change the client type or turn a protection off")
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && len(p.AddGrantTypes) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
+		return ruleErr("pending", "a pending change must add a scope, a redirect URI or a grant type, change the client type or turn a protection off")
 	}
 	if (p.DropDPoPBound && !c.DPoPBoundAccessTokens) || (p.DropRequirePAR && !c.RequirePAR) {
 		return ruleErr("pending", "a pending change can turn off only a protection the client has")
@@ -215,6 +240,11 @@ func validatePending(c Client) error {
 	for _, u := range p.AddRedirectURIs {
 		if slices.Contains(c.RedirectURIs, u) {
 			return ruleErr("pending", "redirect URI %q is already approved", u)
+		}
+	}
+	for _, gt := range p.AddGrantTypes {
+		if c.AllowsGrant(gt) {
+			return ruleErr("pending", "grant type %s is already approved", gt)
 		}
 	}
 	for _, u := range p.AddPostLogoutRedirectURIs {

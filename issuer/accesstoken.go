@@ -108,10 +108,14 @@ func newAccessTokenID() string {
 func (s *Server) mintAccessToken(ctx context.Context, now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) (string, error) {
 	_, span := data.StartSpan(ctx, tracer, "", "sign access token")
 	defer span.End()
+	sub := clientID // a token without a user (client_credentials): RFC 9068 §2.2
+	if userID != 0 {
+		sub = strconv.FormatInt(userID, 10)
+	}
 	iat := now.Unix()
 	claims := &accessClaims{
 		Issuer:    s.cfg.Issuer,
-		Subject:   strconv.FormatInt(userID, 10),
+		Subject:   sub,
 		Audience:  s.cfg.Audience,
 		IssuedAt:  iat,
 		ExpiresAt: iat + int64(s.cfg.AccessTTL/time.Second),
@@ -157,6 +161,13 @@ func (s *Server) startAccessToken(ctx context.Context, now time.Time, grant stri
 		close(p.done)
 	})
 	return p
+}
+
+// startMachineToken starts signing an access token without a user and
+// without a grant (client_credentials): its sub is the client ID (RFC 9068
+// §2.2) and it carries no grant_id.
+func (s *Server) startMachineToken(ctx context.Context, now time.Time, clientID string, scopes []string, jkt string) *pendingToken {
+	return s.startAccessToken(ctx, now, "", 0, clientID, scopes, false, jkt)
 }
 
 // wait returns the signed token. A nil p (a store that reported success

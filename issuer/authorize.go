@@ -286,6 +286,11 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	if rt, ok := q["response_type"]; ok && rt[0] != "code" {
 		return nil, fail(ErrUnsupportedResponseType, "only response_type=code is supported")
 	}
+	if !client.AllowsGrant(data.GrantAuthorizationCode) {
+		// RFC 6749 §4.1.2.1: the client may not use the authorization
+		// code grant (its grant types are reviewed).
+		return nil, fail(ErrUnauthorizedClient, "the client may not use the authorization_code grant")
+	}
 
 	scopes, err := scope.Parse(q.Get("scope"))
 	if u, ok := errors.AsType[*scope.UnknownError](err); ok {

@@ -49,7 +49,13 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 	ctx, span := data.StartSpan(ctx, tracer, "", "client authentication")
 	defer span.End()
 	id, secret := req.ClientID, req.ClientSecret
-	if req.Basic {
+	assertion := req.Form.Get("client_assertion") != "" || req.Form.Get("client_assertion_type") != ""
+	if assertion {
+		var e *Error
+		if id, e = assertionClientID(req); e != nil {
+			return data.Client{}, e
+		}
+	} else if req.Basic {
 		if req.ClientSecret != "" {
 			return data.Client{}, tokBadRequest("use one client authentication method: HTTP Basic or client_secret in the body, not both")
 		}
@@ -89,8 +95,20 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 		return data.Client{}, fmt.Errorf("authenticate client: %w", err)
 	}
 	matched := -1
-	switch client.Type {
-	case data.Public:
+	switch {
+	case assertion && !client.HasKeys():
+		return fail(WithDescription(ErrInvalidClient, "the client has no registered keys; it authenticates with its secret (client_secret_basic or client_secret_post)"))
+	case assertion:
+		e, err := s.checkAssertion(ctx, c, client, req, now)
+		if err != nil {
+			return data.Client{}, err
+		}
+		if e != nil {
+			return fail(e)
+		}
+	case client.HasKeys():
+		return fail(WithDescription(ErrInvalidClient, "the client authenticates with private_key_jwt: send client_assertion_type and client_assertion"))
+	case client.Type == data.Public:
 		if secret != "" {
 			return fail(WithDescription(ErrInvalidClient, "a public client has no secret; send only client_id"))
 		}

@@ -81,6 +81,17 @@ func (s *Server) tokenUser(c echo.Context, op, required string, covered func(*ve
 		s.metrics.grantRefused.Inc()
 		return nil, data.User{}, false, meInvalidToken(c, "the token's grant was revoked")
 	}
+	if !claims.HasUser() {
+		// A valid token that is not enough for this route: it acts for
+		// no user (client_credentials), and the route answers with one.
+		h.Set("WWW-Authenticate", `Bearer error="`+oauth.InsufficientScope+`", scope="`+required+`"`)
+		return nil, data.User{}, false, c.JSON(http.StatusForbidden, oauth.ScopeErrorBody{
+			Error:          oauth.InsufficientScope,
+			Description:    "the token acts for no user: client " + claims.ClientID + " got it for itself (client_credentials); this route answers with a user's data",
+			RequiredScopes: []string{required},
+			GrantedScopes:  append([]string{}, claims.Scopes...),
+		})
+	}
 	if !covered(claims) {
 		h.Set("WWW-Authenticate", `Bearer error="`+oauth.InsufficientScope+`", scope="`+required+`"`)
 		granted := claims.Scopes

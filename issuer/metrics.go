@@ -97,14 +97,3 @@ func registerCollector[C prometheus.Collector](reg prometheus.Registerer, c C) C
 	}
 	return c
 }
-
-// grantLabel bounds the grant_type label to the known values.
-func grantLabel(gt string) string {
-	switch gt {
-	case "authorization_code", "refresh_token":
-		return gt
-	case "":
-		return "none"
-	}
-	return "other"
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -88,6 +89,11 @@ func (s *Server) revokeAccessToken(c echo.Context, client data.Client, token str
 	claims, err := s.cfg.Verifier.Verify(ctx, token)
 	if err != nil || claims.ClientID != client.ID {
 		return nil // invalid, expired or another client's: 200, nothing changes
+	}
+	if claims.GrantID == "" && !claims.HasUser() {
+		// client_credentials: no grant is stored that a revocation could
+		// end (RFC 7009 §2.2.1 lets a server refuse access tokens).
+		return WithDescription(ErrUnsupportedTokenType, "a client_credentials access token names no grant to revoke; it expires within %d minutes (to stop the client's tokens, revoke its secret or reject it)", int(s.cfg.AccessTTL/time.Minute))
 	}
 	if claims.GrantID == "" {
 		return WithDescription(ErrUnsupportedTokenType, "this access token was issued before access tokens named their grant; revoke the refresh token (the access token expires within 30 minutes)")

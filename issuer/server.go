@@ -16,6 +16,7 @@ import (
 
 	"oauthd/data"
 	"oauthd/issuer/throttle"
+	"oauthd/keys/netsafe"
 	"oauthd/keys/verify"
 )
 
@@ -55,8 +56,11 @@ type Config struct {
 	// /v2/me, with the table of [UserinfoTable] (the openid scope);
 	// default MeAuth.
 	UserinfoAuth echo.MiddlewareFunc
-	Logger       *slog.Logger     // default: discard
-	Now          func() time.Time // default: time.Now
+	// Fetcher fetches clients' jwks_uri documents; default
+	// netsafe.New(netsafe.Config{}) (https, public addresses only).
+	Fetcher *netsafe.Fetcher
+	Logger  *slog.Logger     // default: discard
+	Now     func() time.Time // default: time.Now
 	// Registerer receives the issuer's Prometheus metrics; nil means none.
 	Registerer prometheus.Registerer
 
@@ -124,6 +128,7 @@ type Server struct {
 	idSigner   IDTokenSigner        // Config.IDSigner (oidc.go)
 	keys       verify.KeySource     // Config.Keys
 	approvals  *throttle.Limiter    // the signed-in users' approvals (approvals.go)
+	clientKeys *clientKeyCache      // private_key_jwt clients' keys (clientassert.go)
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -148,6 +153,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Fetcher == nil {
+		cfg.Fetcher = netsafe.New(netsafe.Config{})
 	}
 	if cfg.AccessTTL <= 0 {
 		cfg.AccessTTL = 30 * time.Minute
@@ -191,6 +199,7 @@ func New(cfg Config) (*Server, error) {
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
 	s.par = newPARState(cfg)
+	s.clientKeys = &clientKeyCache{fetch: cfg.Fetcher, m: map[string]*clientKeys{}}
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
 	s.metrics = newMetrics(cfg.Registerer)

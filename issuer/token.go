@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,9 +51,8 @@ type tokenResponse struct {
 	IDToken      string // OpenID Connect Core §3.1.3.3; "" omits the member
 }
 
-// handleToken is POST /v2/auth/oauth2/token (RFC 6749 §3.2): the
-// authorization_code (§4.1.3, PKCE RFC 7636 §4.6) and refresh_token (§6)
-// grants.
+// handleToken is POST /v2/auth/oauth2/token (RFC 6749 §3.2): the grants
+// of the table of grants (grants.go).
 func (s *Server) handleToken(c echo.Context) error {
 	start := time.Now()
 	req, perr := parseTokenRequest(c.Request())
@@ -82,25 +82,30 @@ func (s *Server) handleToken(c echo.Context) error {
 
 // token runs one token request after parsing.
 func (s *Server) token(ctx context.Context, c echo.Context, req *tokenRequest) (tokenResponse, error) {
-	switch req.GrantType {
-	case "":
+	if req.GrantType == "" {
 		return tokenResponse{}, tokBadRequest("grant_type is required")
-	case "authorization_code", "refresh_token":
-	default:
-		return tokenResponse{}, WithDescription(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+	}
+	g := grantOf(req.GrantType)
+	if g == nil {
+		return tokenResponse{}, WithDescription(ErrUnsupportedGrantType, "grant_type must be one of %s", strings.Join(grantTypesSupported(), ", "))
 	}
 	client, err := s.authenticateClient(ctx, c, req)
 	if err != nil {
 		return tokenResponse{}, err
 	}
+	if !client.AllowsGrant(g.typ) {
+		// RFC 6749 §5.2: the client authenticated but may not use this
+		// grant (its grant types are reviewed, like its scopes).
+		return tokenResponse{}, WithDescription(ErrUnauthorizedClient, "the client may not use the %s grant; its grant types are %s", g.typ, strings.Join(client.AllowedGrantTypes(), ", "))
+	}
+	if p := g.missingParam(req); p != "" {
+		return tokenResponse{}, tokBadRequest("%s is required", p)
+	}
 	proof, err := s.tokenProof(c, client)
 	if err != nil {
 		return tokenResponse{}, err
 	}
-	if req.GrantType == "authorization_code" {
-		return s.exchangeCode(ctx, c, client, req, proof)
-	}
-	return s.refresh(ctx, c, client, req, proof)
+	return g.handle(s, ctx, c, client, req, proof)
 }
 
 // exchangeCode runs the authorization_code grant.
@@ -290,8 +295,10 @@ func writeTokenResponse(c echo.Context, r tokenResponse) error {
 	b := (*bp)[:0]
 	b = append(b, `{"access_token":`...)
 	b = appendJSONString(b, r.AccessToken)
-	b = append(b, `,"refresh_token":`...)
-	b = appendJSONString(b, r.RefreshToken)
+	if r.RefreshToken != "" { // none for client_credentials (RFC 6749 §4.4.3)
+		b = append(b, `,"refresh_token":`...)
+		b = appendJSONString(b, r.RefreshToken)
+	}
 	if r.DPoP {
 		b = append(b, `,"token_type":"DPoP","expires_in":`...)
 	} else {
@@ -325,12 +332,18 @@ func writeTokenResponse(c echo.Context, r tokenResponse) error {
 // into net/http's own buffer by Write.
 var responseBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// audit logs a security event. Never a secret, code or token.
+// audit logs a security event. Never a secret, code or token. userID 0
+// is an event without a user (a client acting for itself): it says
+// subject=client instead of a user ID.
 func (s *Server) audit(ctx context.Context, c echo.Context, event, clientID string, userID int64) {
+	who := slog.Int64("user_id", userID)
+	if userID == 0 {
+		who = slog.String("subject", "client")
+	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "audit",
 		slog.String("event", event),
 		slog.String("client_id", clientID),
-		slog.Int64("user_id", userID),
+		who,
 		slog.String("remote_addr", c.RealIP()))
 }
 

@@ -76,7 +76,7 @@ func (t *tokenRequest) set(name, value string) {
 
 // credentialParams may never appear in the URL query (RFC 6749 §2.3.1,
 // §3.2: credentials travel in the body).
-var credentialParams = []string{"client_secret", "code", "code_verifier", "refresh_token", "token"}
+var credentialParams = []string{"client_secret", "client_assertion", "code", "code_verifier", "refresh_token", "token", "device_code"}
 
 func tokBadRequest(format string, args ...any) *Error {
 	return WithDescription(ErrInvalidRequest, format, args...)
@@ -201,7 +201,7 @@ func tokCheckParam(name, value string) *Error {
 func tokParamName(name string) string {
 	switch name {
 	case "grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope",
-		"client_id", "client_secret", "token", "token_type_hint":
+		"client_id", "client_secret", "token", "token_type_hint", "client_assertion", "client_assertion_type", "device_code":
 		return name
 	}
 	return "(unrecognized)"

@@ -143,7 +143,7 @@ func TestCLIClients(t *testing.T) {
 	var created map[string]any
 	oneJSON(t, c.ok("", "clients", "create", "--owner", "dev@example.com", "--name", "Cal Sync", "--redirect-uri", "https://a.example/cb",
 		"--redirect-uri", "http://127.0.0.1:8000/cb", "--scope", "PROFILE_READ BOOKING_READ", "--scope", "SCHEDULE_READ", "--json"), &created)
-	want := []string{"client_id", "client_secret", "client_type", "name", "redirect_uris", "scopes", "secret_id", "status"}
+	want := []string{"client_id", "client_secret", "client_type", "grant_types", "name", "redirect_uris", "scopes", "secret_id", "status", "token_endpoint_auth_method"}
 	if got := keysOf(created); !slices.Equal(got, want) {
 		t.Errorf("clients create --json keys = %v; want %v", got, want)
 	}

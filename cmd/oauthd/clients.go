@@ -57,6 +57,13 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	} else {
 		kv = append(kv, "scopes", strings.Join(c.Scopes, " "))
 	}
+	kv = append(kv, "grant_types", strings.Join(c.GrantTypes, " "), "token_endpoint_auth_method", c.TokenEndpointAuthMethod)
+	switch {
+	case c.JWKSURI != "":
+		kv = append(kv, "jwks_uri", c.JWKSURI)
+	case c.JWKS != "":
+		kv = append(kv, "jwks", "(inline JWK set)")
+	}
 	ids := make([]string, 0, len(c.Secrets))
 	for _, s := range c.Secrets {
 		ids = append(ids, fmt.Sprintf("%s (created %s, last used %s)", s.SecretID, fmtTime(s.CreatedAt), fmtTimePtr(s.LastUsedAt)))
@@ -130,6 +137,9 @@ func changeSummary(p *admin.ChangeView) string {
 	}
 	if len(p.AddPostLogoutRedirectURIs) > 0 {
 		parts = append(parts, "adds post-logout redirect URIs "+strings.Join(p.AddPostLogoutRedirectURIs, " "))
+	}
+	if len(p.AddGrantTypes) > 0 {
+		parts = append(parts, "adds grant types "+strings.Join(p.AddGrantTypes, " "))
 	}
 	if p.ClientType != "" {
 		parts = append(parts, "makes the client "+p.ClientType)

@@ -11,16 +11,24 @@ import (
 
 func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 	var (
-		in     admin.NewClient
-		asJSON bool
+		in       admin.NewClient
+		asJSON   bool
+		jwksFile string
 	)
 	cmd := &cobra.Command{
-		Use:     "create --owner EMAIL --name NAME --redirect-uri URI... --scope SCOPE... [--public]",
+		Use:     "create --owner EMAIL --name NAME [--redirect-uri URI...] --scope SCOPE... [--public] [--grant-type TYPE...] [--jwks FILE | --jwks-uri URL]",
 		Short:   "Register a client (status pending until approved); prints its secret once",
 		Long:    "Register a client; it stays pending until an administrator approves it.\n\n" + scopeHelp(),
 		Example: "  oauthd clients create --owner dev@example.com --name 'Calendar Sync' --redirect-uri https://app.example/cb --scope PROFILE_READ,BOOKING_READ",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if jwksFile != "" {
+				b, err := readInput(cmd, jwksFile)
+				if err != nil {
+					return err
+				}
+				in.JWKS = string(b)
+			}
 			return o.withService(cmd, func(ctx context.Context, svc admin.Service) error {
 				c, err := svc.CreateClient(ctx, in)
 				if err != nil {
@@ -34,7 +42,8 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 					kv = append(kv, "client_secret", c.ClientSecret, "secret_id", c.SecretID)
 				}
 				kv = append(kv, "status", c.Status, "client_type", c.ClientType, "name", c.Name,
-					"redirect_uris", strings.Join(c.RedirectURIs, " "), "scopes", strings.Join(c.Scopes, " "))
+					"redirect_uris", strings.Join(c.RedirectURIs, " "), "scopes", strings.Join(c.Scopes, " "),
+					"grant_types", strings.Join(c.GrantTypes, " "), "token_endpoint_auth_method", c.TokenEndpointAuthMethod)
 				if err := fields(cmd.OutOrStdout(), kv...); err != nil {
 					return err
 				}
@@ -49,11 +58,14 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&in.Owner, "owner", "", "the user who owns the client: their ID, email or username (required); the client belongs to that user (by ID), whatever later happens to their email")
 	fs.StringVar(&in.Name, "name", "", "the client's name, shown on the consent page (required)")
-	fs.StringArrayVar(&in.RedirectURIs, "redirect-uri", nil, "a redirect URI (repeatable, up to 10; https, or http on loopback)")
+	fs.StringArrayVar(&in.RedirectURIs, "redirect-uri", nil, "a redirect URI (repeatable, up to 10; https, or http on loopback); required with the authorization_code grant")
 	fs.StringArrayVar(&in.Scopes, "scope", nil, "a scope, or a comma/space-separated list (repeatable; at least one)")
 	fs.BoolVar(&in.Public, "public", false, "a public client (no secret; PKCE required)")
+	fs.StringArrayVar(&in.GrantTypes, "grant-type", nil, "a grant type the client may use (repeatable): authorization_code, refresh_token, client_credentials (confidential clients); default authorization_code and refresh_token")
+	fs.StringVar(&jwksFile, "jwks", "", "a file holding the client's public JWK set: the client authenticates with private_key_jwt (RFC 7523) and gets no secret")
+	fs.StringVar(&in.JWKSURI, "jwks-uri", "", "an https URL where the client publishes its public JWK set (private_key_jwt; no secret)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	for _, f := range []string{"owner", "name", "redirect-uri", "scope"} {
+	for _, f := range []string{"owner", "name", "scope"} {
 		_ = cmd.MarkFlagRequired(f)
 	}
 	return cmd

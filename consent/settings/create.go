@@ -15,11 +15,14 @@ func (h *Handler) createClient(c echo.Context, rq request) error {
 	r := c.Request()
 	ctx := r.Context()
 	scopes := formScopes(r)
+	grantTypes := r.PostForm["grant_type"] // none: the default grant types
 	form := clientForm{
 		Name:         strings.TrimSpace(r.PostForm.Get("name")),
 		Public:       r.PostForm.Get("client_type") == "public",
 		RedirectURIs: r.PostForm.Get("redirect_uris"),
 		Groups:       choices(scopes),
+		GrantTypes:   grantChoices(grantTypes),
+		JWKSURI:      strings.TrimSpace(r.PostForm.Get("jwks_uri")),
 	}
 	v := view{Title: "Register a new client", User: rq.u, CSRF: rq.s.CSRF, S: &settingsView{Form: form}}
 	switch ct := r.PostForm.Get("client_type"); {
@@ -33,7 +36,7 @@ func (h *Handler) createClient(c echo.Context, rq request) error {
 	}
 	created, err := h.clients.CreateClient(ctx, admin.NewClient{
 		OwnerID: rq.u.ID, Name: form.Name, RedirectURIs: splitLines(form.RedirectURIs),
-		Scopes: scopes, Public: form.Public,
+		Scopes: scopes, Public: form.Public, GrantTypes: grantTypes, JWKSURI: form.JWKSURI,
 	})
 	if err != nil {
 		msg, status, ok := userMessage(err)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"oauthd/data"
 	"oauthd/data/scope"
 )
 
@@ -17,6 +18,34 @@ type clientForm struct {
 	PostLogoutURIs string
 	Groups         []choiceGroup
 	Confirm        bool // migration confirmation
+	// GrantTypes are the grant type checkboxes of a new client; JWKSURI
+	// makes it authenticate with private_key_jwt.
+	GrantTypes []grantChoice
+	JWKSURI    string
+}
+
+// grantChoice is one grant type checkbox.
+type grantChoice struct {
+	Name, Description string
+	Checked           bool
+}
+
+// grantChoices returns the grant type checkboxes with checked ticked
+// (the default grant types when checked is nil).
+func grantChoices(checked []string) []grantChoice {
+	if checked == nil {
+		checked = data.DefaultGrantTypes
+	}
+	desc := map[string]string{
+		data.GrantAuthorizationCode: "Users sign in and allow the app (needs a redirect URI).",
+		data.GrantRefreshToken:      "The app renews a user's tokens without asking again.",
+		data.GrantClientCredentials: "A backend gets tokens for itself, without a user (confidential clients only).",
+	}
+	out := make([]grantChoice, 0, len(data.GrantTypes))
+	for _, gt := range data.GrantTypes {
+		out = append(out, grantChoice{Name: gt, Description: desc[gt], Checked: slices.Contains(checked, gt)})
+	}
+	return out
 }
 
 // choiceGroup is one level of scope checkboxes.

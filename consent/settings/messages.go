@@ -19,6 +19,7 @@ var flashes = map[string]string{
 	"post_logout_saved":   "The post-logout redirect URIs were saved.",
 	"scopes_saved":        "The scopes were saved.",
 	"protections_saved":   "The protections were saved.",
+	"grant_types_saved":   "The grant types were saved.",
 	"migrated":            "The client is migrated: scopes now apply to every new authorization request. Tokens issued earlier keep working until users authorize again.",
 	"change_pending":      "Saved for review: what you added waits for a platform administrator, and until then the client works with its approved settings. Anything you removed no longer applies.",
 }

@@ -127,6 +127,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.POST(clientsPath+"/:id/post-logout-uris", onClient("client_post_logout_uris", h.savePostLogoutURIs)) // post_logout_uris.go
 	e.POST(clientsPath+"/:id/scopes", onClient("client_scopes", h.saveScopes))                             // scopes.go
 	e.POST(clientsPath+"/:id/protections", onClient("client_protections", h.saveProtections))              // protections.go
+	e.POST(clientsPath+"/:id/grant-types", onClient("client_grant_types", h.saveGrantTypes))               // grant_types.go
 	e.POST(clientsPath+"/:id/secrets", onClient("client_secret_generate", h.generateSecret))               // secret_generate.go
 	e.POST(clientsPath+"/:id/secrets/revoke", onClient("client_secret_revoke", h.revokeSecret))            // secret_revoke.go
 	if h.apps != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -687,7 +688,7 @@ func TestSettingsEveryRouteGuarded(t *testing.T) {
 	sess, _ := se.session(se.alice)
 	form := url.Values{"name": {"X"}, "client_type": {"public"}, "redirect_uris": {"https://x.example/cb"},
 		"scope": {"ORG_MEMBERSHIP_WRITE"}, "confirm": {"yes"}, "secret_id": {a.SecretID},
-		"post_logout_redirect_uris": {"https://x.example/bye"}}
+		"post_logout_redirect_uris": {"https://x.example/bye"}, "grant_type": {"client_credentials"}}
 	routes := 0
 	for _, r := range se.e.Routes() {
 		if !strings.HasPrefix(r.Path, "/settings/") {
@@ -708,8 +709,8 @@ func TestSettingsEveryRouteGuarded(t *testing.T) {
 			}
 		}
 	}
-	if routes != 12 {
-		t.Errorf("%d settings routes; want 12 (update this test with the new route)", routes)
+	if routes != 13 {
+		t.Errorf("%d settings routes; want 13 (update this test with the new route)", routes)
 	}
 	after := se.client(a.ClientID)
 	if len(after.Secrets) != 1 || after.Secrets[0].ID != before.Secrets[0].ID || after.Name != before.Name ||
@@ -755,5 +756,76 @@ func TestSettingsPostLogoutURIs(t *testing.T) {
 	rec = se.post(path+"/post-logout-uris", url.Values{csrfField: {csrf}, "post_logout_redirect_uris": {""}}, sess)
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=post_logout_saved" || len(se.client(a.ClientID).PostLogoutRedirectURIs) != 0 {
 		t.Fatalf("remove = %d %q; want saved at once", rec.Code, rec.Header().Get("Location"))
+	}
+}
+
+// TestSettingsCreateMachineClient: the form makes a backend that may use
+// client_credentials only and authenticates with keys at a jwks_uri: no
+// secret is shown, and the client page shows its grant types and keys.
+func TestSettingsCreateMachineClient(t *testing.T) {
+	se := newSettingsEnv(t)
+	sess, csrf := se.session(se.alice)
+	if page := se.get(newClientPath, sess).Body.String(); !strings.Contains(page, `name="grant_type" value="client_credentials"`) ||
+		!strings.Contains(page, `name="jwks_uri"`) {
+		t.Fatalf("form lacks the grant types or the keys URL")
+	}
+	rec := se.post(newClientPath, url.Values{csrfField: {csrf}, "name": {"Nightly sync"}, "client_type": {"confidential"},
+		"grant_type": {"client_credentials"}, "jwks_uri": {"https://sync.example.com/jwks.json"},
+		"scope": {"BOOKING_READ"}}, sess)
+	if rec.Code != http.StatusOK || secretRE.MatchString(rec.Body.String()) {
+		t.Fatalf("create = %d (a secret shown: %v)\n%s", rec.Code, secretRE.MatchString(rec.Body.String()), rec.Body)
+	}
+	cs, err := se.store.ListClients(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made *data.Client
+	for i := range cs {
+		if cs[i].Name == "Nightly sync" {
+			made = &cs[i]
+		}
+	}
+	if made == nil || !slices.Equal(made.GrantTypes, []string{data.GrantClientCredentials}) || made.JWKSURI != "https://sync.example.com/jwks.json" || len(made.Secrets) != 0 {
+		t.Fatalf("client = %+v", made)
+	}
+	page := se.get("/settings/clients/"+made.ID, sess).Body.String()
+	if !strings.Contains(page, "<code>client_credentials</code>") || !strings.Contains(page, "private_key_jwt") {
+		t.Errorf("client page lacks grant types or keys:\n%s", page)
+	}
+	// A public client with client_credentials is refused with a sentence.
+	rec = se.post(newClientPath, url.Values{csrfField: {csrf}, "name": {"Bad"}, "client_type": {"public"},
+		"grant_type": {"client_credentials"}, "scope": {"BOOKING_READ"}}, sess)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "confidential clients only") {
+		t.Errorf("public client_credentials = %d\n%s", rec.Code, rec.Body)
+	}
+}
+
+// TestSettingsGrantTypes: on an approved client, a grant type added on
+// the Grant types form waits for review (the pending panel shows it) and
+// one removed applies at once; none at all is refused with a sentence.
+func TestSettingsGrantTypes(t *testing.T) {
+	se := newSettingsEnv(t)
+	a := se.create(se.alice, "Alice App", false)
+	if _, err := se.adm.ApproveClient(context.Background(), a.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	sess, csrf := se.session(se.alice)
+	path := clientsPath + "/" + a.ClientID
+	rec := se.post(path+"/grant-types", url.Values{csrfField: {csrf}, "grant_type": {"authorization_code", "client_credentials"}}, sess)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path+"?done=change_pending" {
+		t.Fatalf("save = %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	c := se.client(a.ClientID)
+	if !slices.Equal(c.AllowedGrantTypes(), []string{data.GrantAuthorizationCode}) || c.Pending == nil ||
+		!slices.Equal(c.Pending.AddGrantTypes, []string{data.GrantClientCredentials}) {
+		t.Fatalf("stored = %v, pending %+v", c.AllowedGrantTypes(), c.Pending)
+	}
+	page := se.get(path, sess).Body.String()
+	if !strings.Contains(page, "Waiting for review") || !strings.Contains(page, `value="client_credentials" checked`) {
+		t.Errorf("the page does not show the pending grant type")
+	}
+	rec = se.post(path+"/grant-types", url.Values{csrfField: {csrf}}, sess)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "at least one grant type") {
+		t.Errorf("no grant type = %d", rec.Code)
 	}
 }

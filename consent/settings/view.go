@@ -57,6 +57,9 @@ func newChangePanel(cv admin.ClientView, p *admin.ChangeView) *changePanel {
 	if len(p.AddPostLogoutRedirectURIs) > 0 {
 		cp.Rows = append(cp.Rows, changeRow{"Post-logout redirect URIs", cv.PostLogoutRedirectURIs, p.AddPostLogoutRedirectURIs})
 	}
+	if len(p.AddGrantTypes) > 0 {
+		cp.Rows = append(cp.Rows, changeRow{"Grant types", cv.GrantTypes, p.AddGrantTypes})
+	}
 	if p.ClientType != "" {
 		cp.Rows = append(cp.Rows, changeRow{"Client type", []string{typeName(cv.ClientType)}, []string{typeName(p.ClientType)}})
 	}
@@ -122,6 +125,7 @@ func (h *Handler) detail(c echo.Context, status int, rq request, edit func(*sett
 			RedirectURIs:   strings.Join(cv.RedirectURIs, "\n"),
 			PostLogoutURIs: strings.Join(cv.PostLogoutRedirectURIs, "\n"),
 			Groups:         choices(cv.Scopes),
+			GrantTypes:     grantChoices(cv.GrantTypes),
 		},
 		Pending:  newChangePanel(cv, cv.PendingChange),
 		Rejected: newChangePanel(cv, cv.RejectedChange),
@@ -132,8 +136,9 @@ func (h *Handler) detail(c echo.Context, status int, rq request, edit func(*sett
 		sv.Form.RedirectURIs = strings.Join(p.RedirectURIs, "\n")
 		sv.Form.PostLogoutURIs = strings.Join(p.PostLogoutRedirectURIs, "\n")
 		sv.Form.Groups = choices(p.Scopes, p.AddScopes...)
+		sv.Form.GrantTypes = grantChoices(p.GrantTypes)
 	}
-	sv.CanGenerate = cv.ClientType == string(data.Confidential) && len(cv.Secrets) < data.MaxActiveSecrets
+	sv.CanGenerate = cv.ClientType == string(data.Confidential) && len(cv.Secrets) < data.MaxActiveSecrets && cv.TokenEndpointAuthMethod != "private_key_jwt"
 	if cv.Legacy && cv.AuthorizationRequests != nil {
 		ar := cv.AuthorizationRequests
 		sv.Migration = &migrationView{WithScope: ar.WithScope, WithoutScope: ar.WithoutScope, Days: ar.Days,

@@ -114,6 +114,30 @@ var ruleCases = []ruleCase{
 	{"rejected without reason", func(c *data.Client) { c.Status = data.StatusRejected }, data.ErrInvalid},
 	{"rejected with reason", func(c *data.Client) { c.Status, c.RejectReason = data.StatusRejected, "spam" }, nil},
 	{"unknown status", func(c *data.Client) { c.Status = "archived" }, data.ErrInvalid},
+	{"grant types", func(c *data.Client) {
+		c.GrantTypes = []string{data.GrantClientCredentials, data.GrantAuthorizationCode}
+	}, nil},
+	{"client_credentials only, no redirect URI", func(c *data.Client) {
+		c.GrantTypes, c.RedirectURIs = []string{data.GrantClientCredentials}, nil
+	}, nil},
+	{"authorization_code without redirect URI", func(c *data.Client) {
+		c.GrantTypes, c.RedirectURIs = []string{data.GrantAuthorizationCode}, nil
+	}, data.ErrInvalid},
+	{"unknown grant type", func(c *data.Client) { c.GrantTypes = []string{"password"} }, data.ErrInvalid},
+	{"duplicate grant type", func(c *data.Client) {
+		c.GrantTypes = []string{data.GrantRefreshToken, data.GrantRefreshToken}
+	}, data.ErrInvalid},
+	{"keys instead of a secret", func(c *data.Client) { c.Secrets, c.JWKSURI = nil, "https://keys.example.com/jwks" }, nil},
+	{"keys and a secret", func(c *data.Client) { c.JWKSURI = "https://keys.example.com/jwks" }, data.ErrInvalid},
+	{"jwks and jwks_uri", func(c *data.Client) {
+		c.Secrets, c.JWKS, c.JWKSURI = nil, `{"keys":[]}`, "https://keys.example.com/jwks"
+	}, data.ErrInvalid},
+	{"jwks_uri over http", func(c *data.Client) { c.Secrets, c.JWKSURI = nil, "http://keys.example.com/jwks" }, data.ErrInvalid},
+	{"jwks not JSON", func(c *data.Client) { c.Secrets, c.JWKS = nil, "{keys" }, data.ErrInvalid},
+	{"public client with keys", func(c *data.Client) { c.Type, c.Secrets, c.JWKS = data.Public, nil, `{"keys":[]}` }, data.ErrInvalid},
+	{"client_credentials of a public client", func(c *data.Client) {
+		c.Type, c.Secrets, c.GrantTypes = data.Public, nil, []string{data.GrantClientCredentials}
+	}, data.ErrInvalid},
 }
 
 func testClientRulesAtCreate(t *testing.T, s data.Store) {

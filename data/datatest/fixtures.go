@@ -156,8 +156,10 @@ func fullRecords() records {
 	approved.DPoPBoundAccessTokens, approved.RequirePAR = true, true
 	approved.PostLogoutRedirectURIs = []string{"https://app.example.com/bye"}
 	approved.Review = data.ClientReview{Gen: 4, Approved: 2, Scopes: []data.ScopeAdded{{Scope: "PROFILE_READ", Gen: 3}}}
+	approved.GrantTypes = []string{data.GrantAuthorizationCode, data.GrantRefreshToken}
 	approved.Pending = &data.ClientChange{
 		AddScopes: []string{"APPS_READ"}, AddRedirectURIs: []string{"https://app.example.com/other"},
+		AddGrantTypes:             []string{data.GrantClientCredentials},
 		AddPostLogoutRedirectURIs: []string{"https://app.example.com/bye-other"},
 		DropDPoPBound:             true, DropRequirePAR: true, ProposedBy: "user 1 (settings page)", ProposedAt: t0,
 	}
@@ -172,6 +174,11 @@ func fullRecords() records {
 	public := newClient("public")
 	public.Type, public.Status, public.Secrets = data.Public, data.StatusApproved, nil
 	public.Pending = &data.ClientChange{Type: data.Confidential, Secret: ptr(secret("cs_d")), ProposedBy: "user 1 (settings page)", ProposedAt: t0}
+	keyed := newClient("keyed") // private_key_jwt: keys instead of a secret
+	keyed.Secrets, keyed.GrantTypes = nil, []string{data.GrantClientCredentials}
+	keyed.JWKS = `{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
+	keyedURI := newClient("keyed-uri")
+	keyedURI.Secrets, keyedURI.JWKSURI = nil, "https://keys.example.com/jwks.json"
 
 	code := newCode("oauthd_ac_full", "full")
 	code.Unrestricted, code.Used, code.FamilyID = true, true, "fam-gone"
@@ -187,7 +194,7 @@ func fullRecords() records {
 			{ID: 1, Email: "a@example.com", Username: "a", Name: "A", TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", CreatedAt: t0, ExternalID: "ext-a", ProfileUpdatedAt: t0.Add(time.Hour)},
 			{ID: 2, Email: "b@example.com", Username: "b", Name: "B", CreatedAt: t0, Disabled: true, DisabledAt: t0},
 		},
-		Clients:   []data.Client{approved, rejected, public},
+		Clients:   []data.Client{approved, rejected, public, keyed, keyedURI},
 		Code:      code,
 		Family:    fam,
 		FreshCode: newCode("oauthd_ac_fresh", "full"),

@@ -47,8 +47,12 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 	if e.RedirectURIs != nil && len(e.RedirectURIs) == 0 {
 		return EditResult{}, newError(data.ErrInvalid, "at least one redirect URI is required")
 	}
-	if scopes == nil && e.RedirectURIs == nil && e.PostLogoutRedirectURIs == nil && typ == "" && e.DPoPBoundAccessTokens == nil && e.RequirePAR == nil {
-		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs, post-logout redirect URIs, a client type or a protection")
+	grantTypes, err := parseGrantTypes(e.GrantTypes)
+	if err != nil {
+		return EditResult{}, err
+	}
+	if scopes == nil && e.RedirectURIs == nil && e.PostLogoutRedirectURIs == nil && grantTypes == nil && typ == "" && e.DPoPBoundAccessTokens == nil && e.RequirePAR == nil {
+		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs, post-logout redirect URIs, grant types, a client type or a protection")
 	}
 	now := l.now().UTC()
 	by := l.actorOf(ctx).String()
@@ -75,6 +79,9 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 			if len(want.PostLogoutRedirectURIs) == 0 {
 				want.PostLogoutRedirectURIs = nil
 			}
+		}
+		if grantTypes != nil {
+			want.GrantTypes = grantTypes
 		}
 		if typ != "" && typ != want.Type {
 			want.Type, want.Secrets = typ, nil
@@ -121,6 +128,7 @@ func applyDirectly(c, want data.Client) data.Client {
 	c.Scopes, c.Legacy, c.RedirectURIs = want.Scopes, want.Legacy, want.RedirectURIs
 	c.PostLogoutRedirectURIs = want.PostLogoutRedirectURIs
 	c.Type, c.Secrets = want.Type, want.Secrets
+	c.GrantTypes = want.GrantTypes
 	c.DPoPBoundAccessTokens, c.RequirePAR = want.DPoPBoundAccessTokens, want.RequirePAR
 	c.Pending, c.RejectedChange = nil, nil
 	return c
@@ -144,12 +152,25 @@ func splitEdit(c, want data.Client, by string, now time.Time) (data.Client, erro
 		c.Scopes = kept
 	}
 	kept := keep(c.RedirectURIs, want.RedirectURIs)
-	if len(kept) == 0 {
+	if len(kept) == 0 && len(c.RedirectURIs) > 0 {
 		return c, newError(data.ErrInvalid, fmt.Sprintf("keep at least one of the approved redirect URIs (%s) until an administrator has approved the new ones: "+
 			"the client must keep working meanwhile; remove the old ones afterwards", strings.Join(c.RedirectURIs, ", ")))
 	}
 	p.AddRedirectURIs = without(want.RedirectURIs, c.RedirectURIs)
 	c.RedirectURIs = kept
+	// Grant types are reviewed like scopes: one removed applies at once,
+	// a new one waits.
+	if want.GrantTypes != nil || c.GrantTypes != nil {
+		have := c.AllowedGrantTypes()
+		p.AddGrantTypes = without(want.AllowedGrantTypes(), have)
+		c.GrantTypes = keep(have, want.AllowedGrantTypes())
+		if len(c.GrantTypes) == 0 {
+			return c, newError(data.ErrInvalid, fmt.Sprintf("keep at least one of the approved grant types (%s) until an administrator has approved the new ones", strings.Join(have, ", ")))
+		}
+		if slices.Equal(c.GrantTypes, data.DefaultGrantTypes) {
+			c.GrantTypes = nil
+		}
+	}
 	// Post-logout redirect URIs are reviewed like redirect URIs: removing
 	// one applies at once, a new one waits (none at all is allowed).
 	p.AddPostLogoutRedirectURIs = without(want.PostLogoutRedirectURIs, c.PostLogoutRedirectURIs)
@@ -170,7 +191,7 @@ func splitEdit(c, want data.Client, by string, now time.Time) (data.Client, erro
 			p.Secret = &s
 		}
 	}
-	c.Pending = tidyPending(data.Client{Scopes: c.Scopes, RedirectURIs: c.RedirectURIs, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs, Type: c.Type,
+	c.Pending = tidyPending(data.Client{Scopes: c.Scopes, RedirectURIs: c.RedirectURIs, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs, GrantTypes: c.GrantTypes, Type: c.Type,
 		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR, Pending: p})
 	if c.Pending != nil && old != nil && sameChange(old, c.Pending) {
 		c.Pending = old // nothing new to review: keep who asked and when
@@ -211,12 +232,13 @@ func tidyPending(c data.Client) *data.ClientChange {
 	p.AddScopes = without(p.AddScopes, c.Scopes)
 	p.AddRedirectURIs = without(p.AddRedirectURIs, c.RedirectURIs)
 	p.AddPostLogoutRedirectURIs = without(p.AddPostLogoutRedirectURIs, c.PostLogoutRedirectURIs)
+	p.AddGrantTypes = without(p.AddGrantTypes, c.AllowedGrantTypes())
 	if p.Type == c.Type {
 		p.Type, p.Secret = "", nil
 	}
 	p.DropDPoPBound = p.DropDPoPBound && c.DPoPBoundAccessTokens
 	p.DropRequirePAR = p.DropRequirePAR && c.RequirePAR
-	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
+	if len(p.AddScopes) == 0 && len(p.AddRedirectURIs) == 0 && len(p.AddPostLogoutRedirectURIs) == 0 && len(p.AddGrantTypes) == 0 && p.Type == "" && !p.DropDPoPBound && !p.DropRequirePAR {
 		return nil
 	}
 	return p
@@ -230,14 +252,14 @@ func sameChange(a, b *data.ClientChange) bool {
 		return p.Secret.ID
 	}
 	return slices.Equal(a.AddScopes, b.AddScopes) && slices.Equal(a.AddRedirectURIs, b.AddRedirectURIs) &&
-		slices.Equal(a.AddPostLogoutRedirectURIs, b.AddPostLogoutRedirectURIs) && a.Type == b.Type && secretID(a) == secretID(b) &&
+		slices.Equal(a.AddPostLogoutRedirectURIs, b.AddPostLogoutRedirectURIs) && slices.Equal(a.AddGrantTypes, b.AddGrantTypes) && a.Type == b.Type && secretID(a) == secretID(b) &&
 		a.DropDPoPBound == b.DropDPoPBound && a.DropRequirePAR == b.DropRequirePAR
 }
 
 // sameSettings reports whether a and b have the same settings in force.
 func sameSettings(a, b data.Client) bool {
 	return slices.Equal(a.Scopes, b.Scopes) && slices.Equal(a.RedirectURIs, b.RedirectURIs) &&
-		slices.Equal(a.PostLogoutRedirectURIs, b.PostLogoutRedirectURIs) && a.Type == b.Type && a.Legacy == b.Legacy &&
+		slices.Equal(a.PostLogoutRedirectURIs, b.PostLogoutRedirectURIs) && slices.Equal(a.GrantTypes, b.GrantTypes) && a.Type == b.Type && a.Legacy == b.Legacy &&
 		a.DPoPBoundAccessTokens == b.DPoPBoundAccessTokens && a.RequirePAR == b.RequirePAR
 }
 
@@ -258,6 +280,7 @@ func (l *Local) auditEdit(ctx context.Context, before, after data.Client) {
 			"removed_redirect_uris", strings.Join(without(before.RedirectURIs, after.RedirectURIs), " "),
 			"added_redirect_uris", strings.Join(without(after.RedirectURIs, before.RedirectURIs), " "),
 			"removed_post_logout_redirect_uris", strings.Join(without(before.PostLogoutRedirectURIs, after.PostLogoutRedirectURIs), " "),
+			"removed_grant_types", strings.Join(without(before.AllowedGrantTypes(), after.AllowedGrantTypes()), " "),
 			"client_type", string(after.Type),
 			"dpop_bound_access_tokens", after.DPoPBoundAccessTokens,
 			"require_pushed_authorization_requests", after.RequirePAR)
@@ -274,6 +297,7 @@ func (l *Local) auditEdit(ctx context.Context, before, after data.Client) {
 func changeAttrs(p *data.ClientChange) []any {
 	return []any{"add_scopes", scope.Join(p.AddScopes), "add_redirect_uris", strings.Join(p.AddRedirectURIs, " "),
 		"add_post_logout_redirect_uris", strings.Join(p.AddPostLogoutRedirectURIs, " "),
+		"add_grant_types", strings.Join(p.AddGrantTypes, " "),
 		"new_client_type", string(p.Type), "drop_dpop_bound_access_tokens", p.DropDPoPBound,
 		"drop_require_pushed_authorization_requests", p.DropRequirePAR,
 		"proposed_by", p.ProposedBy, "proposed_at", p.ProposedAt}
@@ -289,6 +313,7 @@ func changeView(c data.Client, p *data.ClientChange) *ChangeView {
 	next = next.WithPending()
 	v := &ChangeView{
 		AddScopes: p.AddScopes, AddRedirectURIs: p.AddRedirectURIs, AddPostLogoutRedirectURIs: p.AddPostLogoutRedirectURIs, ClientType: string(p.Type),
+		AddGrantTypes: p.AddGrantTypes, GrantTypes: slices.Clone(next.AllowedGrantTypes()),
 		DropDPoPBoundAccessTokens: p.DropDPoPBound, DropRequirePAR: p.DropRequirePAR,
 		Scopes: next.Scopes, RedirectURIs: next.RedirectURIs, PostLogoutRedirectURIs: next.PostLogoutRedirectURIs, ResultType: string(next.Type),
 		ProposedBy: p.ProposedBy, ProposedAt: p.ProposedAt, RejectReason: p.RejectReason,
@@ -324,6 +349,13 @@ func clientRevision(c data.Client) string {
 	if len(c.PostLogoutRedirectURIs) > 0 {
 		// Only when there are some: the revisions of other clients stay.
 		parts = append(parts, c.PostLogoutRedirectURIs)
+	}
+	if len(c.GrantTypes) > 0 || (c.Pending != nil && len(c.Pending.AddGrantTypes) > 0) {
+		var add []string
+		if c.Pending != nil {
+			add = c.Pending.AddGrantTypes
+		}
+		parts = append(parts, c.GrantTypes, add)
 	}
 	b, _ := json.Marshal(parts)
 	h := sha256.Sum256(b)

@@ -416,3 +416,71 @@ func TestPostLogoutURIsByReview(t *testing.T) {
 		}
 	})
 }
+
+// TestGrantTypesWidenOnlyByReview: a grant type added to an approved
+// client waits for review like a widened scope; one removed applies at
+// once; a client made with grant types has them, one made without keeps
+// the record as before (no field: the default).
+func TestGrantTypesWidenOnlyByReview(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		addDev(t, e.svc)
+		id := approvedClient(t, e.svc).ClientID
+		if c, _ := e.store.GetClient(t.Context(), id); c.GrantTypes != nil || !c.AllowsGrant(data.GrantRefreshToken) {
+			t.Fatalf("default client record: GrantTypes = %v", c.GrantTypes)
+		}
+		r := edit(t, e.svc, id, ClientEdit{GrantTypes: []string{"authorization_code", "client_credentials"}})
+		if !r.Applied || !r.Pending || !slices.Equal(r.Client.PendingChange.AddGrantTypes, []string{data.GrantClientCredentials}) {
+			t.Fatalf("edit = %+v %+v", r, r.Client.PendingChange)
+		}
+		c, _ := e.store.GetClient(t.Context(), id)
+		if !slices.Equal(c.AllowedGrantTypes(), []string{data.GrantAuthorizationCode}) {
+			t.Fatalf("approved grant types = %v; want refresh_token removed at once, client_credentials waiting", c.AllowedGrantTypes())
+		}
+		if _, err := e.svc.ApproveClient(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		c, _ = e.store.GetClient(t.Context(), id)
+		if !slices.Equal(c.AllowedGrantTypes(), []string{data.GrantAuthorizationCode, data.GrantClientCredentials}) || c.Pending != nil {
+			t.Fatalf("after approval: %v (pending %v)", c.AllowedGrantTypes(), c.Pending)
+		}
+		if _, err := e.svc.EditClient(t.Context(), id, ClientEdit{GrantTypes: []string{"password"}}); err == nil {
+			t.Errorf("unknown grant type accepted")
+		}
+
+		made, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Sync", Scopes: []string{"BOOKING_READ"},
+			GrantTypes: []string{"client_credentials"}})
+		if err != nil || !slices.Equal(made.GrantTypes, []string{data.GrantClientCredentials}) {
+			t.Fatalf("create machine client = %+v, %v", made, err)
+		}
+		if _, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Sync", Scopes: []string{"BOOKING_READ"},
+			Public: true, GrantTypes: []string{"client_credentials"}}); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("public client_credentials client: %v; want ErrInvalid", err)
+		}
+	})
+}
+
+// TestCreateKeyedClient: a client made with keys gets no secret, and its
+// JWK set is checked (public keys only).
+func TestCreateKeyedClient(t *testing.T) {
+	both(t, func(t *testing.T, e env) {
+		addDev(t, e.svc)
+		pub := `{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`
+		c, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Keyed", Scopes: []string{"BOOKING_READ"},
+			GrantTypes: []string{"client_credentials"}, JWKS: pub})
+		if err != nil || c.ClientSecret != "" || c.TokenEndpointAuthMethod != "private_key_jwt" {
+			t.Fatalf("create = %+v, %v; want no secret, private_key_jwt", c, err)
+		}
+		if _, err := e.svc.GenerateSecret(t.Context(), c.ClientID); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("secret for a keyed client: %v; want ErrInvalid", err)
+		}
+		priv := strings.Replace(pub, `"kid"`, `"d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI","kid"`, 1)
+		if _, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Keyed", Scopes: []string{"BOOKING_READ"},
+			GrantTypes: []string{"client_credentials"}, JWKS: priv}); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("private JWK accepted: %v", err)
+		}
+		if _, err := e.svc.CreateClient(t.Context(), NewClient{Owner: "dev@example.com", Name: "Keyed", Scopes: []string{"BOOKING_READ"},
+			GrantTypes: []string{"client_credentials"}, JWKSURI: "http://keys.example.com/jwks"}); !errors.Is(err, data.ErrInvalid) {
+			t.Errorf("http jwks_uri accepted: %v", err)
+		}
+	})
+}

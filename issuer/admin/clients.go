@@ -7,6 +7,7 @@ import (
 	"oauthd/data"
 	"oauthd/data/ident"
 	"oauthd/data/scope"
+	"oauthd/keys/verify"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,16 +66,32 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	if err := data.CheckDisplayText("name", strings.TrimSpace(in.Name)); err != nil {
 		return CreatedClient{}, ruleError(err)
 	}
+	grantTypes, err := parseGrantTypes(in.GrantTypes)
+	if err != nil {
+		return CreatedClient{}, err
+	}
+	if slices.Equal(grantTypes, data.DefaultGrantTypes) {
+		grantTypes = nil // the record of a default client stays as before
+	}
 	now := l.now().UTC()
 	c := data.Client{
 		ID: data.NewID("", 16), Name: strings.TrimSpace(in.Name), OwnerID: u.ID,
-		Type: data.Confidential, RedirectURIs: in.RedirectURIs, Scopes: scopes,
+		Type: data.Confidential, RedirectURIs: in.RedirectURIs, Scopes: scopes, GrantTypes: grantTypes,
 		Status: data.StatusPending, CreatedAt: now, UpdatedAt: now,
 	}
+	c.JWKS, c.JWKSURI = strings.TrimSpace(in.JWKS), strings.TrimSpace(in.JWKSURI)
+	if c.JWKS != "" {
+		if _, err := verify.ParseClientJWKS([]byte(c.JWKS)); err != nil {
+			return CreatedClient{}, newError(data.ErrInvalid, "jwks: "+err.Error())
+		}
+	}
 	var secret string
-	if in.Public {
+	switch {
+	case in.Public:
 		c.Type = data.Public
-	} else {
+	case c.HasKeys():
+		// private_key_jwt: no secret at all.
+	default:
 		var s data.ClientSecret
 		secret, s = newSecret(now)
 		c.Secrets = []data.ClientSecret{s}
@@ -88,10 +105,48 @@ func (l *Local) CreateClient(ctx context.Context, in NewClient) (CreatedClient, 
 	l.audit(ctx, "client_created", "client_id", c.ID, "owner_id", c.OwnerID)
 	out := CreatedClient{
 		ClientID: c.ID, ClientSecret: secret, Status: string(c.Status), ClientType: string(c.Type),
-		Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
+		Name: c.Name, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, GrantTypes: slices.Clone(c.AllowedGrantTypes()),
+		TokenEndpointAuthMethod: authMethod(c),
+	}
+	if out.RedirectURIs == nil {
+		out.RedirectURIs = []string{}
 	}
 	if len(c.Secrets) > 0 {
 		out.SecretID = c.Secrets[0].ID
+	}
+	return out, nil
+}
+
+// authMethod is how c authenticates at the token endpoint (RFC 7591 §2).
+func authMethod(c data.Client) string {
+	switch {
+	case c.Type == data.Public:
+		return "none"
+	case c.HasKeys():
+		return "private_key_jwt"
+	}
+	return "client_secret_basic"
+}
+
+// parseGrantTypes reads grant type names (each item may be a comma- or
+// space-separated list): nil for none, else known names, each once.
+func parseGrantTypes(items []string) ([]string, error) {
+	var out []string
+	for _, it := range items {
+		for _, gt := range strings.FieldsFunc(it, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if gt == "device_code" {
+				gt = data.GrantDeviceCode // the short name of RFC 8628's URN
+			}
+			if !data.KnownGrantType(gt) {
+				return nil, newError(data.ErrInvalid, fmt.Sprintf("%q is not a grant type; use %s", gt, strings.Join(data.GrantTypes, ", ")))
+			}
+			if !slices.Contains(out, gt) {
+				out = append(out, gt)
+			}
+		}
+	}
+	if len(items) > 0 && len(out) == 0 {
+		return nil, newError(data.ErrInvalid, "give at least one grant type")
 	}
 	return out, nil
 }
@@ -268,6 +323,7 @@ func (l *Local) clientView(c data.Client, owners map[int64]data.User) ClientView
 		ClientID: c.ID, Name: c.Name, OwnerID: c.OwnerID, Owner: owners[c.OwnerID].Email, UnclaimedOwner: c.UnclaimedOwner,
 		ClientType: string(c.Type), Status: string(c.Status),
 		RejectReason: c.RejectReason, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, Legacy: c.Legacy,
+		GrantTypes: slices.Clone(c.AllowedGrantTypes()), TokenEndpointAuthMethod: authMethod(c), JWKSURI: c.JWKSURI, JWKS: c.JWKS,
 		Secrets: secretViews(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		DPoPBoundAccessTokens: c.DPoPBoundAccessTokens, RequirePAR: c.RequirePAR,
 	}

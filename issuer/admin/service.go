@@ -129,6 +129,13 @@ type NewClient struct {
 	// space-separated list.
 	Scopes []string `json:"scopes"`
 	Public bool     `json:"public,omitempty"`
+	// GrantTypes are the grant types the client may use (data.GrantTypes);
+	// none means data.DefaultGrantTypes.
+	GrantTypes []string `json:"grant_types,omitempty"`
+	// JWKS (a public JWK set, JSON) or JWKSURI (https) make the client
+	// authenticate with private_key_jwt instead of a secret: it gets none.
+	JWKS    string `json:"jwks,omitempty"`
+	JWKSURI string `json:"jwks_uri,omitempty"`
 }
 
 // CreatedClient is the result of [Service.CreateClient]. ClientSecret is
@@ -142,6 +149,10 @@ type CreatedClient struct {
 	Name         string   `json:"name"`
 	RedirectURIs []string `json:"redirect_uris"`
 	Scopes       []string `json:"scopes"`
+	GrantTypes   []string `json:"grant_types"`
+	// TokenEndpointAuthMethod is how the client authenticates:
+	// client_secret_basic (or _post), private_key_jwt, or none (public).
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
 }
 
 // LegacyClient is one record of `oauthd clients import`: a client made before
@@ -174,10 +185,18 @@ type ClientView struct {
 	RedirectURIs   []string `json:"redirect_uris"`
 	// PostLogoutRedirectURIs are where the end-session endpoint may send
 	// the browser after a sign-out (OpenID Connect RP-Initiated Logout).
-	PostLogoutRedirectURIs []string     `json:"post_logout_redirect_uris"`
-	Scopes                 []string     `json:"scopes"`
-	Legacy                 bool         `json:"legacy"`
-	Secrets                []SecretView `json:"secrets"`
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	Scopes                 []string `json:"scopes"`
+	// GrantTypes are the grant types the client may use.
+	GrantTypes []string `json:"grant_types"`
+	// TokenEndpointAuthMethod is how the client authenticates
+	// (client_secret_basic, private_key_jwt or none); JWKSURI is where its
+	// keys are, and JWKS its inline keys ("" when none).
+	TokenEndpointAuthMethod string       `json:"token_endpoint_auth_method"`
+	JWKSURI                 string       `json:"jwks_uri,omitempty"`
+	JWKS                    string       `json:"jwks,omitempty"`
+	Legacy                  bool         `json:"legacy"`
+	Secrets                 []SecretView `json:"secrets"`
 	// DPoPBoundAccessTokens (RFC 9449 §5.2): every token request needs a
 	// DPoP proof. RequirePAR (RFC 9126 §6): authorization requests must be
 	// pushed first.
@@ -218,6 +237,10 @@ type ChangeView struct {
 	// AddPostLogoutRedirectURIs are post-logout redirect URIs the change
 	// adds (absent when none).
 	AddPostLogoutRedirectURIs []string `json:"add_post_logout_redirect_uris,omitempty"`
+	// AddGrantTypes are grant types the change adds (absent when none);
+	// GrantTypes are the client's once approved.
+	AddGrantTypes []string `json:"add_grant_types,omitempty"`
+	GrantTypes    []string `json:"grant_types"`
 	// ClientType is the type asked for; "" when the type stays.
 	ClientType string `json:"client_type,omitempty"`
 	// DropDPoPBoundAccessTokens and DropRequirePAR: the change turns the
@@ -248,7 +271,10 @@ type ClientEdit struct {
 	// URIs wanted (an empty list removes them all); a new one waits for
 	// review like a new redirect URI.
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
-	ClientType             string   `json:"client_type,omitempty"` // "confidential" or "public"
+	// GrantTypes, when not nil, are the grant types wanted; a new one
+	// waits for review like a new scope.
+	GrantTypes []string `json:"grant_types,omitempty"`
+	ClientType string   `json:"client_type,omitempty"` // "confidential" or "public"
 	// Force migrates a legacy client although authorization requests
 	// without a scope parameter came recently (the owner confirmed).
 	Force bool `json:"force,omitempty"`

@@ -30,6 +30,8 @@ func (fakeVerifier) Verify(_ context.Context, token string) (*verify.Claims, err
 	switch {
 	case token == "unrestricted":
 		return &verify.Claims{Subject: "7", ClientID: "legacy", Unrestricted: true}, nil
+	case strings.HasPrefix(token, "machine."): // client_credentials: sub is the client ID
+		return &verify.Claims{Subject: "sync-job", ClientID: "sync-job", Scopes: strings.Split(token[len("machine."):], ".")}, nil
 	case token == "scopes":
 		return &verify.Claims{Subject: "7", ClientID: "app", Scopes: []string{}}, nil
 	case strings.HasPrefix(token, "scopes."):

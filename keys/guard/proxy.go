@@ -25,6 +25,10 @@ const (
 	HeaderClientID     = "X-Oauthd-Client-Id"    // the token's client_id
 	HeaderScopes       = "X-Oauthd-Scopes"       // granted scopes, space-separated
 	HeaderUnrestricted = "X-Oauthd-Unrestricted" // "true" for an unrestricted legacy token; absent otherwise
+	// HeaderSubjectType is "user" for a token issued for a user, "client"
+	// for one a client got for itself (client_credentials): then
+	// [HeaderUserID] is absent and [HeaderClientID] names the caller.
+	HeaderSubjectType = "X-Oauthd-Subject-Type"
 )
 
 const headerPrefix = "x-oauthd-"
@@ -148,9 +152,14 @@ func setIdentity(h http.Header, ctx context.Context) {
 	}
 	// One backing array for the values (h.Set would allocate one per
 	// header); the names are canonical already.
-	vals := make([]string, 4)
-	vals[0], vals[1], vals[2], vals[3] = c.Subject, c.ClientID, strings.Join(c.Scopes, " "), "true"
-	h[HeaderUserID] = vals[0:1:1]
+	vals := make([]string, 5)
+	vals[0], vals[1], vals[2], vals[3], vals[4] = c.Subject, c.ClientID, strings.Join(c.Scopes, " "), "true", "user"
+	if c.HasUser() {
+		h[HeaderUserID] = vals[0:1:1]
+	} else {
+		vals[4] = "client"
+	}
+	h[HeaderSubjectType] = vals[4:5:5]
 	h[HeaderClientID] = vals[1:2:2]
 	h[HeaderScopes] = vals[2:3:3]
 	if c.Unrestricted {

@@ -57,9 +57,11 @@ func TestProxyIdentityHeaders(t *testing.T) {
 		wantPath            string
 	}{
 		{"scoped", "/v2/me/", tokenFor("PROFILE_READ", "BOOKING_READ"),
-			map[string]string{HeaderUserID: "7", HeaderClientID: "app", HeaderScopes: "PROFILE_READ BOOKING_READ"}, "/api/v2/me"},
+			map[string]string{HeaderUserID: "7", HeaderSubjectType: "user", HeaderClientID: "app", HeaderScopes: "PROFILE_READ BOOKING_READ"}, "/api/v2/me"},
+		{"client_credentials: no user", "/v2/me/", "machine.PROFILE_READ",
+			map[string]string{HeaderSubjectType: "client", HeaderClientID: "sync-job", HeaderScopes: "PROFILE_READ"}, "/api/v2/me"},
 		{"unrestricted", "/v2/not-in-table?x=1", "unrestricted",
-			map[string]string{HeaderUserID: "7", HeaderClientID: "legacy", HeaderScopes: "", HeaderUnrestricted: "true"}, "/api/v2/not-in-table"},
+			map[string]string{HeaderUserID: "7", HeaderSubjectType: "user", HeaderClientID: "legacy", HeaderScopes: "", HeaderUnrestricted: "true"}, "/api/v2/not-in-table"},
 		{"public without token", "/v2/slots", "", nil, "/api/v2/slots"},
 		{"public with invalid token", "/v2/slots", "forged", nil, "/api/v2/slots"},
 	} {

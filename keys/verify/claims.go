@@ -8,8 +8,11 @@ import (
 
 // Claims are the verified claims of an access token (RFC 9068 §2.2).
 type Claims struct {
-	Issuer   string
-	Subject  string // the user ID, as a string
+	Issuer string
+	// Subject is the user ID, as a string; for a token without a user
+	// (client_credentials) it is the client ID (RFC 9068 §2.2): see
+	// [Claims.HasUser].
+	Subject  string
 	Audience []string
 	ClientID string
 	Scopes   []string // empty for an unrestricted legacy token
@@ -33,6 +36,13 @@ type Claims struct {
 	ExpiresAt time.Time
 	NotBefore time.Time
 }
+
+// HasUser reports whether the token was issued for a user: false for a
+// client acting for itself (client_credentials), whose sub is its
+// client_id (RFC 9068 §2.2). oauthd never gives a client that may act for
+// itself an ID that reads as a user's (a decimal number), so a user's
+// token never has sub equal to client_id.
+func (c *Claims) HasUser() bool { return c.Subject != c.ClientID }
 
 // KeySource finds the public key that verifies a token signed under kid,
 // with the algorithm that key is for. It returns an error wrapping

@@ -169,9 +169,9 @@ func TestGatewayEndToEnd(t *testing.T) {
 			var want map[string]string
 			switch tt.tok {
 			case tokA.AccessToken:
-				want = map[string]string{"X-Oauthd-User-Id": e2eJSONInt(e.userID), "X-Oauthd-Client-Id": idA, "X-Oauthd-Scopes": strings.Join(userScopes, " ")}
+				want = map[string]string{"X-Oauthd-User-Id": e2eJSONInt(e.userID), "X-Oauthd-Subject-Type": "user", "X-Oauthd-Client-Id": idA, "X-Oauthd-Scopes": strings.Join(userScopes, " ")}
 			case tokB.AccessToken:
-				want = map[string]string{"X-Oauthd-User-Id": e2eJSONInt(e.userID), "X-Oauthd-Client-Id": idB, "X-Oauthd-Scopes": "ORG_PROFILE_READ"}
+				want = map[string]string{"X-Oauthd-User-Id": e2eJSONInt(e.userID), "X-Oauthd-Subject-Type": "user", "X-Oauthd-Client-Id": idB, "X-Oauthd-Scopes": "ORG_PROFILE_READ"}
 			default: // public route without a (valid) token: no identity at all
 				want = map[string]string{}
 			}
