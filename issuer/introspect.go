@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -122,8 +123,7 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 		return inactive, fmt.Errorf("introspect: %w", err)
 	}
 	now := s.now()
-	if fam.ClientID != client.ID || !data.Equal(data.Hash(req.Token), fam.TokenHash) ||
-		!now.Before(fam.ExpiresAt) || !now.Before(fam.AbsoluteExp) {
+	if fam.ClientID != client.ID || fam.Expired(now) || !s.refreshesNow(&fam, req.Token, now) {
 		return inactive, nil
 	}
 	scopes := fam.Scopes
@@ -162,4 +162,18 @@ func tokenTypeOf(jkt string) string {
 		return "DPoP"
 	}
 	return "Bearer"
+}
+
+// refreshesNow reports whether token is the refresh token of f that the
+// token endpoint would rotate as its current one: the stored current
+// token, or one issued after the stored state (a restore: judgeRefresh's
+// rotateAhead). The previous token within the reuse grace is not active:
+// its one extra use is for a client that lost a response.
+func (s *Server) refreshesNow(f *data.Family, token string, now time.Time) bool {
+	p, _ := s.readRefreshToken(token)
+	if p.tag == data.TagInvalid {
+		return false
+	}
+	v := judgeRefresh(f, p, now, s.grace)
+	return v == rotateCurrent || v == rotateAhead
 }

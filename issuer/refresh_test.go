@@ -366,3 +366,33 @@ func TestForgedGenerationChangesNothing(t *testing.T) {
 	}
 	env.refreshOK(rts[3]) // the client's newest token still moves it forward
 }
+
+// TestRestoredFamilyIntrospects: introspection says of a refresh token
+// what the token endpoint would do with it: after a restore, the client's
+// newest token (issued after the backup) is active until it is used, and
+// a token used before the backup is not.
+func TestRestoredFamilyIntrospects(t *testing.T) {
+	env, rts, restore := restoredEnv(t)
+	restore()
+	active := func(token string) bool {
+		t.Helper()
+		rec := env.do(tkReq{path: "/v2/auth/oauth2/introspect", body: tkForm("token", token), header: [][2]string{tkBasic("conf", env.secretA)}})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("introspect: %d %s", rec.Code, rec.Body)
+		}
+		return strings.Contains(rec.Body.String(), `"active":true`)
+	}
+	if !active(rts[3]) {
+		t.Error("the newest token, issued after the backup, introspects as inactive; refresh accepts it")
+	}
+	if active(rts[0]) {
+		t.Error("a token used before the backup introspects as active")
+	}
+	next := env.refreshOK(rts[3]).RefreshToken
+	if active(rts[3]) {
+		t.Error("the token that moved the family forward is still active after its use")
+	}
+	if !active(next) {
+		t.Error("the family's new current token introspects as inactive")
+	}
+}
