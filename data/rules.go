@@ -299,3 +299,65 @@ func ValidateKeySet(keys []SigningKey) error {
 	}
 	return nil
 }
+
+// RedirectURIMatches reports whether the redirect_uri of an authorization
+// request, presented, is one of registered: byte for byte (RFC 6749
+// §3.1.2.3, RFC 9700 §4.1.3), except that for a public client (public
+// true) a registered loopback IP literal URI, http://127.0.0.1/… or
+// http://[::1]/…, matches the same URI with any port (RFC 8252 §7.3: a
+// native app listens on an ephemeral port). Nothing else is normalised:
+// "localhost" stays exact (RFC 8252 §8.3), and so do the scheme's and the
+// address's spelling.
+func RedirectURIMatches(registered []string, presented string, public bool) bool {
+	if slices.Contains(registered, presented) {
+		return true
+	}
+	if !public {
+		return false
+	}
+	p, ok := loopbackWithoutPort(presented)
+	if !ok {
+		return false
+	}
+	for _, r := range registered {
+		if q, ok := loopbackWithoutPort(r); ok && q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// loopbackWithoutPort returns uri without its port when it is an http URI
+// on the loopback IP literal 127.0.0.1 or [::1], spelled exactly so; ok is
+// false otherwise. A port is 1 to 5 digits, 1 to 65535, followed by the
+// end, '/' or '?'.
+func loopbackWithoutPort(uri string) (string, bool) {
+	for _, prefix := range [...]string{"http://127.0.0.1", "http://[::1]"} {
+		rest, ok := strings.CutPrefix(uri, prefix)
+		if !ok {
+			continue
+		}
+		if port, ok := strings.CutPrefix(rest, ":"); ok {
+			n := 0
+			for n < len(port) && port[n] >= '0' && port[n] <= '9' {
+				n++
+			}
+			if n == 0 || n > 5 || port[0] == '0' {
+				return "", false
+			}
+			v := 0
+			for _, c := range port[:n] {
+				v = v*10 + int(c-'0')
+			}
+			if v > 65535 {
+				return "", false
+			}
+			rest = port[n:]
+		}
+		if rest != "" && rest[0] != '/' && rest[0] != '?' {
+			return "", false
+		}
+		return prefix + rest, true
+	}
+	return "", false
+}

@@ -188,8 +188,9 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 			"The redirect_uri parameter is missing. The application that sent you here must fix its authorization link.")
 	}
 	// Exact string comparison (RFC 6749 §3.1.2.3, RFC 9700 §4.1.3): no
-	// normalisation, no prefix or pattern matching.
-	if !slices.Contains(client.RedirectURIs, redirectURI) {
+	// normalisation, no prefix or pattern matching; a public client's
+	// loopback IP redirect URI on any port (RFC 8252 §7.3).
+	if !data.RedirectURIMatches(client.RedirectURIs, redirectURI, client.Type == data.Public) {
 		if client.Pending != nil && slices.Contains(client.Pending.AddRedirectURIs, redirectURI) {
 			// Asked for by the owner, not approved: never a redirect there.
 			return nil, NewPageError("Redirect URI not approved yet",
