@@ -293,6 +293,9 @@ type AuthCode struct {
 	// §2 auth_time): the session's [Session.AuthTime]. Set only for a
 	// code whose scopes include openid; zero otherwise.
 	AuthTime time.Time `json:"auth_time,omitzero"`
+	// Resources are the RFC 8707 resource indicators of the authorization
+	// request: the APIs the user authorized tokens for; nil for none.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // Family is a refresh-token family: one user's grant to one client, renewed
@@ -333,6 +336,10 @@ type Family struct {
 	// from ([AuthCode.AuthTime]): every ID token of the family carries it
 	// (OpenID Connect Core §12.2). Zero for a grant without openid.
 	AuthTime time.Time `json:"auth_time,omitzero"`
+	// Resources are the grant's RFC 8707 resource indicators
+	// ([AuthCode.Resources]): each access token of the family is for them
+	// or fewer. nil for a grant without resources.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // Grant records a user's consent to a client for some scopes.

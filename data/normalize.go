@@ -33,8 +33,10 @@ func Normalize[R Record](r R) R {
 	case *AuthCode:
 		p.Hash = slices.Clone(p.Hash)
 		p.Scopes = slices.Clone(p.Scopes)
+		p.Resources = slices.Clone(omitEmpty(p.Resources))
 		p.CreatedAt, p.ExpiresAt, p.AuthTime = p.CreatedAt.UTC(), p.ExpiresAt.UTC(), p.AuthTime.UTC()
 	case *Family:
+		p.Resources = slices.Clone(omitEmpty(p.Resources))
 		p.Scopes = slices.Clone(p.Scopes)
 		p.TokenHash = slices.Clone(p.TokenHash)
 		p.CodeHash = cloneOmitEmpty(p.CodeHash)

@@ -89,6 +89,7 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 		Scopes:        slices.Clone(req.Scopes),
 		Unrestricted:  req.Unrestricted,
 		CodeChallenge: req.CodeChallenge,
+		Resources:     slices.Clone(req.Resources),
 		CreatedAt:     now,
 		ExpiresAt:     now.Add(s.cfg.CodeTTL),
 	}
@@ -108,6 +109,7 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 		slog.Int64("user_id", userID),
 		slog.String("scope", scope.Join(req.Scopes)),
 		slog.Bool("unrestricted", req.Unrestricted),
+		slog.Any("resources", req.Resources),
 	)
 	v := url.Values{}
 	v.Set("code", code)
@@ -239,7 +241,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		vals := q[name]
-		if len(vals) > 1 {
+		if len(vals) > 1 && name != "resource" { // RFC 8707 §2: resource may repeat
 			// RFC 6749 §3.1: request parameters must not be repeated.
 			return nil, fail(ErrInvalidRequest, "the "+authzParamName(name)+" parameter was given more than once")
 		}
@@ -286,6 +288,11 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		}
 	}
 
+	resources, e := s.requestedResources(q["resource"])
+	if e != nil {
+		return nil, s.redirectError(redirectURI, state, e)
+	}
+
 	// PKCE, RFC 7636 §4.3 and §4.4.1; S256 only (OAuth 2.1 §4.1.1).
 	switch m, ok := q["code_challenge_method"]; {
 	case !ok || m[0] == "S256":
@@ -312,6 +319,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		Scopes:        scopes,
 		Unrestricted:  client.Legacy,
 		CodeChallenge: challenge,
+		Resources:     resources,
 		Query:         orig,
 	}
 	if e := s.oidcParams(ctx, q, client, req); e != nil {

@@ -32,6 +32,10 @@ type serverMetadata struct {
 	PushedAuthorizationRequestEndpoint         string   `json:"pushed_authorization_request_endpoint"`
 	RequirePushedAuthorizationRequests         bool     `json:"require_pushed_authorization_requests"`
 	DPoPSigningAlgValuesSupported              []string `json:"dpop_signing_alg_values_supported"`
+	// ProtectedResources (RFC 9728 §4) are the APIs tokens may be bound
+	// to with RFC 8707 resource indicators (Config.Resources); omitted
+	// when there are none.
+	ProtectedResources []string `json:"protected_resources,omitempty"`
 
 	// OpenID Connect Discovery 1.0 §3 (and RP-Initiated Logout 1.0 §3.3).
 	UserinfoEndpoint                 string   `json:"userinfo_endpoint"`
@@ -77,6 +81,7 @@ func buildMetadata(cfg Config) []byte {
 		PushedAuthorizationRequestEndpoint: cfg.Issuer + parPath,
 		RequirePushedAuthorizationRequests: false,
 		DPoPSigningAlgValuesSupported:      verify.DPoPAlgs(),
+		ProtectedResources:                 cfg.Resources,
 
 		UserinfoEndpoint:   cfg.Issuer + userinfoPath,
 		EndSessionEndpoint: cfg.AppURL + "/auth/logout",

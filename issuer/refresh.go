@@ -129,6 +129,9 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 			return tokenResponse{}, WithDescription(ErrInvalidScope, "scope names an unknown scope")
 		}
 	}
+	if _, e := s.requestedResources(req.Resources); e != nil {
+		return tokenResponse{}, e
+	}
 	presented := data.Hash(req.RefreshToken)
 	now := s.now()
 	var (
@@ -175,12 +178,18 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 				return data.Family{}, WithDescription(ErrInvalidScope, "scope must be a subset of the scopes this grant still has")
 			}
 		}
+		// RFC 8707 §2.2: the grant keeps its resources; a token may be
+		// for fewer.
+		resources, e := s.tokenResources(req.Resources, f.Resources)
+		if e != nil {
+			return data.Family{}, e
+		}
 		refreshToken = s.tagger.NewToken(f.ID)
 		if len(narrowed) > 0 {
 			// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, narrowed, false, jkt)
+			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, narrowed, false, jkt, resources)
 		} else {
-			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, jkt)
+			access = s.startAccessToken(now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, jkt, resources)
 		}
 		if v == rotateGrace {
 			// The previous token's one extra use: the token that was

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,7 +63,12 @@ type Config struct {
 
 	Issuer   string // base URL, the iss of tokens and of authorization responses. Required.
 	AppURL   string // where the consent pages live; default Issuer
-	Audience string // aud of access tokens; default Issuer
+	Audience string // aud of access tokens without resources; default Issuer
+	// Resources are the APIs (absolute URIs) tokens may be bound to with
+	// RFC 8707 resource indicators (resource.go); an access token of a
+	// grant with resources has them as its aud. Default none: a resource
+	// parameter is invalid_target.
+	Resources []string
 
 	AccessTTL   time.Duration // default 30 min (the seed's 1800 s)
 	CodeTTL     time.Duration // default DefaultCodeTTL (60 s); at most MaxCodeTTL (10 min)
@@ -123,6 +129,7 @@ type Server struct {
 	cors       *corsState           // cors.go; nil until Register
 	idSigner   IDTokenSigner        // Config.IDSigner (oidc.go)
 	keys       verify.KeySource     // Config.Keys
+	defaultAud audience             // {Config.Audience}: aud of a token without resources
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -142,6 +149,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Audience == "" {
 		cfg.Audience = cfg.Issuer
 	}
+	if err := CheckResources(cfg.Resources); err != nil {
+		return nil, fmt.Errorf("issuer: Config.Resources: %w", err)
+	}
+	cfg.Resources = slices.Clone(cfg.Resources)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -189,6 +200,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
+	s.defaultAud = audience{cfg.Audience}
 	s.par = newPARState(cfg)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)

@@ -662,7 +662,7 @@ func TestRevoke(t *testing.T) {
 	})
 	t.Run("access token without grant_id", func(t *testing.T) {
 		env := newTkEnv(t)
-		old, err := env.s.mintAccessToken(env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false, "")
+		old, err := env.s.mintAccessToken(env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -178,6 +178,8 @@ func fullRecords() records {
 	fam := newFamily("fam-full", "full", "rt-full")
 	fam.Unrestricted, fam.Generation, fam.Tagged, fam.JKT = true, 7, true, "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
 	fam.AuthTime = t0.Add(-time.Minute)
+	code.Resources = []string{"https://mcp.example.com/mcp", "https://api.example.com"}
+	fam.Resources = []string{"https://mcp.example.com/mcp"}
 	fam.CodeHash, fam.PrevHash, fam.LegacyHash = data.AuthCodeKey("oauthd_ac_fresh"), data.Hash("rt-prev"), data.Hash("rt-legacy")
 	retired := newKey("k-retired", data.KeyRetired)
 	retired.Sealed, retired.ActivatedAt, retired.RetiredAt = true, t0, t0
