@@ -168,6 +168,13 @@ type Client struct {
 	// [MaxRedirectURIs], and a new one waits for review like a new
 	// redirect URI ([ClientChange.AddPostLogoutRedirectURIs]).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
+	// MetadataHost is, for an AI assistant identified by a client ID
+	// metadata document (ID is the document's URL), the canonical host
+	// that vouches for it ([MetadataClientHost]); "" for every other
+	// client. Such a client is public, has no owner, and is stored only
+	// once a signed-in user consents to it; its redirect URIs and name
+	// are the document's, its scopes the host's review ([AgentHost]).
+	MetadataHost string `json:"metadata_host,omitempty"`
 }
 
 // ClientChange is the part of a change by a client's owner that widens what
@@ -431,6 +438,9 @@ type GCResult struct {
 // may call them more than once) and return an error to abort without writing.
 // Records returned are copies the caller may keep and modify.
 type Store interface {
+	// The operator's reviews of AI assistants' hosts (agents.go).
+	AgentHostStore
+
 	// Users.
 
 	// CreateUser assigns u.ID (1, 2, …) and stores u; ErrExists when the

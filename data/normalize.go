@@ -4,7 +4,7 @@ import "slices"
 
 // Record is every type a [Store] keeps and returns.
 type Record interface {
-	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation
+	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation | AgentHost
 }
 
 // Normalize returns r as every store keeps it and gives it back, so that
@@ -62,6 +62,8 @@ func Normalize[R Record](r R) R {
 		}
 	case *Revocation:
 		p.LastIssuedAt = p.LastIssuedAt.UTC()
+	case *AgentHost:
+		*p = NormalizeAgentHost(*p)
 	default:
 		panic("data.Normalize: no case for a Record type") // unreachable: the cases match Record
 	}

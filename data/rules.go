@@ -106,6 +106,10 @@ func ValidateClient(c Client) error {
 		return ruleErr("name", "must be 1 to %d bytes of UTF-8", MaxNameLen)
 	}
 	switch {
+	case c.MetadataHost != "":
+		if err := validateMetadataClient(c); err != nil {
+			return err
+		}
 	case c.OwnerID < 0 || (c.OwnerID == 0) == (strings.TrimSpace(c.UnclaimedOwner) == ""):
 		return ruleErr("owner", "must be the ID of the user who owns the client, or (unclaimed) the owner as given, not both")
 	}
@@ -360,4 +364,24 @@ func loopbackWithoutPort(uri string) (string, bool) {
 		return prefix + rest, true
 	}
 	return "", false
+}
+
+// validateMetadataClient checks the rules of an AI assistant's client
+// (one with [Client.MetadataHost]): its ID is a metadata document's URL on
+// that host, it is public, has no owner and nothing waits for review.
+func validateMetadataClient(c Client) error {
+	host, err := MetadataClientHost(c.ID)
+	switch {
+	case err != nil:
+		return err
+	case host != c.MetadataHost:
+		return ruleErr("metadata_host", "%q is not the host of the client ID %q", c.MetadataHost, c.ID)
+	case c.Type != Public:
+		return ruleErr("client_type", "a client of a metadata document is public")
+	case c.OwnerID != 0 || c.UnclaimedOwner != "":
+		return ruleErr("owner", "a client of a metadata document has no owner: its host's review decides")
+	case c.Pending != nil || c.Legacy:
+		return ruleErr("pending", "a client of a metadata document has no pending change and is not legacy")
+	}
+	return nil
 }

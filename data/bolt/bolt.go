@@ -71,10 +71,11 @@ var (
 	bucketRevoked     = []byte("revoked")          // grant ID → Revocation (JSON)
 	bucketFamByUser   = []byte("families_by_user") // 8-byte user ID + client ID + 0 + family ID → ""
 	bucketExpiry      = []byte("expiry")           // 8-byte time + hot bucket + key → "" (expiry.go)
+	bucketAgents      = []byte("agent_hosts")      // canonical host → AgentHost (JSON)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
-		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry}
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry, bucketAgents}
 
 	keySchema = []byte("schema_version")
 	// keyUserIndex marks a file whose families_by_user index is complete

@@ -172,6 +172,10 @@ func fullRecords() records {
 	public.Type, public.Status, public.Secrets = data.Public, data.StatusApproved, nil
 	public.Pending = &data.ClientChange{Type: data.Confidential, Secret: ptr(secret("cs_d")), ProposedBy: "user 1 (settings page)", ProposedAt: t0}
 
+	agent := newClient("https://claude.example/oauth/client.json")
+	agent.Type, agent.Status, agent.Secrets, agent.OwnerID = data.Public, data.StatusApproved, nil, 0
+	agent.MetadataHost = "claude.example"
+
 	code := newCode("oauthd_ac_full", "full")
 	code.Unrestricted, code.Used, code.FamilyID = true, true, "fam-gone"
 	code.Nonce, code.AuthTime = "n-0S6_WzA2Mj", t0.Add(-time.Minute)
@@ -188,7 +192,7 @@ func fullRecords() records {
 			{ID: 1, Email: "a@example.com", Username: "a", Name: "A", TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", CreatedAt: t0, ExternalID: "ext-a", ProfileUpdatedAt: t0.Add(time.Hour)},
 			{ID: 2, Email: "b@example.com", Username: "b", Name: "B", CreatedAt: t0, Disabled: true, DisabledAt: t0},
 		},
-		Clients:   []data.Client{approved, rejected, public},
+		Clients:   []data.Client{approved, rejected, public, agent},
 		Code:      code,
 		Family:    fam,
 		FreshCode: newCode("oauthd_ac_fresh", "full"),
