@@ -77,6 +77,12 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 	if err := s.useNonce(ctx, req, now); err != nil {
 		return "", err
 	}
+	if req.Client.MetadataHost != "" {
+		// Stored only now that a signed-in user consents to it.
+		if err := s.storeMetadataClient(ctx, req.Client); err != nil {
+			return "", s.authzUserError(ctx, req, "store client of metadata document", err)
+		}
+	}
 	if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
 		return "", s.authzUserError(ctx, req, "record grant", err)
 	}
@@ -176,7 +182,16 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		return nil, NewPageError("Unknown application",
 			"The client_id parameter is not a valid client ID.")
 	}
-	client, err := s.store.GetClient(ctx, clientID)
+	var client data.Client
+	var err error
+	if data.IsMetadataClientID(clientID) {
+		// An AI assistant's metadata document (clientmeta.go).
+		if client, err = s.metadataClient(ctx, clientID); err != nil {
+			return nil, err
+		}
+	} else {
+		client, err = s.store.GetClient(ctx, clientID)
+	}
 	if errors.Is(err, data.ErrNotFound) {
 		return nil, NewPageError("Unknown application",
 			fmt.Sprintf("No application is registered under the client ID %s.", authzQuote(clientID)))

@@ -36,6 +36,9 @@ type serverMetadata struct {
 	// to with RFC 8707 resource indicators (Config.Resources); omitted
 	// when there are none.
 	ProtectedResources []string `json:"protected_resources,omitempty"`
+	// ClientIDMetadataDocumentSupported: an https URL may be a client_id
+	// (draft-ietf-oauth-client-id-metadata-document; clientmeta.go).
+	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported"`
 
 	// OpenID Connect Discovery 1.0 §3 (and RP-Initiated Logout 1.0 §3.3).
 	UserinfoEndpoint                 string   `json:"userinfo_endpoint"`
@@ -82,6 +85,7 @@ func buildMetadata(cfg Config) []byte {
 		RequirePushedAuthorizationRequests: false,
 		DPoPSigningAlgValuesSupported:      verify.DPoPAlgs(),
 		ProtectedResources:                 cfg.Resources,
+		ClientIDMetadataDocumentSupported:  true,
 
 		UserinfoEndpoint:   cfg.Issuer + userinfoPath,
 		EndSessionEndpoint: cfg.AppURL + "/auth/logout",

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"oauthd/data"
+	"oauthd/data/netsafe"
 	"oauthd/issuer/throttle"
 	"oauthd/keys/verify"
 )
@@ -108,6 +109,19 @@ type Config struct {
 	Keys verify.KeySource
 	// IDTokenTTL is the lifetime of ID tokens; default AccessTTL.
 	IDTokenTTL time.Duration
+
+	// Client ID metadata documents (clientmeta.go).
+
+	// MetadataPrivateNetworks lets documents be fetched from loopback and
+	// private addresses (serve --client-metadata-private-networks).
+	MetadataPrivateNetworks bool
+	// MetadataFetcher fetches the documents; default a netsafe.Client
+	// with MetadataPrivateNetworks (tests give one with their TLS roots).
+	MetadataFetcher *netsafe.Client
+	// MetadataMinTTL and MetadataMaxTTL bound how long a document is
+	// cached, whatever its Cache-Control says; defaults
+	// DefaultMetadataMinTTL and DefaultMetadataMaxTTL.
+	MetadataMinTTL, MetadataMaxTTL time.Duration
 }
 
 // Server is the authorization server. Create it with [New].
@@ -129,6 +143,7 @@ type Server struct {
 	cors       *corsState           // cors.go; nil until Register
 	idSigner   IDTokenSigner        // Config.IDSigner (oidc.go)
 	keys       verify.KeySource     // Config.Keys
+	meta       *metaDocs            // client ID metadata documents (clientmeta.go)
 	defaultAud audience             // {Config.Audience}: aud of a token without resources
 }
 
@@ -201,6 +216,16 @@ func New(cfg Config) (*Server, error) {
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
 	s.defaultAud = audience{cfg.Audience}
+	if cfg.MetadataMinTTL <= 0 {
+		cfg.MetadataMinTTL = DefaultMetadataMinTTL
+	}
+	if cfg.MetadataMaxTTL <= 0 {
+		cfg.MetadataMaxTTL = DefaultMetadataMaxTTL
+	}
+	if cfg.MetadataMaxTTL < cfg.MetadataMinTTL {
+		return nil, errors.New("issuer: Config.MetadataMaxTTL must not be below MetadataMinTTL")
+	}
+	s.meta = newMetaDocs(cfg)
 	s.par = newPARState(cfg)
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)

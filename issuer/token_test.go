@@ -815,6 +815,8 @@ func TestMetadata(t *testing.T) {
 		"claims_parameter_supported":      false,
 		"request_parameter_supported":     false,
 		"request_uri_parameter_supported": false,
+		// draft-ietf-oauth-client-id-metadata-document (clientmeta.go).
+		"client_id_metadata_document_supported": true,
 	}
 	for k, v := range want {
 		gb, _ := json.Marshal(m[k])
