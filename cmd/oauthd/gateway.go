@@ -284,23 +284,3 @@ func (cfg *gatewayConfig) build(logger *slog.Logger, revoked func(verify.KeySour
 	proxy := guard.NewProxy(cfg.upstream, g, logger)
 	return &gateway{handler: gatewayHandler(proxy, meta), proxy: proxy, keys: keySet, verify: v}, nil
 }
-
-// gatewayHandler serves GET /healthz and the protected resource metadata
-// (gateway_resource.go) itself and hands everything else to
-// the proxy. It is not a ServeMux on purpose: ServeMux would redirect
-// unclean paths before the guard sees them, and the guard refuses them
-// itself (guard.CanonicalPath).
-func gatewayHandler(proxy http.Handler, meta *gatewayResources) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if meta.serve(w, r) {
-			return
-		}
-		if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Header().Set("Cache-Control", "no-store")
-			_, _ = w.Write([]byte("ok\n"))
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	})
-}

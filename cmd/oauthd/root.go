@@ -58,7 +58,7 @@ func NewRootCommand() *cobra.Command {
 		}
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
-	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o))
+	root.AddCommand(newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o), newAgentsCommand(o))
 	addGateway(root)
 	requireSubcommands(root)
 	markReadOnly(root)

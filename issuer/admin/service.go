@@ -69,6 +69,15 @@ type Service interface {
 	// waits for [Service.ApproveClient] or [Service.RejectClient].
 	EditClient(ctx context.Context, id string, e ClientEdit) (EditResult, error)
 
+	// AllowAgentHost lets the AI assistants whose client ID metadata
+	// documents are on host ask for scopes (it replaces an earlier review
+	// of the host; its stored clients get the new scopes).
+	AllowAgentHost(ctx context.Context, host string, scopes []string) (AgentHostView, error)
+	ListAgentHosts(ctx context.Context) ([]AgentHostView, error)
+	// DenyAgentHost removes the host's review and revokes every grant of
+	// every client on that host.
+	DenyAgentHost(ctx context.Context, host string) (DeniedAgentHost, error)
+
 	ListKeys(ctx context.Context) ([]keys.Info, error)
 	RotateKeys(ctx context.Context, alg string) (keys.RotateResult, error)
 	RevokeKey(ctx context.Context, kid string) error
