@@ -167,6 +167,8 @@ func (h *Handler) authorizeRequest(c echo.Context, q url.Values) error {
 		User:         user,
 		ClientName:   ar.Client.Name,
 		ClientOwner:  h.ownerName(ctx, ar.Client),
+		VouchedBy:    ar.Client.MetadataHost,
+		Resources:    ar.Resources,
 		Groups:       groupScopes(ar.Scopes),
 		Unrestricted: ar.Unrestricted,
 		RedirectTo:   origin,
@@ -176,6 +178,9 @@ func (h *Handler) authorizeRequest(c echo.Context, q url.Values) error {
 	}
 	if origin == "" {
 		v.RedirectTo = ar.RedirectURI
+	}
+	if v.VouchedBy != "" {
+		v.Title = "Authorize an AI assistant from " + v.VouchedBy
 	}
 	return h.render(c, http.StatusOK, pageConsent, v, origin)
 }

@@ -49,6 +49,14 @@ func TestAgentHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 
+		// users apps and clients list show the assistant with its host.
+		apps, err := e.svc.ListUserApps(ctx, "ann@example.com")
+		if err != nil || len(apps) != 1 || apps[0].AgentHost != "claude.example" || apps[0].Developer != "AI assistant from claude.example" {
+			t.Errorf("users apps = %+v, %v", apps, err)
+		}
+		if cv, err := e.svc.ShowClient(ctx, id); err != nil || cv.AgentHost != "claude.example" {
+			t.Errorf("clients show = %+v, %v", cv, err)
+		}
 		if _, err := e.svc.AllowAgentHost(ctx, "claude.example", []string{"PROFILE_READ"}); err != nil {
 			t.Fatal(err)
 		}
