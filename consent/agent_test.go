@@ -42,6 +42,9 @@ func TestConsentNamesTheVouchingHostAndTheAPI(t *testing.T) {
 	if !strings.Contains(body, `<strong class="mono">https://api.example.com/mcp</strong>`) {
 		t.Errorf("the page does not name the API the token will reach:\n%s", body)
 	}
+	if f := decisionFields(t, body); f.Get("resource") != "https://api.example.com/mcp" {
+		t.Errorf("the decision form drops resource: %v", f)
+	}
 	if strings.Contains(body, "Developed by") {
 		t.Error("an assistant has no developer account to show")
 	}

@@ -25,6 +25,7 @@ var authorizeParams = []string{
 	"client_id", "redirect_uri", "state", "scope",
 	"code_challenge", "code_challenge_method", "response_type",
 	"request_uri", // a pushed request's consent continuation (RFC 9126)
+	"resource",    // RFC 8707, repeatable
 	// OpenID Connect (Core §3.1.2.1)
 	"nonce", "prompt", "max_age", "login_hint", "id_token_hint", "response_mode",
 }
