@@ -65,10 +65,10 @@ func startMCPServer(t *testing.T, dir string) string {
 }
 
 // startMCPGateway runs `oauthd gateway` in front of the MCP server.
-func startMCPGateway(t *testing.T, listen, upstream, issuer, publicURL, audience, routes string) string {
+func startMCPGateway(t *testing.T, listen, upstream, issuer, publicURL, audience, routes string, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(oauthdBin, "gateway", "--listen", listen, "--upstream", upstream, "--issuer", issuer,
-		"--public-url", publicURL, "--audience", audience, "--routes", routes)
+	cmd := exec.Command(oauthdBin, append([]string{"gateway", "--listen", listen, "--upstream", upstream, "--issuer", issuer,
+		"--public-url", publicURL, "--audience", audience, "--routes", routes}, extra...)...)
 	addr, _ := startProcess(t, cmd, "gateway", gatewayListenRE, nil)
 	return "http://" + addr
 }
@@ -80,7 +80,8 @@ func startMCPGateway(t *testing.T, listen, upstream, issuer, publicURL, audience
 // SSL_CERT_FILE), sends resource (RFC 8707) and PKCE; the test plays the
 // user on the login and consent pages; a tool call of the SDK's MCP server
 // behind the gateway succeeds. Then: the token's aud is the gateway's
-// resource, and a gateway of another resource refuses it; a document on a
+// resource, and a gateway of another resource refuses it; after Remove
+// access the next call is refused within the feed interval; a document on a
 // host the operator has not allowed ends on the error page and stores
 // nothing.
 func TestMCPSDKEndToEnd(t *testing.T) {
@@ -121,7 +122,8 @@ func TestMCPSDKEndToEnd(t *testing.T) {
 	mcp := startMCPServer(t, dir)
 	routes := filepath.Join(t.TempDir(), "routes.json")
 	os.WriteFile(routes, []byte(`[{"method":"POST","path":"/v2/mcp","scopes":["PROFILE_READ"]},{"method":"GET","path":"/v2/mcp","scopes":["PROFILE_READ"]},{"method":"DELETE","path":"/v2/mcp","scopes":["PROFILE_READ"]}]`), 0o600)
-	gw := startMCPGateway(t, "127.0.0.1:"+gwPort, mcp, s.base, gwPublic, resource, routes)
+	gw := startMCPGateway(t, "127.0.0.1:"+gwPort, mcp, s.base, gwPublic, resource, routes,
+		"--revocation-feed-url", s.base+"/.well-known/revoked-grants", "--revocation-feed-interval", "1s")
 
 	node := startNode(t, dir, "mcp sdk client", "MCP_URL="+gw+"/v2/mcp", "CLIENT_METADATA_URL="+docURL, "REDIRECT_URI=http://127.0.0.1:9/callback")
 	var step struct {
@@ -180,6 +182,27 @@ func TestMCPSDKEndToEnd(t *testing.T) {
 		t.Errorf("token for %s at the gateway of another resource: %d %q; want 401 invalid_token", resource, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 
+	// Remove access (what the Connected apps page does): the next call is
+	// refused within the revoked-grants feed's interval.
+	mustOauthd(t, db, "", "users", "apps", "revoke", e2eEmail, docURL)
+	removed := time.Now()
+	for {
+		fmt.Fprintf(node.in, "%s\n", `{"again":true}`)
+		var again struct {
+			OK    bool   `json:"ok"`
+			Error string `json:"error"`
+		}
+		node.read(&again)
+		if !again.OK {
+			t.Logf("refused %s after Remove access: %s", time.Since(removed).Round(time.Millisecond), again.Error)
+			break
+		}
+		if time.Since(removed) > 5*time.Second {
+			t.Fatalf("the tool call still succeeds %s after Remove access", time.Since(removed))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	// A host not allowed: the error page, and nothing stored.
 	before := mustOauthd(t, db, "", "clients", "list", "--json")
 	notAllowed := strings.Replace(docURL, "127.0.0.1", "localhost", 1)
@@ -192,5 +215,4 @@ func TestMCPSDKEndToEnd(t *testing.T) {
 	if after := mustOauthd(t, db, "", "clients", "list", "--json"); after != before {
 		t.Errorf("the store changed for a host not allowed:\n%s\n%s", before, after)
 	}
-	_ = time.Second
 }
