@@ -24,7 +24,11 @@ func (s *Store) PutAgentHost(ctx context.Context, h data.AgentHost) error {
 func (s *Store) GetAgentHost(ctx context.Context, host string) (data.AgentHost, error) {
 	var h data.AgentHost
 	err := s.view(ctx, "get agent host", func(tx *bbolt.Tx) error {
-		ok, err := get(tx.Bucket(bucketAgents), []byte(host), &h)
+		b := tx.Bucket(bucketAgents)
+		if b == nil { // a read-only file of an earlier release: no host allowed
+			return data.AgentHostNotFound("get agent host", host)
+		}
+		ok, err := get(b, []byte(host), &h)
 		if err == nil && !ok {
 			err = data.AgentHostNotFound("get agent host", host)
 		}
@@ -37,7 +41,11 @@ func (s *Store) GetAgentHost(ctx context.Context, host string) (data.AgentHost, 
 func (s *Store) ListAgentHosts(ctx context.Context) ([]data.AgentHost, error) {
 	out := []data.AgentHost{}
 	err := s.view(ctx, "list agent hosts", func(tx *bbolt.Tx) error {
-		hs, err := list[data.AgentHost](tx.Bucket(bucketAgents), nil, nil)
+		b := tx.Bucket(bucketAgents)
+		if b == nil { // a read-only file of an earlier release
+			return nil
+		}
+		hs, err := list[data.AgentHost](b, nil, nil)
 		for _, h := range hs {
 			out = append(out, data.NormalizeAgentHost(h))
 		}

@@ -352,7 +352,7 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
 		}
 		for _, name := range allBuckets {
-			if tx.Bucket(name) == nil {
+			if tx.Bucket(name) == nil && !bytes.Equal(name, bucketAgents) { // agent_hosts: read as empty until serve creates it
 				return fmt.Errorf("%w: %s lacks the bucket %s (an older oauthd made it): start `oauthd serve` on it once to upgrade it", ErrSchema, path, name)
 			}
 		}
