@@ -90,8 +90,7 @@ func TestMCPSDKEndToEnd(t *testing.T) {
 
 	// The assistant's host: its client ID metadata document over HTTPS.
 	const callback = "http://127.0.0.1/callback"
-	var docs *httptest.Server
-	docs = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/oauth/client.json" {
 			http.NotFound(w, r)
 			return
