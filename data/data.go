@@ -596,4 +596,6 @@ type Dump struct {
 	Grants    []Grant      `json:"grants"`
 	Sessions  []Session    `json:"sessions"`
 	Keys      []SigningKey `json:"keys"`
+	// AgentHosts are the operator's reviews of AI assistants' hosts.
+	AgentHosts []AgentHost `json:"agent_hosts,omitempty"`
 }
