@@ -25,6 +25,7 @@ var authorizeParams = []string{
 	"client_id", "redirect_uri", "state", "scope",
 	"code_challenge", "code_challenge_method", "response_type",
 	"request_uri", // a pushed request's consent continuation (RFC 9126)
+	"resource",    // RFC 8707, repeatable
 	// OpenID Connect (Core §3.1.2.1)
 	"nonce", "prompt", "max_age", "login_hint", "id_token_hint", "response_mode",
 }
@@ -167,6 +168,8 @@ func (h *Handler) authorizeRequest(c echo.Context, q url.Values) error {
 		User:         user,
 		ClientName:   ar.Client.Name,
 		ClientOwner:  h.ownerName(ctx, ar.Client),
+		VouchedBy:    ar.Client.MetadataHost,
+		Resources:    ar.Resources,
 		Groups:       groupScopes(ar.Scopes),
 		Unrestricted: ar.Unrestricted,
 		RedirectTo:   origin,
@@ -176,6 +179,9 @@ func (h *Handler) authorizeRequest(c echo.Context, q url.Values) error {
 	}
 	if origin == "" {
 		v.RedirectTo = ar.RedirectURI
+	}
+	if v.VouchedBy != "" {
+		v.Title = "Authorize an AI assistant from " + v.VouchedBy
 	}
 	return h.render(c, http.StatusOK, pageConsent, v, origin)
 }

@@ -255,9 +255,15 @@ type view struct {
 	Retry    int // seconds, on 429
 
 	// consent
-	User         data.User
-	ClientName   string
-	ClientOwner  string
+	User        data.User
+	ClientName  string
+	ClientOwner string
+	// VouchedBy is, for an AI assistant (a client ID metadata document),
+	// the host that vouches for it, shown above the name it gives itself.
+	VouchedBy string
+	// Resources are the APIs the tokens will reach (RFC 8707); none for
+	// the platform's API.
+	Resources    []string
 	Groups       []scopeGroup
 	Unrestricted bool
 	RedirectTo   string // origin shown to the user

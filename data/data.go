@@ -184,6 +184,13 @@ type Client struct {
 	// Core §9) and holds no secret. At most one of them is set.
 	JWKS    string `json:"jwks,omitempty"`
 	JWKSURI string `json:"jwks_uri,omitempty"`
+	// MetadataHost is, for an AI assistant identified by a client ID
+	// metadata document (ID is the document's URL), the canonical host
+	// that vouches for it ([MetadataClientHost]); "" for every other
+	// client. Such a client is public, has no owner, and is stored only
+	// once a signed-in user consents to it; its redirect URIs and name
+	// are the document's, its scopes the host's review ([AgentHost]).
+	MetadataHost string `json:"metadata_host,omitempty"`
 }
 
 // HasKeys reports whether c authenticates with keys (private_key_jwt)
@@ -322,6 +329,9 @@ type AuthCode struct {
 	// §2 auth_time): the session's [Session.AuthTime]. Set only for a
 	// code whose scopes include openid; zero otherwise.
 	AuthTime time.Time `json:"auth_time,omitzero"`
+	// Resources are the RFC 8707 resource indicators of the authorization
+	// request: the APIs the user authorized tokens for; nil for none.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // Expired reports whether c can no longer be exchanged at now (its
@@ -368,6 +378,10 @@ type Family struct {
 	// from ([AuthCode.AuthTime]): every ID token of the family carries it
 	// (OpenID Connect Core §12.2). Zero for a grant without openid.
 	AuthTime time.Time `json:"auth_time,omitzero"`
+	// Resources are the grant's RFC 8707 resource indicators
+	// ([AuthCode.Resources]): each access token of the family is for them
+	// or fewer. nil for a grant without resources.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // Expired reports whether f's refresh tokens can no longer be used at
@@ -475,6 +489,9 @@ type GCResult struct {
 // may call them more than once) and return an error to abort without writing.
 // Records returned are copies the caller may keep and modify.
 type Store interface {
+	// The operator's reviews of AI assistants' hosts (agents.go).
+	AgentHostStore
+
 	// Users.
 
 	// CreateUser assigns u.ID (1, 2, …) and stores u; ErrExists when the
@@ -642,4 +659,6 @@ type Dump struct {
 	Grants    []Grant      `json:"grants"`
 	Sessions  []Session    `json:"sessions"`
 	Keys      []SigningKey `json:"keys"`
+	// AgentHosts are the operator's reviews of AI assistants' hosts.
+	AgentHosts []AgentHost `json:"agent_hosts,omitempty"`
 }

@@ -4,7 +4,7 @@ import "slices"
 
 // Record is every type a [Store] keeps and returns.
 type Record interface {
-	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation
+	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation | AgentHost
 }
 
 // Normalize returns r as every store keeps it and gives it back, so that
@@ -33,8 +33,10 @@ func Normalize[R Record](r R) R {
 	case *AuthCode:
 		p.Hash = slices.Clone(p.Hash)
 		p.Scopes = slices.Clone(p.Scopes)
+		p.Resources = slices.Clone(omitEmpty(p.Resources))
 		p.CreatedAt, p.ExpiresAt, p.AuthTime = p.CreatedAt.UTC(), p.ExpiresAt.UTC(), p.AuthTime.UTC()
 	case *Family:
+		p.Resources = slices.Clone(omitEmpty(p.Resources))
 		p.Scopes = slices.Clone(p.Scopes)
 		p.TokenHash = slices.Clone(p.TokenHash)
 		p.CodeHash = cloneOmitEmpty(p.CodeHash)
@@ -60,6 +62,8 @@ func Normalize[R Record](r R) R {
 		}
 	case *Revocation:
 		p.LastIssuedAt = p.LastIssuedAt.UTC()
+	case *AgentHost:
+		*p = NormalizeAgentHost(*p)
 	default:
 		panic("data.Normalize: no case for a Record type") // unreachable: the cases match Record
 	}

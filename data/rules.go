@@ -116,6 +116,10 @@ func ValidateClient(c Client) error {
 		return ruleErr("name", "must be 1 to %d bytes of UTF-8", MaxNameLen)
 	}
 	switch {
+	case c.MetadataHost != "":
+		if err := validateMetadataClient(c); err != nil {
+			return err
+		}
 	case c.OwnerID < 0 || (c.OwnerID == 0) == (strings.TrimSpace(c.UnclaimedOwner) == ""):
 		return ruleErr("owner", "must be the ID of the user who owns the client, or (unclaimed) the owner as given, not both")
 	}
@@ -326,6 +330,88 @@ func ValidateKeySet(keys []SigningKey) error {
 	}
 	if active > 1 {
 		return ruleErr("state", "%d active keys; at most one key is active", active)
+	}
+	return nil
+}
+
+// RedirectURIMatches reports whether the redirect_uri of an authorization
+// request, presented, is one of registered: byte for byte (RFC 6749
+// §3.1.2.3, RFC 9700 §4.1.3), except that for a public client (public
+// true) a registered loopback IP literal URI, http://127.0.0.1/… or
+// http://[::1]/…, matches the same URI with any port (RFC 8252 §7.3: a
+// native app listens on an ephemeral port). Nothing else is normalised:
+// "localhost" stays exact (RFC 8252 §8.3), and so do the scheme's and the
+// address's spelling.
+func RedirectURIMatches(registered []string, presented string, public bool) bool {
+	if slices.Contains(registered, presented) {
+		return true
+	}
+	if !public {
+		return false
+	}
+	p, ok := loopbackWithoutPort(presented)
+	if !ok {
+		return false
+	}
+	for _, r := range registered {
+		if q, ok := loopbackWithoutPort(r); ok && q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// loopbackWithoutPort returns uri without its port when it is an http URI
+// on the loopback IP literal 127.0.0.1 or [::1], spelled exactly so; ok is
+// false otherwise. A port is 1 to 5 digits, 1 to 65535, followed by the
+// end, '/' or '?'.
+func loopbackWithoutPort(uri string) (string, bool) {
+	for _, prefix := range [...]string{"http://127.0.0.1", "http://[::1]"} {
+		rest, ok := strings.CutPrefix(uri, prefix)
+		if !ok {
+			continue
+		}
+		if port, ok := strings.CutPrefix(rest, ":"); ok {
+			n := 0
+			for n < len(port) && port[n] >= '0' && port[n] <= '9' {
+				n++
+			}
+			if n == 0 || n > 5 || port[0] == '0' {
+				return "", false
+			}
+			v := 0
+			for _, c := range port[:n] {
+				v = v*10 + int(c-'0')
+			}
+			if v > 65535 {
+				return "", false
+			}
+			rest = port[n:]
+		}
+		if rest != "" && rest[0] != '/' && rest[0] != '?' {
+			return "", false
+		}
+		return prefix + rest, true
+	}
+	return "", false
+}
+
+// validateMetadataClient checks the rules of an AI assistant's client
+// (one with [Client.MetadataHost]): its ID is a metadata document's URL on
+// that host, it is public, has no owner and nothing waits for review.
+func validateMetadataClient(c Client) error {
+	host, err := MetadataClientHost(c.ID)
+	switch {
+	case err != nil:
+		return err
+	case host != c.MetadataHost:
+		return ruleErr("metadata_host", "%q is not the host of the client ID %q", c.MetadataHost, c.ID)
+	case c.Type != Public:
+		return ruleErr("client_type", "a client of a metadata document is public")
+	case c.OwnerID != 0 || c.UnclaimedOwner != "":
+		return ruleErr("owner", "a client of a metadata document has no owner: its host's review decides")
+	case c.Pending != nil || c.Legacy:
+		return ruleErr("pending", "a client of a metadata document has no pending change and is not legacy")
 	}
 	return nil
 }

@@ -28,16 +28,16 @@ import (
 // semantics. The family ID is not a secret: it cannot refresh, and since
 // refresh tokens carry a tag it cannot revoke either.
 type accessClaims struct {
-	Issuer       string `json:"iss"`
-	Subject      string `json:"sub"`
-	Audience     string `json:"aud"`
-	ExpiresAt    int64  `json:"exp"`
-	IssuedAt     int64  `json:"iat"`
-	ID           string `json:"jti"`
-	ClientID     string `json:"client_id"`
-	GrantID      string `json:"grant_id,omitempty"`
-	Scope        string `json:"scope,omitempty"`
-	Unrestricted bool   `json:"unrestricted,omitempty"`
+	Issuer       string   `json:"iss"`
+	Subject      string   `json:"sub"`
+	Audience     audience `json:"aud"`
+	ExpiresAt    int64    `json:"exp"`
+	IssuedAt     int64    `json:"iat"`
+	ID           string   `json:"jti"`
+	ClientID     string   `json:"client_id"`
+	GrantID      string   `json:"grant_id,omitempty"`
+	Scope        string   `json:"scope,omitempty"`
+	Unrestricted bool     `json:"unrestricted,omitempty"`
 	// Cnf holds cnf.jkt (RFC 9449 §6.1): the thumbprint of the DPoP key
 	// the token is bound to; nil for a bearer token.
 	Cnf *cnf `json:"cnf,omitempty"`
@@ -54,7 +54,7 @@ func (c *accessClaims) AppendJSON(b []byte) []byte {
 	b = append(b, `,"sub":`...)
 	b = appendJSONString(b, c.Subject)
 	b = append(b, `,"aud":`...)
-	b = appendJSONString(b, c.Audience)
+	b = c.Audience.appendJSON(b)
 	b = append(b, `,"exp":`...)
 	b = strconv.AppendInt(b, c.ExpiresAt, 10)
 	b = append(b, `,"iat":`...)
@@ -92,7 +92,30 @@ func (c *accessClaims) GetNotBefore() (*jwt.NumericDate, error) { return nil, ni
 func (c *accessClaims) GetIssuer() (string, error)              { return c.Issuer, nil }
 func (c *accessClaims) GetSubject() (string, error)             { return c.Subject, nil }
 func (c *accessClaims) GetAudience() (jwt.ClaimStrings, error) {
-	return jwt.ClaimStrings{c.Audience}, nil
+	return jwt.ClaimStrings(c.Audience), nil
+}
+
+// audience is an access token's aud: one string, or an array when the
+// token is for several resources (RFC 7519 §4.1.3, RFC 8707 §2.2).
+type audience []string
+
+// MarshalJSON is encoding/json's form of appendJSON.
+func (a audience) MarshalJSON() ([]byte, error) { return a.appendJSON(nil), nil }
+
+// appendJSON appends a as a JSON string when it has one member, an array
+// otherwise.
+func (a audience) appendJSON(b []byte) []byte {
+	if len(a) == 1 {
+		return appendJSONString(b, a[0])
+	}
+	b = append(b, '[')
+	for i, v := range a {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, v)
+	}
+	return append(b, ']')
 }
 
 // newAccessTokenID returns 16 random bytes, base64url-encoded.
@@ -104,8 +127,9 @@ func newAccessTokenID() string {
 
 // mintAccessToken signs an access token of grant (a family ID) for userID
 // and clientID at now. scopes are joined with spaces; unrestricted marks a
-// legacy grant.
-func (s *Server) mintAccessToken(ctx context.Context, now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) (string, error) {
+// legacy grant; resources, when not empty, are its aud (RFC 8707), else
+// Config.Audience.
+func (s *Server) mintAccessToken(ctx context.Context, now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string, resources []string) (string, error) {
 	_, span := data.StartSpan(ctx, tracer, "", "sign access token")
 	defer span.End()
 	sub := clientID // a token without a user (client_credentials): RFC 9068 §2.2
@@ -113,10 +137,14 @@ func (s *Server) mintAccessToken(ctx context.Context, now time.Time, grant strin
 		sub = strconv.FormatInt(userID, 10)
 	}
 	iat := now.Unix()
+	aud := audience(resources)
+	if len(aud) == 0 {
+		aud = s.defaultAud
+	}
 	claims := &accessClaims{
 		Issuer:    s.cfg.Issuer,
 		Subject:   sub,
-		Audience:  s.cfg.Audience,
+		Audience:  aud,
 		IssuedAt:  iat,
 		ExpiresAt: iat + int64(s.cfg.AccessTTL/time.Second),
 		ID:        newAccessTokenID(),
@@ -151,13 +179,14 @@ type pendingToken struct {
 // calls wait only once the store has reported the grant durable; when the
 // store fails the token is simply dropped, never sent. A callback the
 // store runs again (a retried transaction) starts a new token and the
-// earlier one is dropped. scopes are copied: the store keeps using the
-// family's slice.
-func (s *Server) startAccessToken(ctx context.Context, now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) *pendingToken {
+// earlier one is dropped. scopes and resources are copied: the store keeps
+// using the family's slices.
+func (s *Server) startAccessToken(ctx context.Context, now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string, resources []string) *pendingToken {
 	p := &pendingToken{done: make(chan struct{})}
 	scopes = slices.Clone(scopes)
+	resources = slices.Clone(resources)
 	s.signers.run(func() {
-		p.tok, p.err = s.mintAccessToken(ctx, now, grant, userID, clientID, scopes, unrestricted, jkt)
+		p.tok, p.err = s.mintAccessToken(ctx, now, grant, userID, clientID, scopes, unrestricted, jkt, resources)
 		close(p.done)
 	})
 	return p
@@ -167,7 +196,7 @@ func (s *Server) startAccessToken(ctx context.Context, now time.Time, grant stri
 // without a grant (client_credentials): its sub is the client ID (RFC 9068
 // §2.2) and it carries no grant_id.
 func (s *Server) startMachineToken(ctx context.Context, now time.Time, clientID string, scopes []string, jkt string) *pendingToken {
-	return s.startAccessToken(ctx, now, "", 0, clientID, scopes, false, jkt)
+	return s.startAccessToken(ctx, now, "", 0, clientID, scopes, false, jkt, nil)
 }
 
 // wait returns the signed token. A nil p (a store that reported success

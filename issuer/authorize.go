@@ -92,6 +92,12 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 		return "", err
 	}
 	if !silent {
+		if req.Client.MetadataHost != "" {
+			// Stored only now that a signed-in user consents to it.
+			if err := s.storeMetadataClient(ctx, req.Client); err != nil {
+				return "", s.authzUserError(ctx, req, "store client of metadata document", err)
+			}
+		}
 		if err := s.authzRecordGrant(ctx, req, userID, now); err != nil {
 			return "", s.authzUserError(ctx, req, "record grant", err)
 		}
@@ -105,6 +111,7 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 		Scopes:        slices.Clone(req.Scopes),
 		Unrestricted:  req.Unrestricted,
 		CodeChallenge: req.CodeChallenge,
+		Resources:     slices.Clone(req.Resources),
 		CreatedAt:     now,
 		ExpiresAt:     now.Add(s.cfg.CodeTTL),
 	}
@@ -131,6 +138,7 @@ func (s *Server) ApproveLogin(ctx context.Context, q url.Values, login Login) (s
 		slog.Int64("user_id", userID),
 		slog.String("scope", scope.Join(req.Scopes)),
 		slog.Bool("unrestricted", req.Unrestricted),
+		slog.Any("resources", req.Resources),
 	)
 	v := url.Values{}
 	v.Set("code", code)
@@ -197,7 +205,16 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		return nil, NewPageError("Unknown application",
 			"The client_id parameter is not a valid client ID.")
 	}
-	client, err := s.store.GetClient(ctx, clientID)
+	var client data.Client
+	var err error
+	if data.IsMetadataClientID(clientID) {
+		// An AI assistant's metadata document (clientmeta.go).
+		if client, err = s.metadataClient(ctx, clientID); err != nil {
+			return nil, err
+		}
+	} else {
+		client, err = s.store.GetClient(ctx, clientID)
+	}
 	if errors.Is(err, data.ErrNotFound) {
 		return nil, NewPageError("Unknown application",
 			fmt.Sprintf("No application is registered under the client ID %s.", authzQuote(clientID)))
@@ -211,8 +228,9 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 			"The redirect_uri parameter is missing. The application that sent you here must fix its authorization link.")
 	}
 	// Exact string comparison (RFC 6749 §3.1.2.3, RFC 9700 §4.1.3): no
-	// normalisation, no prefix or pattern matching.
-	if !slices.Contains(client.RedirectURIs, redirectURI) {
+	// normalisation, no prefix or pattern matching; a public client's
+	// loopback IP redirect URI on any port (RFC 8252 §7.3).
+	if !data.RedirectURIMatches(client.RedirectURIs, redirectURI, client.Type == data.Public) {
 		if client.Pending != nil && slices.Contains(client.Pending.AddRedirectURIs, redirectURI) {
 			// Asked for by the owner, not approved: never a redirect there.
 			return nil, NewPageError("Redirect URI not approved yet",
@@ -261,7 +279,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		vals := q[name]
-		if len(vals) > 1 {
+		if len(vals) > 1 && name != "resource" { // RFC 8707 §2: resource may repeat
 			// RFC 6749 §3.1: request parameters must not be repeated.
 			return nil, fail(ErrInvalidRequest, "the "+authzParamName(name)+" parameter was given more than once")
 		}
@@ -313,6 +331,11 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		}
 	}
 
+	resources, e := s.requestedResources(q["resource"])
+	if e != nil {
+		return nil, s.redirectError(redirectURI, state, e)
+	}
+
 	// PKCE, RFC 7636 §4.3 and §4.4.1; S256 only (OAuth 2.1 §4.1.1).
 	switch m, ok := q["code_challenge_method"]; {
 	case !ok || m[0] == "S256":
@@ -339,6 +362,7 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		Scopes:        scopes,
 		Unrestricted:  client.Legacy,
 		CodeChallenge: challenge,
+		Resources:     resources,
 		Query:         orig,
 	}
 	if e := s.oidcParams(ctx, q, client, req); e != nil {

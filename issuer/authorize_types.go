@@ -20,6 +20,9 @@ type AuthorizeRequest struct {
 	// "unrestricted": true until the client is migrated.
 	Unrestricted  bool
 	CodeChallenge string
+	// Resources are the request's RFC 8707 resource indicators, checked
+	// against Config.Resources (resource.go); nil for none.
+	Resources []string
 	// Query is the original query, which the consent form posts back so the
 	// decision is validated again from scratch; for a pushed request
 	// (RFC 9126), client_id and the consent continuation of its

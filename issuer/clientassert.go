@@ -12,7 +12,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"oauthd/data"
-	"oauthd/keys/netsafe"
+	"oauthd/data/netsafe"
 	"oauthd/keys/verify"
 )
 
@@ -30,12 +30,14 @@ import (
 const (
 	jwksTTL     = 5 * time.Minute
 	jwksRefetch = 30 * time.Second
+	// maxJWKSBytes bounds a fetched jwks_uri document.
+	maxJWKSBytes = 64 << 10
 )
 
 // clientKeyCache keeps each client's parsed keys: an inline set by its
 // text, a jwks_uri's by fetch time.
 type clientKeyCache struct {
-	fetch *netsafe.Fetcher
+	fetch *netsafe.Client
 	mu    sync.Mutex
 	m     map[string]*clientKeys // client ID → keys
 }
@@ -64,14 +66,14 @@ func (kc *clientKeyCache) keysOf(client data.Client, now time.Time) verify.Asser
 		}
 		raw := []byte(client.JWKS)
 		if client.JWKS == "" {
-			b, err := kc.fetch.Get(ctx, client.JWKSURI, "application/jwk-set+json, application/json")
+			resp, err := kc.fetch.Get(ctx, client.JWKSURI, "application/jwk-set+json, application/json", maxJWKSBytes)
 			if err != nil {
 				if e != nil && e.src == src {
 					return e.set, nil // keep the last good set while the URL fails
 				}
 				return nil, fmt.Errorf("%w: the client's jwks_uri could not be fetched: %v", verify.ErrInvalidAssertion, err)
 			}
-			raw = b
+			raw = resp.Body
 		}
 		set, err := verify.ParseClientJWKS(raw)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"oauthd/data"
-	"oauthd/keys/netsafe"
+	"oauthd/data/netsafe"
 	"oauthd/keys/verify"
 )
 
@@ -203,7 +204,9 @@ func TestPrivateKeyJWTURI(t *testing.T) {
 	t.Cleanup(srv.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
-	env := newPKEnv(t, func(c *Config) { c.Fetcher = netsafe.New(netsafe.Config{AllowPrivate: true, RootCAs: pool}) })
+	env := newPKEnv(t, func(c *Config) {
+		c.Fetcher = netsafe.New(netsafe.Options{AllowPrivate: true, TLS: &tls.Config{RootCAs: pool}})
+	})
 	doc = env.jwks
 	mk := func(id, uri string) {
 		c := data.Client{ID: id, Name: "URI backend", OwnerID: 1, Type: data.Confidential, Scopes: []string{"BOOKING_READ"},

@@ -76,6 +76,10 @@ var (
 	// user would have to log in or consent (OpenID Connect Core §3.1.2.6).
 	ErrLoginRequired   = &Error{Code: oauth.LoginRequired, Status: http.StatusBadRequest}
 	ErrConsentRequired = &Error{Code: oauth.ConsentRequired, Status: http.StatusBadRequest}
+	// ErrInvalidTarget: a resource parameter names an API this server
+	// does not issue tokens for, or one the grant does not cover
+	// (RFC 8707 §2).
+	ErrInvalidTarget = &Error{Code: oauth.InvalidTarget, Status: http.StatusBadRequest}
 )
 
 // WithDescription returns a copy of err with the formatted description.

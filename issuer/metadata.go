@@ -36,6 +36,13 @@ type serverMetadata struct {
 	PushedAuthorizationRequestEndpoint                 string   `json:"pushed_authorization_request_endpoint"`
 	RequirePushedAuthorizationRequests                 bool     `json:"require_pushed_authorization_requests"`
 	DPoPSigningAlgValuesSupported                      []string `json:"dpop_signing_alg_values_supported"`
+	// ProtectedResources (RFC 9728 §4) are the APIs tokens may be bound
+	// to with RFC 8707 resource indicators (Config.Resources); omitted
+	// when there are none.
+	ProtectedResources []string `json:"protected_resources,omitempty"`
+	// ClientIDMetadataDocumentSupported: an https URL may be a client_id
+	// (draft-ietf-oauth-client-id-metadata-document; clientmeta.go).
+	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported"`
 
 	// OpenID Connect Discovery 1.0 §3 (and RP-Initiated Logout 1.0 §3.3).
 	UserinfoEndpoint                 string   `json:"userinfo_endpoint"`
@@ -84,6 +91,8 @@ func buildMetadata(cfg Config) []byte {
 		PushedAuthorizationRequestEndpoint: cfg.Issuer + parPath,
 		RequirePushedAuthorizationRequests: false,
 		DPoPSigningAlgValuesSupported:      verify.DPoPAlgs(),
+		ProtectedResources:                 cfg.Resources,
+		ClientIDMetadataDocumentSupported:  true,
 
 		UserinfoEndpoint:   cfg.Issuer + userinfoPath,
 		EndSessionEndpoint: cfg.AppURL + "/auth/logout",

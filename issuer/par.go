@@ -96,7 +96,7 @@ func newPARState(cfg Config) *parState {
 
 // pushedParams are the authorization request parameters a pushed request
 // keeps.
-var pushedParams = []string{"client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "response_type",
+var pushedParams = []string{"client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method", "response_type", "resource",
 	// OpenID Connect (Core §3.1.2.1)
 	"nonce", "prompt", "max_age", "login_hint", "id_token_hint", "response_mode"}
 

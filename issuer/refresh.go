@@ -176,13 +176,14 @@ func (s *Server) refresh(ctx context.Context, c echo.Context, client data.Client
 // refreshRotation is one refresh request: what was read from it, and what
 // the store's update decided (the last call's, as the store may ask again).
 type refreshRotation struct {
-	s        *Server
-	client   data.Client
-	p        presentedRefresh
-	narrowed []string      // the scope parameter, or nil
-	proof    *verify.Proof // the DPoP proof, or nil
-	jkt      string        // its key's thumbprint, or ""
-	now      time.Time
+	s         *Server
+	client    data.Client
+	p         presentedRefresh
+	narrowed  []string      // the scope parameter, or nil
+	resources []string      // the resource parameters (RFC 8707), or nil
+	proof     *verify.Proof // the DPoP proof, or nil
+	jkt       string        // its key's thumbprint, or ""
+	now       time.Time
 
 	refreshToken string
 	access       *pendingToken
@@ -211,7 +212,10 @@ func (s *Server) readRefresh(client data.Client, req *tokenRequest, proof *verif
 			return nil, WithDescription(ErrInvalidScope, "scope names an unknown scope")
 		}
 	}
-	return &refreshRotation{s: s, client: client, p: p, narrowed: narrowed, proof: proof, jkt: proofJKT(proof), now: s.now()}, nil
+	if _, e := s.requestedResources(req.Resources); e != nil {
+		return nil, e
+	}
+	return &refreshRotation{s: s, client: client, p: p, narrowed: narrowed, resources: req.Resources, proof: proof, jkt: proofJKT(proof), now: s.now()}, nil
 }
 
 // update is the refresh grant's [data.Store.RotateRefreshToken] update:
@@ -252,12 +256,18 @@ func (r *refreshRotation) update(ctx context.Context, f data.Family) (data.Famil
 			return data.Family{}, WithDescription(ErrInvalidScope, "scope must be a subset of the scopes this grant still has")
 		}
 	}
+	// RFC 8707 §2.2: the grant keeps its resources; a token may be for
+	// fewer.
+	resources, e := s.tokenResources(r.resources, f.Resources)
+	if e != nil {
+		return data.Family{}, e
+	}
 	f = r.successor(f)
 	if len(r.narrowed) > 0 {
 		// A narrowed token: the family keeps its scopes (RFC 6749 §6).
-		r.access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, r.narrowed, false, r.jkt)
+		r.access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, r.narrowed, false, r.jkt, resources)
 	} else {
-		r.access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, r.jkt)
+		r.access = s.startAccessToken(ctx, now, f.ID, f.UserID, f.ClientID, f.Scopes, f.Unrestricted, r.jkt, resources)
 	}
 	return f, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"oauthd/data"
+	"oauthd/data/netsafe"
 	"oauthd/issuer/throttle"
-	"oauthd/keys/netsafe"
 	"oauthd/keys/verify"
 )
 
@@ -57,8 +58,8 @@ type Config struct {
 	// default MeAuth.
 	UserinfoAuth echo.MiddlewareFunc
 	// Fetcher fetches clients' jwks_uri documents; default
-	// netsafe.New(netsafe.Config{}) (https, public addresses only).
-	Fetcher *netsafe.Fetcher
+	// netsafe.New(netsafe.Options{}) (https, public addresses only).
+	Fetcher *netsafe.Client
 	Logger  *slog.Logger     // default: discard
 	Now     func() time.Time // default: time.Now
 	// Registerer receives the issuer's Prometheus metrics; nil means none.
@@ -66,7 +67,12 @@ type Config struct {
 
 	Issuer   string // base URL, the iss of tokens and of authorization responses. Required.
 	AppURL   string // where the consent pages live; default Issuer
-	Audience string // aud of access tokens; default Issuer
+	Audience string // aud of access tokens without resources; default Issuer
+	// Resources are the APIs (absolute URIs) tokens may be bound to with
+	// RFC 8707 resource indicators (resource.go); an access token of a
+	// grant with resources has them as its aud. Default none: a resource
+	// parameter is invalid_target.
+	Resources []string
 
 	AccessTTL   time.Duration // default 30 min (the seed's 1800 s)
 	CodeTTL     time.Duration // default DefaultCodeTTL (60 s); at most MaxCodeTTL (10 min)
@@ -106,6 +112,19 @@ type Config struct {
 	Keys verify.KeySource
 	// IDTokenTTL is the lifetime of ID tokens; default AccessTTL.
 	IDTokenTTL time.Duration
+
+	// Client ID metadata documents (clientmeta.go).
+
+	// MetadataPrivateNetworks lets documents be fetched from loopback and
+	// private addresses (serve --client-metadata-private-networks).
+	MetadataPrivateNetworks bool
+	// MetadataFetcher fetches the documents; default a netsafe.Client
+	// with MetadataPrivateNetworks (tests give one with their TLS roots).
+	MetadataFetcher *netsafe.Client
+	// MetadataMinTTL and MetadataMaxTTL bound how long a document is
+	// cached, whatever its Cache-Control says; defaults
+	// DefaultMetadataMinTTL and DefaultMetadataMaxTTL.
+	MetadataMinTTL, MetadataMaxTTL time.Duration
 }
 
 // Server is the authorization server. Create it with [New].
@@ -129,6 +148,8 @@ type Server struct {
 	keys       verify.KeySource     // Config.Keys
 	approvals  *throttle.Limiter    // the signed-in users' approvals (approvals.go)
 	clientKeys *clientKeyCache      // private_key_jwt clients' keys (clientassert.go)
+	meta       *metaDocs            // client ID metadata documents (clientmeta.go)
+	defaultAud audience             // {Config.Audience}: aud of a token without resources
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -148,6 +169,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Audience == "" {
 		cfg.Audience = cfg.Issuer
 	}
+	if err := CheckResources(cfg.Resources); err != nil {
+		return nil, fmt.Errorf("issuer: Config.Resources: %w", err)
+	}
+	cfg.Resources = slices.Clone(cfg.Resources)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -155,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Fetcher == nil {
-		cfg.Fetcher = netsafe.New(netsafe.Config{})
+		cfg.Fetcher = netsafe.New(netsafe.Options{})
 	}
 	if cfg.AccessTTL <= 0 {
 		cfg.AccessTTL = 30 * time.Minute
@@ -198,6 +223,17 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
+	s.defaultAud = audience{cfg.Audience}
+	if cfg.MetadataMinTTL <= 0 {
+		cfg.MetadataMinTTL = DefaultMetadataMinTTL
+	}
+	if cfg.MetadataMaxTTL <= 0 {
+		cfg.MetadataMaxTTL = DefaultMetadataMaxTTL
+	}
+	if cfg.MetadataMaxTTL < cfg.MetadataMinTTL {
+		return nil, errors.New("issuer: Config.MetadataMaxTTL must not be below MetadataMinTTL")
+	}
+	s.meta = newMetaDocs(cfg)
 	s.par = newPARState(cfg)
 	s.clientKeys = &clientKeyCache{fetch: cfg.Fetcher, m: map[string]*clientKeys{}}
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})

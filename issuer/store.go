@@ -33,6 +33,12 @@ type Store interface {
 // approved clients' origins for CORS (cors.go).
 type ClientStore interface {
 	GetClient(ctx context.Context, id string) (data.Client, error)
+	// CreateClient stores an AI assistant's client when a user consents
+	// to it (clientmeta.go).
+	CreateClient(ctx context.Context, c data.Client) error
+	// GetAgentHost reads the operator's review of an assistant's host
+	// (clientmeta.go).
+	GetAgentHost(ctx context.Context, host string) (data.AgentHost, error)
 	UpdateClient(ctx context.Context, id string, update func(data.Client) (data.Client, error)) (data.Client, error)
 	ListClients(ctx context.Context, status data.ClientStatus) ([]data.Client, error)
 }

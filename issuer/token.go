@@ -117,12 +117,19 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	if req.RedirectURI == "" {
 		return tokenResponse{}, tokBadRequest("redirect_uri is required")
 	}
+	if _, e := s.requestedResources(req.Resources); e != nil {
+		return tokenResponse{}, e
+	}
 	now := s.now()
 	var refreshToken string
 	var access *pendingToken
 	var openid bool
 	code, fam, err := s.store.ExchangeAuthCode(ctx, data.AuthCodeKey(req.Code), func(code data.AuthCode) (data.Family, error) {
 		if e := checkCode(code, client, req, now); e != nil {
+			return data.Family{}, e
+		}
+		resources, e := s.tokenResources(req.Resources, code.Resources)
+		if e != nil {
 			return data.Family{}, e
 		}
 		// Narrowing reaches a code as it reaches a grant (refresh): a
@@ -135,7 +142,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 		}
 		id := data.NewFamilyID(now)
 		refreshToken = s.tagger.NewToken(id, 0)
-		access = s.startAccessToken(ctx, now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt)
+		access = s.startAccessToken(ctx, now, id, code.UserID, code.ClientID, scopes, code.Unrestricted, jkt, resources)
 		abs := now.Add(s.cfg.RefreshMax)
 		// An ID token only when openid is still granted (OpenID Connect
 		// Core §3.1.3.3); the family keeps the auth_time for refreshes.
@@ -158,6 +165,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 			AbsoluteExp:  abs,
 			CodeHash:     code.Hash,
 			Tagged:       true,
+			Resources:    code.Resources,
 		}, nil
 	})
 	var oe *Error

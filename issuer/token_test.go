@@ -662,7 +662,7 @@ func TestRevoke(t *testing.T) {
 	})
 	t.Run("access token without grant_id", func(t *testing.T) {
 		env := newTkEnv(t)
-		old, err := env.s.mintAccessToken(t.Context(), env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false, "")
+		old, err := env.s.mintAccessToken(t.Context(), env.clock(), "", tkUser, "conf", []string{"PROFILE_READ"}, false, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -818,6 +818,8 @@ func TestMetadata(t *testing.T) {
 		"claims_parameter_supported":      false,
 		"request_parameter_supported":     false,
 		"request_uri_parameter_supported": false,
+		// draft-ietf-oauth-client-id-metadata-document (clientmeta.go).
+		"client_id_metadata_document_supported": true,
 	}
 	for k, v := range want {
 		gb, _ := json.Marshal(m[k])

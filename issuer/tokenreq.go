@@ -36,6 +36,9 @@ type tokenRequest struct {
 	ClientSecret  string // from the body
 	Token         string // revocation, introspection
 	TokenTypeHint string
+	// Resources are the resource parameters (RFC 8707 §2: the one
+	// parameter that may repeat), in order.
+	Resources []string
 
 	// Basic is true when the request carried HTTP Basic credentials;
 	// BasicID and BasicSecret are them, form-decoded (RFC 6749 §2.3.1).
@@ -71,6 +74,8 @@ func (t *tokenRequest) set(name, value string) {
 		t.Token = value
 	case "token_type_hint":
 		t.TokenTypeHint = value
+	case "resource":
+		t.Resources = append(t.Resources, value)
 	}
 }
 
@@ -201,7 +206,7 @@ func tokCheckParam(name, value string) *Error {
 func tokParamName(name string) string {
 	switch name {
 	case "grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope",
-		"client_id", "client_secret", "token", "token_type_hint", "client_assertion", "client_assertion_type", "device_code":
+		"client_id", "client_secret", "token", "token_type_hint", "client_assertion", "client_assertion_type", "device_code", "resource":
 		return name
 	}
 	return "(unrecognized)"
@@ -214,13 +219,15 @@ func parseFormParams(body []byte, req *tokenRequest) *Error {
 		return tokBadRequest("the form body is malformed")
 	}
 	for name, vs := range q {
-		if len(vs) > 1 {
+		if len(vs) > 1 && name != "resource" {
 			return tokBadRequest("parameter %s is given more than once", tokParamName(name))
 		}
-		if e := tokCheckParam(name, vs[0]); e != nil {
-			return e
+		for _, v := range vs {
+			if e := tokCheckParam(name, v); e != nil {
+				return e
+			}
+			req.set(name, v)
 		}
-		req.set(name, vs[0])
 	}
 	req.Form = q
 	return nil

@@ -70,7 +70,7 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 		}
 	}
 
-	gwCfg := &gatewayConfig{upstream: upURL, issuer: issURL, jwksURL: issURL + "/.well-known/jwks.json", audience: issURL,
+	gwCfg := &gatewayConfig{upstream: upURL, issuer: issURL, jwksURL: issURL + "/.well-known/jwks.json", audience: []string{issURL},
 		table: guard.DefaultTable(), cache: 0}
 	start := func(ctx context.Context, target string) (loadgen.Proxy, error) {
 		switch target {

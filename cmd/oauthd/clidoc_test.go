@@ -255,6 +255,11 @@ older version) goes after ` + "`--`" + `: ` + "`oauthd keys revoke -- -AbC…`" 
 
 	"oauthd gateway": "How to put it in front of an API: [PROTECTING-AN-API.md](PROTECTING-AN-API.md).",
 
+	"oauthd agents": "AI assistants' hosts (client ID metadata documents): see [AGENTS.md](AGENTS.md).",
+
+	"oauthd agents deny": "Removes the permission and revokes every grant of every client on that host; `--json` prints\n" +
+		"`{\"host\", \"clients\": [...], \"grants_revoked\"}`.",
+
 	"oauthd version": "Needs no database and reads no settings; `oauthd --version` prints the same text. `--json` prints\n" +
 		"`{\"release\", \"commit\", \"commit_time\", \"modified\", \"go\", \"schemas\": [{\"backend\", \"reads\", \"upgrades\"}]}`.",
 

@@ -75,6 +75,9 @@ func byOwner(cs []admin.ClientView, owner string) ([]admin.ClientView, error) {
 // ownerText is a client's owner for people: the owner's current email and
 // ID, or "unclaimed" with the owner it was given.
 func ownerText(c admin.ClientView) string {
+	if c.AgentHost != "" {
+		return "AI assistant from " + c.AgentHost
+	}
 	if c.OwnerID == 0 {
 		return "unclaimed (was " + c.UnclaimedOwner + ")"
 	}

@@ -26,7 +26,7 @@ type gatewayOptions struct {
 	issuer   string
 	routes   string
 	jwksURL  string
-	audience string
+	audience []string
 	// publicURL is the scheme and authority clients call the gateway at
 	// (DPoP proofs name it in htu); dpopWindow the proofs' iat window.
 	publicURL  string
@@ -52,7 +52,7 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.issuer, "issuer", "", "the issuer's base URL, the iss of its tokens (required)")
 	fs.StringVar(&o.routes, "routes", "", "JSON file of routes to add to (or replace in) the built-in route table")
 	fs.StringVar(&o.jwksURL, "jwks-url", "", "the issuer's JWKS URL (default ISSUER/.well-known/jwks.json)")
-	fs.StringVar(&o.audience, "audience", "", "the aud tokens must carry (default the issuer)")
+	fs.StringSliceVar(&o.audience, "audience", nil, "an aud tokens may carry (repeatable; comma-separated in the variable): the issuer's, or this API's resource identifier (RFC 8707), e.g. https://api.example.com/mcp, so that tokens for other APIs are refused (default the issuer)")
 	fs.StringVar(&o.publicURL, "public-url", "", "scheme and host clients call the gateway at, e.g. https://api.example.com; DPoP proofs must name it (required unless --dpop-trust-host; X-Forwarded-* is never trusted)")
 	fs.BoolVar(&o.trustHost, "dpop-trust-host", false,
 		"without --public-url, check DPoP proofs' htu against each request's Host header; only behind a proxy that sets Host itself")
@@ -96,7 +96,7 @@ type gatewayConfig struct {
 	upstream *url.URL
 	issuer   string
 	jwksURL  string
-	audience string
+	audience []string
 	table    *guard.Table
 	cache    int // verify.Config.CacheEntries
 	// publicURL and dpopWindow: what DPoP proofs are checked against
@@ -146,8 +146,13 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	} else if u, err := url.Parse(c.jwksURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--jwks-url %q must be an absolute http or https URL", c.jwksURL)
 	}
-	if c.audience == "" {
-		c.audience = o.issuer
+	if len(c.audience) == 0 {
+		c.audience = []string{o.issuer}
+	}
+	for _, a := range c.audience {
+		if a == "" {
+			return nil, errors.New("--audience: an empty audience; give the issuer's URL or this API's resource identifier")
+		}
 	}
 	switch {
 	case o.cache < 0:
@@ -265,7 +270,7 @@ type gateway struct {
 // --mode gateway` measures the same wiring).
 func (cfg *gatewayConfig) build(logger *slog.Logger, revoked func(verify.KeySource) (verify.RevokedGrants, error)) (*gateway, error) {
 	keySet := verify.NewRemoteKeySet(verify.RemoteConfig{URL: cfg.jwksURL, Logger: logger})
-	vcfg := verify.Config{Issuer: cfg.issuer, Audience: cfg.audience, Keys: keySet, CacheEntries: cfg.cache}
+	vcfg := verify.Config{Issuer: cfg.issuer, Audiences: cfg.audience, Keys: keySet, CacheEntries: cfg.cache}
 	if revoked != nil {
 		r, err := revoked(keySet)
 		if err != nil {
@@ -278,23 +283,12 @@ func (cfg *gatewayConfig) build(logger *slog.Logger, revoked func(verify.KeySour
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	dp := verify.NewDPoP(verify.DPoPConfig{Window: cfg.dpopWindow})
-	g := guard.New(guard.Config{Verifier: v, Table: cfg.table, Logger: logger, DPoP: dp, PublicURL: cfg.publicURL})
+	meta := cfg.resourceMetadata()
+	gcfg := guard.Config{Verifier: v, Table: cfg.table, Logger: logger, DPoP: dp, PublicURL: cfg.publicURL}
+	if meta != nil {
+		gcfg.MetadataURL = meta.metadataURL
+	}
+	g := guard.New(gcfg)
 	proxy := guard.NewProxy(cfg.upstream, g, logger)
-	return &gateway{handler: gatewayHandler(proxy), proxy: proxy, keys: keySet, verify: v}, nil
-}
-
-// gatewayHandler serves GET /healthz itself and hands everything else to
-// the proxy. It is not a ServeMux on purpose: ServeMux would redirect
-// unclean paths before the guard sees them, and the guard refuses them
-// itself (guard.CanonicalPath).
-func gatewayHandler(proxy http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Header().Set("Cache-Control", "no-store")
-			_, _ = w.Write([]byte("ok\n"))
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	})
+	return &gateway{handler: gatewayHandler(proxy, meta), proxy: proxy, keys: keySet, verify: v}, nil
 }

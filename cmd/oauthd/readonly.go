@@ -13,7 +13,7 @@ import (
 // says so). TestReadOnlyCommandsWriteNothing runs each one and compares
 // the database before and after; TestReadOnlyCommandsDeclared fails on a
 // list or show command missing here.
-var readOnlyCommands = []string{"users list", "clients list", "clients show", "clients secrets list", "keys list"}
+var readOnlyCommands = []string{"users list", "clients list", "clients show", "clients secrets list", "keys list", "agents list"}
 
 // readOnlyAnnotation marks a read-only command (see markReadOnly).
 const readOnlyAnnotation = "oauthd/read-only"

@@ -46,7 +46,7 @@ func TestReadOnlyCommandsDeclared(t *testing.T) {
 func readOnlyRuns(clientID string) [][]string {
 	var runs [][]string
 	for _, args := range [][]string{{"users", "list"}, {"clients", "list"}, {"clients", "list", "--status", "pending"},
-		{"clients", "show", clientID}, {"clients", "secrets", "list", clientID}, {"keys", "list"}} {
+		{"clients", "show", clientID}, {"clients", "secrets", "list", clientID}, {"keys", "list"}, {"agents", "list"}} {
 		runs = append(runs, args, append(slices.Clone(args), "--json"))
 	}
 	return runs

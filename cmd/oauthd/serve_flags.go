@@ -28,6 +28,11 @@ type serveOptions struct {
 	debugAddr   string
 	pwSlots     int
 	proxies     []string
+	// resources are the APIs tokens may be bound to (RFC 8707).
+	resources []string
+	// metaPrivate: client ID metadata documents may be fetched from
+	// loopback and private addresses.
+	metaPrivate bool
 	// dbSession: a URL for the connection that needs a session (LISTEN)
 	// when --db is a transaction pool (docs/POSTGRESQL.md "Behind
 	// PgBouncer"); db is --db (a global flag), set by run before check.
@@ -66,6 +71,9 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.dpopWindow, "dpop-window", verify.DefaultDPoPWindow, "how far a DPoP proof's iat may be from the server's clock, either way (RFC 9449 §11.1); between 5s and 10m")
 	fs.StringSliceVar(&o.proxies, "trusted-proxy", nil, "CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable; comma-separated in the variable); default none: the source address is the TCP peer's")
 	_ = fs.SetAnnotation("trusted-proxy", annEnv, []string{"OAUTHD_TRUSTED_PROXIES"})
+	fs.StringSliceVar(&o.resources, "resource", nil, "an API (absolute https URL, as its clients name it) whose tokens may be bound to it with RFC 8707's resource parameter; its tokens' aud is that URL (repeatable; comma-separated in the variable); default none: resource is refused with invalid_target")
+	_ = fs.SetAnnotation("resource", annEnv, []string{"OAUTHD_RESOURCES"})
+	fs.BoolVar(&o.metaPrivate, "client-metadata-private-networks", false, "let AI assistants' client ID metadata documents be fetched from loopback, private and link-local addresses too (tests, private networks); default off: public internet addresses only, checked on the address connected to")
 	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; 0: the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; default off)")
 	o.trace.AddFlags(fs, "oauthd")
@@ -115,6 +123,9 @@ func (o *serveOptions) check() error {
 	}
 	if _, err := issuer.TrustedProxies(o.proxies); err != nil {
 		return fmt.Errorf("--trusted-proxy %w", err)
+	}
+	if err := issuer.CheckResources(o.resources); err != nil {
+		return fmt.Errorf("--resource %w", err)
 	}
 	if o.pwSlots < 0 {
 		return fmt.Errorf("--password-slots %d: use 1 or more (0 means the usable cores)", o.pwSlots)

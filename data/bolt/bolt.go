@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -72,10 +73,11 @@ var (
 	bucketRevoked     = []byte("revoked")          // grant ID → Revocation (JSON)
 	bucketFamByUser   = []byte("families_by_user") // 8-byte user ID + client ID + 0 + family ID → ""
 	bucketExpiry      = []byte("expiry")           // 8-byte time + hot bucket + key → "" (expiry.go)
+	bucketAgents      = []byte("agent_hosts")      // canonical host → AgentHost (JSON)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
-		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry}
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry, bucketAgents}
 
 	keySchema = []byte("schema_version")
 	// keyUserIndex marks a file whose families_by_user index is complete
@@ -351,7 +353,7 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 			return schemaError(string(v))
 		}
 		for _, name := range allBuckets {
-			if tx.Bucket(name) == nil {
+			if tx.Bucket(name) == nil && !bytes.Equal(name, bucketAgents) { // agent_hosts: read as empty until serve creates it
 				return fmt.Errorf("%w: %s lacks the bucket %s (an older oauthd made it): start `oauthd serve` on it once to upgrade it", ErrSchema, path, name)
 			}
 		}

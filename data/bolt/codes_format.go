@@ -39,12 +39,18 @@ import (
 //	Nonce              uvarint length, bytes
 //	AuthTime           varint Unix seconds, uvarint nanoseconds
 //
+// codeV3 (written only for a code with RFC 8707 resources) appends, after
+// V2's fields (present, possibly empty):
+//
+//	Resources          uvarint count+1, then each as a string (never nil)
+//
 // As for families, a code has exactly one encoding: a record with bytes
 // left over, cut short, or with a varint longer than its shortest encoding
 // is refused.
 const (
 	codeV1 = 1
 	codeV2 = 2
+	codeV3 = 3
 )
 
 var errCodeRecord = errors.New("malformed authorization code record")
@@ -54,6 +60,9 @@ func appendAuthCode(b []byte, c *data.AuthCode) []byte {
 	v := byte(codeV1)
 	if c.Nonce != "" || !c.AuthTime.IsZero() {
 		v = codeV2
+	}
+	if len(c.Resources) > 0 {
+		v = codeV3
 	}
 	b = append(b, v)
 	b = appendOptBytes(b, c.Hash)
@@ -67,9 +76,12 @@ func appendAuthCode(b []byte, c *data.AuthCode) []byte {
 	b = appendTime(b, c.ExpiresAt)
 	b = appendBool(b, c.Used)
 	b = appendString(b, c.FamilyID)
-	if v == codeV2 {
+	if v >= codeV2 {
 		b = appendString(b, c.Nonce)
 		b = appendTime(b, c.AuthTime)
+	}
+	if v == codeV3 {
+		b = appendStrings(b, c.Resources)
 	}
 	return b
 }
@@ -80,7 +92,7 @@ func decodeAuthCode(raw []byte, c *data.AuthCode) error {
 		*c = data.AuthCode{}
 		return json.Unmarshal(raw, c)
 	}
-	if len(raw) == 0 || (raw[0] != codeV1 && raw[0] != codeV2) {
+	if len(raw) == 0 || raw[0] < codeV1 || raw[0] > codeV3 {
 		return errCodeRecord
 	}
 	r := reader{b: raw[1:]}
@@ -96,10 +108,15 @@ func decodeAuthCode(raw []byte, c *data.AuthCode) error {
 	out.ExpiresAt = r.time()
 	out.Used = r.bool()
 	out.FamilyID = r.string()
-	if raw[0] == codeV2 {
+	if raw[0] >= codeV2 {
 		out.Nonce = r.string()
-		if out.AuthTime = r.time(); out.Nonce == "" && out.AuthTime.IsZero() {
+		if out.AuthTime = r.time(); raw[0] == codeV2 && out.Nonce == "" && out.AuthTime.IsZero() {
 			r.bad = true // V2 is written only with one of them: one encoding
+		}
+	}
+	if raw[0] == codeV3 {
+		if out.Resources = r.strings(); len(out.Resources) == 0 {
+			r.bad = true // V3 is written only with resources: one encoding
 		}
 	}
 	if r.bad || len(r.b) != 0 {

@@ -35,6 +35,11 @@ func (s *Store) Export(ctx context.Context) (data.Dump, error) {
 		if err := exportBucket(tx, bucketSessions, &d.Sessions); err != nil {
 			return err
 		}
+		if tx.Bucket(bucketAgents) != nil { // absent from a read-only file of an earlier release
+			if err := exportBucket(tx, bucketAgents, &d.AgentHosts); err != nil {
+				return err
+			}
+		}
 		_, err := get(tx.Bucket(bucketKeys), keySetKey, &d.Keys)
 		return err
 	})
@@ -155,6 +160,11 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 	}
 	for _, ss := range d.Sessions {
 		if err := s.CreateSession(ctx, ss); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+	for _, h := range d.AgentHosts {
+		if err := s.PutAgentHost(ctx, h); err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 	}

@@ -38,7 +38,12 @@ import (
 //	AuthTime           (V4) varint Unix seconds, uvarint nanoseconds
 //
 // familyV4 is written only for a family with an OpenID Connect auth_time
-// (a grant with openid); its JKT may be empty.
+// (a grant with openid); its JKT may be empty. familyV5 is written only
+// for a family with RFC 8707 resources: V4's fields (JKT and AuthTime
+// possibly empty), then
+//
+//	Resources          (V5) uvarint count+1, then each as a string (never nil)
+//
 // A record with bytes left over, cut short, or with a varint longer than
 // its shortest encoding is refused: a family has exactly one encoding.
 const (
@@ -46,11 +51,12 @@ const (
 	familyV2 = 2
 	familyV3 = 3
 	familyV4 = 4
+	familyV5 = 5
 )
 
 var errFamilyRecord = errors.New("malformed family record")
 
-// appendFamily appends the binary form of f to b (V2, V3 or V4, see above).
+// appendFamily appends the binary form of f to b (V2 to V5, see above).
 func appendFamily(b []byte, f *data.Family) []byte {
 	v := byte(familyV2)
 	if f.JKT != "" {
@@ -58,6 +64,9 @@ func appendFamily(b []byte, f *data.Family) []byte {
 	}
 	if !f.AuthTime.IsZero() {
 		v = familyV4
+	}
+	if len(f.Resources) > 0 {
+		v = familyV5
 	}
 	b = append(b, v)
 	b = appendString(b, f.ID)
@@ -77,8 +86,11 @@ func appendFamily(b []byte, f *data.Family) []byte {
 	if v >= familyV3 {
 		b = appendString(b, f.JKT)
 	}
-	if v == familyV4 {
+	if v >= familyV4 {
 		b = appendTime(b, f.AuthTime)
+	}
+	if v == familyV5 {
+		b = appendStrings(b, f.Resources)
 	}
 	return b
 }
@@ -101,7 +113,7 @@ func decodeFamily(raw []byte, f *data.Family) error {
 		*f = data.Family{}
 		return json.Unmarshal(raw, f)
 	}
-	if len(raw) == 0 || raw[0] < familyV1 || raw[0] > familyV4 {
+	if len(raw) == 0 || raw[0] < familyV1 || raw[0] > familyV5 {
 		return errFamilyRecord
 	}
 	r := reader{b: raw[1:]}
@@ -127,10 +139,15 @@ func decodeFamily(raw []byte, f *data.Family) error {
 			r.bad = true // V3 is written only with a binding: one encoding
 		}
 	}
-	if raw[0] == familyV4 {
+	if raw[0] >= familyV4 {
 		out.JKT = r.string()
-		if out.AuthTime = r.time(); out.AuthTime.IsZero() {
+		if out.AuthTime = r.time(); raw[0] == familyV4 && out.AuthTime.IsZero() {
 			r.bad = true // V4 is written only with an auth_time: one encoding
+		}
+	}
+	if raw[0] == familyV5 {
+		if out.Resources = r.strings(); len(out.Resources) == 0 {
+			r.bad = true // V5 is written only with resources: one encoding
 		}
 	}
 	if r.bad || len(r.b) != 0 {

@@ -26,6 +26,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) data.Store) {
 		{"DisableUserRevokes", testDisableUser},
 		{"Nonces", testNonces},
 		{"Clients", testClients},
+		{"AgentHosts", testAgentHosts},
 		{"ClientRulesAtCreate", testClientRulesAtCreate},
 		{"ClientRulesAtUpdate", testClientRulesAtUpdate},
 		{"ClientStatusTransitions", testClientStatusTransitions},

@@ -180,12 +180,18 @@ func fullRecords() records {
 	keyedURI := newClient("keyed-uri")
 	keyedURI.Secrets, keyedURI.JWKSURI = nil, "https://keys.example.com/jwks.json"
 
+	agent := newClient("https://claude.example/oauth/client.json")
+	agent.Type, agent.Status, agent.Secrets, agent.OwnerID = data.Public, data.StatusApproved, nil, 0
+	agent.MetadataHost = "claude.example"
+
 	code := newCode("oauthd_ac_full", "full")
 	code.Unrestricted, code.Used, code.FamilyID = true, true, "fam-gone"
 	code.Nonce, code.AuthTime = "n-0S6_WzA2Mj", t0.Add(-time.Minute)
 	fam := newFamily("fam-full", "full", "rt-full")
 	fam.Unrestricted, fam.Generation, fam.Tagged, fam.JKT = true, 7, true, "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
 	fam.AuthTime = t0.Add(-time.Minute)
+	code.Resources = []string{"https://mcp.example.com/mcp", "https://api.example.com"}
+	fam.Resources = []string{"https://mcp.example.com/mcp"}
 	fam.CodeHash, fam.PrevHash, fam.LegacyHash = data.AuthCodeKey("oauthd_ac_fresh"), data.Hash("rt-prev"), data.Hash("rt-legacy")
 	retired := newKey("k-retired", data.KeyRetired)
 	retired.Sealed, retired.ActivatedAt, retired.RetiredAt = true, t0, t0
@@ -194,7 +200,7 @@ func fullRecords() records {
 			{ID: 1, Email: "a@example.com", Username: "a", Name: "A", TimeZone: "Europe/Berlin", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", CreatedAt: t0, ExternalID: "ext-a", ProfileUpdatedAt: t0.Add(time.Hour)},
 			{ID: 2, Email: "b@example.com", Username: "b", Name: "B", CreatedAt: t0, Disabled: true, DisabledAt: t0},
 		},
-		Clients:   []data.Client{approved, rejected, public, keyed, keyedURI},
+		Clients:   []data.Client{approved, rejected, public, keyed, keyedURI, agent},
 		Code:      code,
 		Family:    fam,
 		FreshCode: newCode("oauthd_ac_fresh", "full"),

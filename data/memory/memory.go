@@ -32,7 +32,8 @@ type Store struct {
 	byExternal map[string]int64 // external ID → ID
 
 	clients  map[string]data.Client
-	codes    map[string]data.AuthCode // string(hash) → code
+	agents   map[string]data.AgentHost // host → review
+	codes    map[string]data.AuthCode  // string(hash) → code
 	families map[string]data.Family
 	grants   map[grantKey]data.Grant
 	sessions map[string]data.Session // string(hash) → session
@@ -50,6 +51,7 @@ func New() *Store {
 		byUsername: make(map[string]int64),
 		byExternal: make(map[string]int64),
 		clients:    make(map[string]data.Client),
+		agents:     make(map[string]data.AgentHost),
 		codes:      make(map[string]data.AuthCode),
 		families:   make(map[string]data.Family),
 		grants:     make(map[grantKey]data.Grant),

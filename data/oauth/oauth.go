@@ -43,6 +43,10 @@ const (
 	// in (login_required) or consent (consent_required) first.
 	LoginRequired   = "login_required"
 	ConsentRequired = "consent_required"
+
+	// RFC 8707 §2: a resource indicator names no API this server issues
+	// tokens for, or one the grant does not cover.
+	InvalidTarget = "invalid_target"
 )
 
 // Codes oauthd answers with that no RFC registers. They are kept because

@@ -40,6 +40,7 @@ var registered = map[string]string{
 	"interaction_required":      "OpenID Connect Core 1.0 §3.1.2.6",
 	"invalid_request_uri":       "RFC 9101 §6.3 (OpenID Connect Core 1.0 §3.1.2.6)",
 	"invalid_request_object":    "RFC 9101 §6.3 (OpenID Connect Core 1.0 §3.1.2.6)",
+	"invalid_target":            "RFC 8707 §2",
 }
 
 // unregistered are the codes oauthd answers with that no specification

@@ -15,7 +15,7 @@ import (
 var ErrNotEmpty = errors.New("the target database is not empty")
 
 // copyTables are the tables of records, in the order Import fills them.
-var copyTables = []string{"users", "clients", "auth_codes", "families", "grants", "sessions"}
+var copyTables = []string{"users", "clients", "auth_codes", "families", "grants", "sessions", "agent_hosts"}
 
 // Export returns every record of the database, read in one read-only
 // repeatable-read transaction: a consistent snapshot, taken while servers
@@ -44,6 +44,12 @@ func (s *Store) Export(ctx context.Context) (data.Dump, error) {
 		}
 		if d.Sessions, err = queryAll[data.Session](ctx, tx, "SELECT body FROM sessions ORDER BY hash"); err != nil {
 			return err
+		}
+		if d.AgentHosts, err = queryAll[data.AgentHost](ctx, tx, "SELECT body FROM agent_hosts ORDER BY host"); err != nil {
+			return err
+		}
+		if len(d.AgentHosts) == 0 {
+			d.AgentHosts = nil
 		}
 		d.Keys, err = queryOne[[]data.SigningKey](ctx, tx, "SELECT body FROM key_set WHERE id = 1")
 		return err
@@ -117,6 +123,13 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 		}
 		for _, ss := range d.Sessions {
 			b.Queue("INSERT INTO sessions (hash, user_id, expires_ns, body) VALUES ($1, $2, $3, $4)", ss.Hash, ss.UserID, unixNano(ss.ExpiresAt), encode(ss))
+		}
+		for _, h := range d.AgentHosts {
+			if err := data.ValidateAgentHost(h); err != nil {
+				return err
+			}
+			h = data.NormalizeAgentHost(h)
+			b.Queue("INSERT INTO agent_hosts (host, body) VALUES ($1, $2)", h.Host, encode(h))
 		}
 		keys := d.Keys
 		if keys == nil {

@@ -49,6 +49,9 @@ func fill(t *testing.T, s data.Store) {
 	if err := s.CreateSession(ctx, data.Session{Hash: data.Hash("ss"), UserID: 1, CSRF: "x", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.PutAgentHost(ctx, data.AgentHost{Host: "claude.example", Scopes: []string{"PROFILE_READ"}, AllowedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.UpdateKeys(ctx, func([]data.SigningKey) ([]data.SigningKey, error) {
 		return []data.SigningKey{{KID: "k", Alg: "ES256", State: data.KeyActive, Private: []byte("sealed"), Sealed: true, Public: []byte("{}"), CreatedAt: t0}}, nil
 	}); err != nil {
@@ -71,7 +74,7 @@ func testCopyRoundTrip(t *testing.T, newDB func(testing.TB) string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(want.AuthCodes) != 2 || len(want.Families) != 1 || len(want.Sessions) != 1 {
+	if len(want.AuthCodes) != 2 || len(want.Families) != 1 || len(want.Sessions) != 1 || len(want.AgentHosts) != 1 {
 		t.Fatalf("bolt Export = %+v", want)
 	}
 	pg := open(t, newDB(t))

@@ -33,7 +33,11 @@ type AppView struct {
 	ClientID  string `json:"client_id"`
 	Name      string `json:"name"`      // "" for a deleted client
 	Developer string `json:"developer"` // the client's owner, as the consent page shows it
-	Status    string `json:"status"`    // AppApproved, AppRejected or AppDeleted
+	// AgentHost is, for an AI assistant (a client ID metadata document),
+	// the host that vouches for it; its Developer reads "AI assistant
+	// from HOST".
+	AgentHost string `json:"agent_host,omitempty"`
+	Status    string `json:"status"` // AppApproved, AppRejected or AppDeleted
 	// Scopes are what the app can use now: the scopes of its live grants
 	// (narrowed with the client's), or, with none live, those the user
 	// consented to; in the catalogue's order.
@@ -128,7 +132,7 @@ type appParts struct {
 // view makes the AppView of the parts, for client c (deleted: no record)
 // whose developer is shown as developer.
 func (p *appParts) view(c data.Client, developer string, deleted bool) AppView {
-	v := AppView{ClientID: c.ID, Name: c.Name, Developer: developer, Status: string(c.Status), GrantIDs: []string{}}
+	v := AppView{ClientID: c.ID, Name: c.Name, Developer: developer, AgentHost: c.MetadataHost, Status: string(c.Status), GrantIDs: []string{}}
 	if deleted {
 		v.Status = AppDeleted
 	}
@@ -224,6 +228,9 @@ func (l *Local) RevokeUserApp(ctx context.Context, user, clientID string) (Remov
 // current email (ownership is by ID, the email may have changed since), or
 // the owner an unclaimed client was imported with; "" when unknown.
 func (l *Local) developer(ctx context.Context, c data.Client) string {
+	if c.MetadataHost != "" {
+		return "AI assistant from " + c.MetadataHost
+	}
 	if c.OwnerID == 0 {
 		return ident.Shown(c.UnclaimedOwner)
 	}

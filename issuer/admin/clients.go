@@ -320,7 +320,7 @@ func notFound(id string) error {
 // owner, whose current email it shows.
 func (l *Local) clientView(c data.Client, owners map[int64]data.User) ClientView {
 	v := ClientView{
-		ClientID: c.ID, Name: c.Name, OwnerID: c.OwnerID, Owner: owners[c.OwnerID].Email, UnclaimedOwner: c.UnclaimedOwner,
+		ClientID: c.ID, Name: c.Name, OwnerID: c.OwnerID, Owner: owners[c.OwnerID].Email, UnclaimedOwner: c.UnclaimedOwner, AgentHost: c.MetadataHost,
 		ClientType: string(c.Type), Status: string(c.Status),
 		RejectReason: c.RejectReason, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes, Legacy: c.Legacy,
 		GrantTypes: slices.Clone(c.AllowedGrantTypes()), TokenEndpointAuthMethod: authMethod(c), JWKSURI: c.JWKSURI, JWKS: c.JWKS,

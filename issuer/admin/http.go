@@ -74,6 +74,11 @@ var errInternal = errors.New("internal error in the server")
 type operation func(ctx context.Context, svc Service, r request) (any, error)
 
 var operations = map[string]operation{
+	"agents/allow": func(ctx context.Context, s Service, r request) (any, error) {
+		return s.AllowAgentHost(ctx, r.ID, r.Scopes)
+	},
+	"agents/list": func(ctx context.Context, s Service, r request) (any, error) { return s.ListAgentHosts(ctx) },
+	"agents/deny": func(ctx context.Context, s Service, r request) (any, error) { return s.DenyAgentHost(ctx, r.ID) },
 	"users/add": func(ctx context.Context, s Service, r request) (any, error) {
 		if r.User == nil {
 			return nil, newError(data.ErrInvalid, "missing user")

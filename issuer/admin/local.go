@@ -32,6 +32,9 @@ type Store interface {
 	ListGrants(ctx context.Context, userID int64) ([]data.Grant, error)
 	ListUserFamilies(ctx context.Context, userID int64) ([]data.Family, error)
 	RevokeApp(ctx context.Context, userID int64, clientID string) (data.AppRevocation, error)
+
+	// The reviews of AI assistants' hosts (agents.go).
+	data.AgentHostStore
 }
 
 var _ Store = data.Store(nil)

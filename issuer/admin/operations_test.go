@@ -127,6 +127,18 @@ func (r *recorder) SetPostLogoutRedirectURIs(_ context.Context, id string, uris 
 	r.rec("SetPostLogoutRedirectURIs", id, uris)
 	return ClientView{}, nil
 }
+func (r *recorder) AllowAgentHost(_ context.Context, host string, scopes []string) (AgentHostView, error) {
+	r.rec("AllowAgentHost", host, scopes)
+	return AgentHostView{}, nil
+}
+func (r *recorder) ListAgentHosts(context.Context) ([]AgentHostView, error) {
+	r.rec("ListAgentHosts")
+	return nil, nil
+}
+func (r *recorder) DenyAgentHost(_ context.Context, host string) (DeniedAgentHost, error) {
+	r.rec("DenyAgentHost", host)
+	return DeniedAgentHost{}, nil
+}
 
 var _ Service = (*recorder)(nil)
 

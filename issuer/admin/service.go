@@ -69,6 +69,15 @@ type Service interface {
 	// waits for [Service.ApproveClient] or [Service.RejectClient].
 	EditClient(ctx context.Context, id string, e ClientEdit) (EditResult, error)
 
+	// AllowAgentHost lets the AI assistants whose client ID metadata
+	// documents are on host ask for scopes (it replaces an earlier review
+	// of the host; its stored clients get the new scopes).
+	AllowAgentHost(ctx context.Context, host string, scopes []string) (AgentHostView, error)
+	ListAgentHosts(ctx context.Context) ([]AgentHostView, error)
+	// DenyAgentHost removes the host's review and revokes every grant of
+	// every client on that host.
+	DenyAgentHost(ctx context.Context, host string) (DeniedAgentHost, error)
+
 	ListKeys(ctx context.Context) ([]keys.Info, error)
 	RotateKeys(ctx context.Context, alg string) (keys.RotateResult, error)
 	RevokeKey(ctx context.Context, kid string) error
@@ -178,11 +187,15 @@ type ClientView struct {
 	Owner string `json:"owner"`
 	// UnclaimedOwner is, for an unclaimed client, the owner it was given
 	// (an email that named no user); no user is ever matched to it.
-	UnclaimedOwner string   `json:"unclaimed_owner,omitempty"`
-	ClientType     string   `json:"client_type"`
-	Status         string   `json:"status"`
-	RejectReason   string   `json:"reject_reason,omitempty"`
-	RedirectURIs   []string `json:"redirect_uris"`
+	UnclaimedOwner string `json:"unclaimed_owner,omitempty"`
+	// AgentHost is, for an AI assistant's client (a client ID metadata
+	// document, stored when a user consented), the host that vouches for
+	// it; such a client has no owner.
+	AgentHost    string   `json:"agent_host,omitempty"`
+	ClientType   string   `json:"client_type"`
+	Status       string   `json:"status"`
+	RejectReason string   `json:"reject_reason,omitempty"`
+	RedirectURIs []string `json:"redirect_uris"`
 	// PostLogoutRedirectURIs are where the end-session endpoint may send
 	// the browser after a sign-out (OpenID Connect RP-Initiated Logout).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`

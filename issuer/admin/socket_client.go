@@ -252,3 +252,21 @@ func (c *SocketClient) RotateKeys(ctx context.Context, alg string) (keys.RotateR
 func (c *SocketClient) RevokeKey(ctx context.Context, kid string) error {
 	return c.call(ctx, "keys/revoke", request{KID: kid}, nil)
 }
+
+// AllowAgentHost implements [Service.AllowAgentHost].
+func (c *SocketClient) AllowAgentHost(ctx context.Context, host string, scopes []string) (AgentHostView, error) {
+	var out AgentHostView
+	return out, c.call(ctx, "agents/allow", request{ID: host, Scopes: scopes}, &out)
+}
+
+// ListAgentHosts implements [Service.ListAgentHosts].
+func (c *SocketClient) ListAgentHosts(ctx context.Context) ([]AgentHostView, error) {
+	var out []AgentHostView
+	return out, c.call(ctx, "agents/list", request{}, &out)
+}
+
+// DenyAgentHost implements [Service.DenyAgentHost].
+func (c *SocketClient) DenyAgentHost(ctx context.Context, host string) (DeniedAgentHost, error) {
+	var out DeniedAgentHost
+	return out, c.call(ctx, "agents/deny", request{ID: host}, &out)
+}

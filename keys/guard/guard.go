@@ -44,6 +44,13 @@ type Config struct {
 	// terminates TLS or rewrites Host. X-Forwarded-* headers are never
 	// trusted.
 	PublicURL string
+	// MetadataURL, when set, returns the URL of the RFC 9728 protected
+	// resource metadata for a request path ("" for none): every 401 and
+	// 403 challenge then carries resource_metadata="…", and a 401 on a
+	// route that needs scopes carries scope="…" with them (RFC 9728 §5.1,
+	// RFC 6750 §3; the MCP authorization profile's discovery and scope
+	// selection). Default nil: the challenges of RFC 6750 alone.
+	MetadataURL func(path string) string
 }
 
 // Guard enforces a route table on incoming requests, as middleware for
@@ -77,6 +84,7 @@ type Guard struct {
 	logger    *slog.Logger
 	dpop      *verify.DPoP
 	publicURL string
+	metaURL   func(path string) string // Config.MetadataURL
 
 	revokedMu sync.Mutex
 	revoked   map[string]struct{} // grants whose refusal was logged (revokedSeen)
@@ -89,7 +97,7 @@ func New(cfg Config) *Guard {
 		panic("guard.New: Config.Verifier is nil")
 	}
 	g := &Guard{verifier: cfg.Verifier, table: cfg.Table, logger: cfg.Logger, dpop: cfg.DPoP,
-		publicURL: strings.TrimRight(cfg.PublicURL, "/"), revoked: map[string]struct{}{}}
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"), metaURL: cfg.MetadataURL, revoked: map[string]struct{}{}}
 	if g.dpop == nil {
 		g.dpop = verify.NewDPoP(verify.DPoPConfig{})
 	}
@@ -144,6 +152,9 @@ type denial struct {
 	required []string
 	granted  []string
 	path     string
+	// scopes are the scopes of the route refused, for a 401's challenge
+	// (MetadataURL); nil for a route without them.
+	scopes   []string
 	clientID string
 	err      error // why verification failed, for the log only
 }
@@ -179,6 +190,17 @@ const (
 // check decides on r. It returns the request to pass on (with the claims
 // and the canonical path), or the reason to refuse it.
 func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
+	r2, d := g.decide(r)
+	if d != nil && d.path != "" && g.metaURL != nil {
+		if e := g.table.match(r.Method, d.path); e != nil && !e.route.Public {
+			d.scopes = e.route.Scopes
+		}
+	}
+	return r2, d
+}
+
+// decide is check without the challenge's scopes.
+func (g *Guard) decide(r *http.Request) (*http.Request, *denial) {
 	p, err := CanonicalPath(r.URL)
 	if err != nil {
 		return nil, &denial{status: http.StatusBadRequest, code: oauth.InvalidRequest, desc: descBadPath, path: r.URL.Path}
@@ -412,7 +434,15 @@ func (g *Guard) deny(w http.ResponseWriter, r *http.Request, d *denial) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	if d.wwwAuth != "" {
-		h.Set("WWW-Authenticate", d.wwwAuth)
+		www := d.wwwAuth
+		if g.metaURL != nil {
+			var scopes []string
+			if d.status == http.StatusUnauthorized {
+				scopes = d.scopes
+			}
+			www = verify.ResourceChallenge(www, g.metaURL(d.path), scopes)
+		}
+		h.Set("WWW-Authenticate", www)
 	}
 	if d.status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", retryAfterUnavailable)

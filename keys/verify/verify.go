@@ -53,6 +53,10 @@ type Config struct {
 	Issuer string
 	// Audience must be one of the token's aud values. Default: Issuer.
 	Audience string
+	// Audiences, when not empty, replaces Audience with several: one of
+	// them must be one of the token's aud values (a resource server known
+	// by more than one identifier, RFC 8707 resources).
+	Audiences []string
 	// Keys finds the public key for a kid. Required.
 	Keys KeySource
 	// Leeway is the clock skew allowed on exp, nbf and iat. Default 60s;
@@ -94,6 +98,10 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Audience == "" {
 		cfg.Audience = cfg.Issuer
 	}
+	auds := cfg.Audiences
+	if len(auds) == 0 {
+		auds = []string{cfg.Audience}
+	}
 	switch {
 	case cfg.Leeway == 0:
 		cfg.Leeway = DefaultLeeway
@@ -108,7 +116,7 @@ func New(cfg Config) (*Verifier, error) {
 	// library's: exp required, iat checked, iss and aud matched, leeway.
 	val := jwt.NewValidator(
 		jwt.WithIssuer(cfg.Issuer),
-		jwt.WithAudience(cfg.Audience),
+		jwt.WithAudience(auds...),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithLeeway(cfg.Leeway),

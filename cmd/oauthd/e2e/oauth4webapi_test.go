@@ -46,7 +46,11 @@ func npmClientDir(t *testing.T, name string) string {
 	}
 	src := filepath.Join("testdata", name)
 	h := sha256.New()
-	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+	files := []string{"package.json", "package-lock.json", "client.mjs"}
+	if _, err := os.Stat(filepath.Join(src, "server.mjs")); err == nil {
+		files = append(files, "server.mjs") // a node server beside the client (mcp-sdk)
+	}
+	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +75,7 @@ func npmClientDir(t *testing.T, name string) string {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {
+	for _, f := range files {
 		b, _ := os.ReadFile(filepath.Join(src, f))
 		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
 			t.Fatal(err)
