@@ -66,14 +66,6 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; default off)")
 }
 
-// defaultServeOptions are serve's options when no flag, variable or file
-// sets them (bench's in-process server runs with them).
-func defaultServeOptions() serveOptions {
-	var o serveOptions
-	o.AddFlags(pflag.NewFlagSet("serve", pflag.ContinueOnError))
-	return o
-}
-
 // check is every rule of serve's settings, run before anything is opened,
 // listened on or written: a typo never leaves a new database behind.
 func (o *serveOptions) check() error {
