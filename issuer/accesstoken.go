@@ -127,7 +127,7 @@ func (s *Server) mintAccessToken(now time.Time, grant string, userID int64, clie
 	return tok, nil
 }
 
-// pendingToken is an access token being signed on another goroutine.
+// pendingToken is an access token being signed on a goroutine of its own.
 type pendingToken struct {
 	done chan struct{}
 	tok  string
@@ -146,10 +146,10 @@ type pendingToken struct {
 func (s *Server) startAccessToken(now time.Time, grant string, userID int64, clientID string, scopes []string, unrestricted bool, jkt string) *pendingToken {
 	p := &pendingToken{done: make(chan struct{})}
 	scopes = slices.Clone(scopes)
-	s.signers.run(func() {
+	go func() {
 		p.tok, p.err = s.mintAccessToken(now, grant, userID, clientID, scopes, unrestricted, jkt)
 		close(p.done)
-	})
+	}()
 	return p
 }
 

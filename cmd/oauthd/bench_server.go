@@ -30,10 +30,9 @@ type benchServer struct {
 	hc  *http.Client
 }
 
-// startBenchServer serves a new server on dbPath (no master key) with the
-// runtime tuned as serve tunes it, for the in-process modes.
+// startBenchServer serves a new server on dbPath (no master key), for the
+// in-process modes.
 func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (*benchServer, error) {
-	tuneGC() // as serve runs
 	return serveBench(ctx, logger, dbPath, nil, benchMaxConcurrency)
 }
 
