@@ -245,41 +245,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) 
 	}
 	var c claims
 	var keyErr error
-	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
-		kid, _ := t.Header["kid"].(string)
-		// Loaded again when expired (MaxAge, or the JWKS's shorter
-		// max-age) or when kid is not in the set (the platform rotated its
-		// key), at most once per MinRefresh either way.
-		set, err := v.keys.Get(ctx, func(set jwk.Set) bool {
-			_, found := set.LookupKeyID(kid)
-			return kid == "" || found
-		})
-		if err != nil {
-			keyErr = err
-			return nil, err
-		}
-		var key jwk.Key
-		switch {
-		case kid != "":
-			k, ok := set.LookupKeyID(kid)
-			if !ok {
-				return nil, fmt.Errorf("no key %q at the platform", kid)
-			}
-			key = k
-		case set.Len() == 1:
-			key, _ = set.Key(0)
-		default:
-			return nil, errors.New("the assertion names no kid and the platform has several keys")
-		}
-		if a := key.Algorithm().String(); a != "" && a != t.Method.Alg() {
-			return nil, fmt.Errorf("key %q is for %s, not %s", kid, a, t.Method.Alg())
-		}
-		var raw any
-		if err := key.Raw(&raw); err != nil {
-			return nil, err
-		}
-		return raw, nil
-	},
+	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) { return v.keyFor(ctx, t, &keyErr) },
 		jwt.WithValidMethods(Algs),
 		jwt.WithIssuer(v.cfg.Issuer),
 		jwt.WithAudience(v.cfg.Audience),
@@ -288,24 +254,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) 
 		jwt.WithLeeway(Leeway),
 		jwt.WithTimeFunc(v.cfg.Now),
 	)
-	switch {
-	case err == nil:
-	case keyErr != nil:
+	if keyErr != nil {
 		return Assertion{}, keyErr
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrSignature, err)
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrExpired, err)
-	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrNotYetValid, err)
-	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrAudience, err)
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrIssuer, err)
-	default:
-		return Assertion{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if err != nil {
+		return Assertion{}, parseError(err)
 	}
 	// Strict audience: oauthd's issuer and nothing else.
 	if len(c.Audience) != 1 || c.Audience[0] != v.cfg.Audience {
@@ -325,4 +278,63 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) 
 		Challenge: c.Challenge, ID: c.ID, Disabled: c.Disabled,
 		IssuedAt: c.IssuedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
 	}, nil
+}
+
+// keyFor is the platform's public key that verifies t: the one its kid
+// names, or the only one when it names none. The keys are loaded again
+// when expired (MaxAge, or the JWKS's shorter max-age) or when kid is not
+// in the set (the platform rotated its key), at most once per MinRefresh
+// either way; when they cannot be had, keyErr is set too (Verify returns
+// it as it is).
+func (v *Verifier) keyFor(ctx context.Context, t *jwt.Token, keyErr *error) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	set, err := v.keys.Get(ctx, func(set jwk.Set) bool {
+		_, found := set.LookupKeyID(kid)
+		return kid == "" || found
+	})
+	if err != nil {
+		*keyErr = err
+		return nil, err
+	}
+	var key jwk.Key
+	switch {
+	case kid != "":
+		k, ok := set.LookupKeyID(kid)
+		if !ok {
+			return nil, fmt.Errorf("no key %q at the platform", kid)
+		}
+		key = k
+	case set.Len() == 1:
+		key, _ = set.Key(0)
+	default:
+		return nil, errors.New("the assertion names no kid and the platform has several keys")
+	}
+	if a := key.Algorithm().String(); a != "" && a != t.Method.Alg() {
+		return nil, fmt.Errorf("key %q is for %s, not %s", kid, a, t.Method.Alg())
+	}
+	var raw any
+	if err := key.Raw(&raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// parseError is the error of Verify for an error of the JWT parser.
+func parseError(err error) error {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return fmt.Errorf("%w: %v", ErrSignature, err)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return fmt.Errorf("%w: %v", ErrExpired, err)
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
+		return fmt.Errorf("%w: %v", ErrNotYetValid, err)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return fmt.Errorf("%w: %v", ErrAudience, err)
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return fmt.Errorf("%w: %v", ErrIssuer, err)
+	default:
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
 }
