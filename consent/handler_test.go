@@ -251,6 +251,9 @@ func (en *env) loginFrom(remote, login, pw string) *httptest.ResponseRecorder {
 // password (no oracle), until the budget refills; the same user from
 // another address is never stopped by it.
 func TestLoginRateLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a password check per attempt until the limit")
+	}
 	en := newEnv(t, "")
 	burst := loginLimits[throttle.Account].Burst
 	// Successful logins are never throttled.
@@ -300,6 +303,9 @@ func TestLoginRateLimit(t *testing.T) {
 // TestLoginRateLimitUnknownLogin: a login that names no user is limited
 // like an account, so the limit does not reveal which logins exist.
 func TestLoginRateLimitUnknownLogin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a password check per attempt until the limit")
+	}
 	en := newEnv(t, "")
 	codes := func(login string) []int {
 		var got []int
@@ -317,6 +323,9 @@ func TestLoginRateLimitUnknownLogin(t *testing.T) {
 // TestLoginRateLimitPerAddress: failures spread over many logins from one
 // address hit the address's ceiling; other addresses are unaffected.
 func TestLoginRateLimitPerAddress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a password check per attempt until the limit")
+	}
 	en := newEnv(t, "")
 	for i := range loginLimits[throttle.Addr].Burst {
 		if rec := en.loginFrom("", "user"+strconv.Itoa(i), "x"); rec.Code != http.StatusUnauthorized {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"regexp"
@@ -137,15 +138,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	if err != nil {
 		return h.internalError(c, "login", err)
 	}
-	ip := throttle.ParseAddr(addr)
-	var ks throttle.Keys
-	if known {
-		ks.Add(throttle.UserKey(user.ID, ip))
-	} else {
-		// Every spelling of one login is one key (the canonical form).
-		ks.Add(h.limiter.NameKey(throttle.Login, ident.Key(login), ip))
-	}
-	ks.Add(throttle.AddrKey(ip))
+	ks := h.loginKeys(user, known, login, throttle.ParseAddr(addr))
 	// A limited key is refused before it can queue for a password check.
 	if wait, ok := h.limiter.Check(ctx, ks); !ok {
 		return h.throttled(c, v, addr, wait)
@@ -156,10 +149,7 @@ func (h *Handler) checkLogin(c echo.Context) error {
 	err = h.gate.Enter(ctx)
 	data.EndSpan(queued, err)
 	if err != nil {
-		h.log.LogAttrs(ctx, slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
-		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
-		v.Message = "The server is busy. Please try again in a moment."
-		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
+		return h.loginBusy(c, v, addr, err)
 	}
 	leave := sync.OnceFunc(h.gate.Leave) // after the check, and on every return
 	defer leave()
@@ -173,22 +163,12 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		if errors.Is(err, throttle.ErrLimited) {
 			return h.throttled(c, v, addr, wait)
 		}
-		h.log.LogAttrs(ctx, slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
-		c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
-		v.Message = "The server is busy. Please try again in a moment."
-		return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
+		return h.loginBusy(c, v, addr, err)
 	}
 	defer res.Refund() // a no-op after Fail; ends the attempt on a panic
 	_, check := data.StartSpan(ctx, tracer, "", "password check")
 	ok := h.checkPassword(c, user, known, pw)
-	// A weaker (imported) hash is replaced at the first successful login,
-	// with the password check's slot: the new hash costs what a check does.
-	var upgraded string
-	if ok && !user.Disabled && password.Upgradable(user.PasswordHash, pw) {
-		if hash, err := password.Hash(pw); err == nil {
-			upgraded = hash
-		}
-	}
+	upgraded := upgradedHash(ok, user, pw)
 	check.End()
 	leave()
 	if !ok {
@@ -209,6 +189,43 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		h.upgradeHash(ctx, user, upgraded)
 	}
 	return h.openSession(c, user, "login_succeeded", v.ReturnTo, h.now())
+}
+
+// loginKeys are the failure-limit keys of a login attempt: the account's
+// at addr (or, for an unknown login, the login's, every spelling of it one
+// key) and the address's.
+func (h *Handler) loginKeys(user data.User, known bool, login string, ip netip.Addr) throttle.Keys {
+	var ks throttle.Keys
+	if known {
+		ks.Add(throttle.UserKey(user.ID, ip))
+	} else {
+		ks.Add(h.limiter.NameKey(throttle.Login, ident.Key(login), ip))
+	}
+	ks.Add(throttle.AddrKey(ip))
+	return ks
+}
+
+// loginBusy turns a login away with 503 when no password check can start
+// soon; the attempt is not counted.
+func (h *Handler) loginBusy(c echo.Context, v view, addr string, err error) error {
+	h.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "login_busy", slog.String("remote_addr", addr), slog.Any("err", err))
+	c.Response().Header().Set("Retry-After", strconv.Itoa(busyRetryAfter))
+	v.Message = "The server is busy. Please try again in a moment."
+	return h.render(c, http.StatusServiceUnavailable, pageLogin, v, "")
+}
+
+// upgradedHash is the new hash of a weaker (imported) one, made at the
+// first successful login with the password check's slot (the new hash
+// costs what a check does), or "".
+func upgradedHash(ok bool, user data.User, pw string) string {
+	if !ok || user.Disabled || !password.Upgradable(user.PasswordHash, pw) {
+		return ""
+	}
+	hash, err := password.Hash(pw)
+	if err != nil {
+		return ""
+	}
+	return hash
 }
 
 // upgradeHash replaces the user's weaker (imported) hash by upgraded,

@@ -164,7 +164,7 @@ func (s *Server) mintAccessToken(ctx context.Context, now time.Time, grant strin
 	return tok, nil
 }
 
-// pendingToken is an access token being signed on another goroutine.
+// pendingToken is an access token being signed on a goroutine of its own.
 type pendingToken struct {
 	done chan struct{}
 	tok  string
@@ -185,10 +185,10 @@ func (s *Server) startAccessToken(ctx context.Context, now time.Time, grant stri
 	p := &pendingToken{done: make(chan struct{})}
 	scopes = slices.Clone(scopes)
 	resources = slices.Clone(resources)
-	s.signers.run(func() {
+	go func() {
 		p.tok, p.err = s.mintAccessToken(ctx, now, grant, userID, clientID, scopes, unrestricted, jkt, resources)
 		close(p.done)
-	})
+	}()
 	return p
 }
 

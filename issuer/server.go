@@ -135,7 +135,6 @@ type Server struct {
 	now     func() time.Time
 	metrics *metrics
 	tok     *tokenState // token side: limiter, metadata (token.go)
-	signers *workerPool // access tokens are signed on these (accesstoken.go)
 
 	refreshKey []byte               // Config.RefreshTokenKey
 	tagger     *data.RefreshTagger  // tags refresh tokens under refreshKey
@@ -220,7 +219,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RefreshReuseGrace < 0 || cfg.RefreshReuseGrace > MaxRefreshReuseGrace {
 		return nil, errors.New("issuer: Config.RefreshReuseGrace must be between 0 (no grace) and MaxRefreshReuseGrace (5 minutes)")
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now, signers: newWorkerPool(),
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now,
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
 	s.defaultAud = audience{cfg.Audience}

@@ -49,7 +49,6 @@ budget() {
 	FuzzParseAuthorize) echo 250000x ;;      # ~15k/s
 	FuzzParseTokenRequest) echo 180000x ;;   # ~9k/s
 	FuzzMatch) echo 250000x ;;               # ~15k/s
-	FuzzParseHeader) echo 200000x ;;         # ~11k/s
 	FuzzVerify) echo 180000x ;;              # ~9.5k/s
 	*) echo 150000x ;;
 	esac

@@ -135,7 +135,9 @@ func adminSocket(db string) string {
 func socketBeside(file string) string { return file + ".sock" }
 
 // scratchStore is an empty store in memory, for what needs no database
-// (bench's gateway mode).
+// (bench's gateway mode, built with -tags bench).
+//
+//lint:ignore U1000 used by the load generator's build (-tags bench)
 func scratchStore() data.Store { return memory.New() }
 
 var pgBackend = backend{

@@ -1,3 +1,5 @@
+//go:build bench
+
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/oauth2"
 
 	"oauthd/cmd/oauthd/internal/loadgen"
@@ -27,10 +30,9 @@ type benchServer struct {
 	hc  *http.Client
 }
 
-// startBenchServer serves a new server on dbPath (no master key) with the
-// runtime tuned as serve tunes it, for the in-process modes.
+// startBenchServer serves a new server on dbPath (no master key), for the
+// in-process modes.
 func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (*benchServer, error) {
-	tuneGC() // as serve runs
 	return serveBench(ctx, logger, dbPath, nil, benchMaxConcurrency)
 }
 
@@ -181,4 +183,12 @@ func benchGrant(ctx context.Context, s *benchServer, sd seeded, i int) (refresh,
 		return "", "", fmt.Errorf("exchange code %d: HTTP %d %s", i, status, tr.Error)
 	}
 	return tr.RefreshToken, tr.AccessToken, nil
+}
+
+// defaultServeOptions are serve's options when no flag, variable or file
+// sets them (bench's in-process server runs with them).
+func defaultServeOptions() serveOptions {
+	var o serveOptions
+	o.AddFlags(pflag.NewFlagSet("serve", pflag.ContinueOnError))
+	return o
 }

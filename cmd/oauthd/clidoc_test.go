@@ -269,13 +269,16 @@ older version) goes after ` + "`--`" + `: ` + "`oauthd keys revoke -- -AbC…`" 
 // cliDoc is docs/CLI.md for the command tree root.
 func cliDoc(root *cobra.Command) string {
 	var b strings.Builder
-	b.WriteString(cliDocHead)
+	// The table of contents first, before the head's own sections.
+	intro, rest, _ := strings.Cut(cliDocHead, "\n## ")
+	b.WriteString(intro + "\n")
 	cmds := docCommands(root)
-	b.WriteString("\n## Contents\n\n- [Global flags](#global-flags)\n")
+	b.WriteString("\n## Contents\n\n- [How every command behaves](#how-every-command-behaves)\n- [Global flags](#global-flags)\n")
 	for _, c := range cmds {
 		indent := strings.Repeat("  ", headingLevel(c)-2)
 		fmt.Fprintf(&b, "%s- [`%s`](#%s)\n", indent, c.CommandPath(), anchor(c))
 	}
+	b.WriteString("\n## " + rest)
 	b.WriteString("\n## Global flags\n\nEvery command takes them.\n\n")
 	flagTable(&b, root.PersistentFlags(), func(f *pflag.Flag) (string, string) {
 		if f.Name == "config" {

@@ -85,6 +85,15 @@ Every setting of oauthd is a command-line flag. The global flags and those of ` 
 ` + "`gateway`" + ` can also be set by an environment variable or in a YAML configuration file, so that a
 deployment is one file to review, diff and ship.
 
+## Contents
+
+- [Where a value comes from](#where-a-value-comes-from)
+- [The configuration file](#the-configuration-file)
+- [Seeing the effective configuration](#seeing-the-effective-configuration)
+- [Adding a setting](#adding-a-setting)
+- [Global flags (every command)](#global-flags-every-command)
+- [Commands](#commands)
+
 ## Where a value comes from
 
 The first of these that sets it wins:

@@ -40,26 +40,6 @@ func TestDebugAddrOnlyOnLoopback(t *testing.T) {
 	}
 }
 
-func TestTuneGCLeavesTheOperatorsChoice(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	tuneGC()
-	if got := debug.SetGCPercent(100); got != issuer.GCPercent {
-		t.Fatalf("GC percent with neither GOGC nor GOMEMLIMIT set = %d; want %d", got, issuer.GCPercent)
-	}
-	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
-		t.Run(env, func(t *testing.T) {
-			t.Setenv(env, "150")
-			debug.SetGCPercent(100)
-			tuneGC()
-			if got := debug.SetGCPercent(100); got != 100 {
-				t.Fatalf("GC percent with %s set = %d; want it left alone (100)", env, got)
-			}
-		})
-	}
-}
-
 func TestLimitMemoryLeavesTheOperatorsChoice(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	t.Setenv("GOMEMLIMIT", "")

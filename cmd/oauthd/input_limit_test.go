@@ -15,6 +15,9 @@ import (
 // the file, although an import is all or nothing. At the bound exactly,
 // the input is read whole.
 func TestReadInputOverLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: reads 64 MiB twice")
+	}
 	row := "ann@example.com,ann,Ann Lee,UTC,x\n"
 	at := bytes.Repeat([]byte(row), maxInput/len(row))
 	at = append(at, strings.Repeat("y", maxInput-len(at)-1)+"\n"...) // exactly maxInput, ending at a line

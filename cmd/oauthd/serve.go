@@ -56,7 +56,6 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if mk == nil {
 		logger.Warn("NO MASTER KEY: signing keys are stored unencrypted in the database; set OAUTHD_MASTER_KEY or --master-key-file (e.g. `openssl rand -hex 32`) in production")
 	}
-	tuneGC()
 	o.pwSlots = cmp.Or(o.pwSlots, password.DefaultSlots())
 	limitMemory(o.pwSlots)
 

@@ -79,14 +79,6 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	o.trace.AddFlags(fs, "oauthd")
 }
 
-// defaultServeOptions are serve's options when no flag, variable or file
-// sets them (bench's in-process server runs with them).
-func defaultServeOptions() serveOptions {
-	var o serveOptions
-	o.AddFlags(pflag.NewFlagSet("serve", pflag.ContinueOnError))
-	return o
-}
-
 // check is every rule of serve's settings, run before anything is opened,
 // listened on or written: a typo never leaves a new database behind.
 func (o *serveOptions) check() error {

@@ -28,15 +28,6 @@ func shutdown(ctx context.Context, logger *slog.Logger, srvs ...*http.Server) {
 	}
 }
 
-// tuneGC sets the GC target to [issuer.GCPercent] unless the operator set
-// GOGC (or GOMEMLIMIT, which then governs).
-func tuneGC() {
-	_, gogc := envValue("GOGC")
-	if _, memLimit := envValue("GOMEMLIMIT"); !gogc && !memLimit {
-		debug.SetGCPercent(issuer.GCPercent)
-	}
-}
-
 // limitMemory sets the runtime's soft memory limit (README, "Limits") for
 // slots password check slots ([password.MemoryLimit] over
 // [issuer.MemoryBase]), unless the operator set GOMEMLIMIT.

@@ -23,6 +23,9 @@ const StepTimeout = 20 * time.Second
 // tests must run there. t must be one of the browser tests listed in this
 // package, so that the line names it.
 func FindChromium(t testing.TB) string {
+	if testing.Short() {
+		t.Skip("-short: the browser tests run without -short")
+	}
 	t.Helper()
 	listed(t)
 	env := os.Getenv("OAUTHD_CHROMIUM")

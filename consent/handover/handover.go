@@ -5,17 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/lestrrat-go/httpcc"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"oauthd/keys/verify"
@@ -114,13 +110,8 @@ type Config struct {
 // Verifier verifies assertions. Create it with [New]; it is safe for
 // concurrent use.
 type Verifier struct {
-	cfg Config
-
-	mu      sync.Mutex
-	set     jwk.Set
-	expires time.Time // when the set in use must be fetched again
-	tried   time.Time // the last load, successful or not
-	lastErr error     // of the last load
+	cfg  Config
+	keys *verify.KeyCache[jwk.Set] // the one key cache of oauthd (keys/verify), never using expired keys
 }
 
 // New checks cfg and loads the keys once (failing fast on a bad file or
@@ -142,7 +133,13 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		cfg.Now = time.Now
 	}
 	v := &Verifier{cfg: cfg}
-	if _, err := v.keys(ctx, "", true); err != nil {
+	// Expired keys are never used: while the platform's keys cannot be
+	// loaded after they expire, every assertion is refused, so that making
+	// the JWKS unreachable cannot keep a key the platform removed alive.
+	v.keys = verify.NewKeyCache(verify.KeyCacheConfig[jwk.Set]{
+		Load: v.load, MinRefresh: cfg.MinRefresh, MaxAge: cfg.MaxAge, Now: cfg.Now,
+	})
+	if err := v.keys.Refresh(ctx); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -183,34 +180,13 @@ func (v *Verifier) isURL() bool {
 
 // load reads the key set from the URL or the file, and how long it may
 // be used: MaxAge, or less when the response's Cache-Control says so.
+// Its errors name the JWKS URL without its credentials (keysShown).
 func (v *Verifier) load(ctx context.Context) (jwk.Set, time.Duration, error) {
-	return v.read(ctx) // read refuses private keys and names kid-less ones
-}
-
-// cacheAge is how long a response with Cache-Control cc may be used,
-// at most limit: its max-age, 0 for no-store or no-cache, limit when it
-// says neither (or cannot be read). Parsed by lestrrat-go/httpcc, the
-// parser jwx's own cache uses.
-func cacheAge(cc string, limit time.Duration) time.Duration {
-	if cc == "" {
-		return limit
-	}
-	ds, err := httpcc.ParseResponseDirectives(cc)
+	set, age, err := v.read(ctx) // read refuses private keys and names kid-less ones
 	if err != nil {
-		return limit
+		return nil, 0, &shownError{err: err, msg: strings.ReplaceAll(err.Error(), v.cfg.Keys, v.keysShown())}
 	}
-	age := limit
-	for _, d := range ds {
-		switch strings.ToLower(d.Name) {
-		case httpcc.NoStore, httpcc.NoCache:
-			return 0
-		case httpcc.MaxAge:
-			if s, err := strconv.ParseUint(d.Value, 10, 32); err == nil && time.Duration(s)*time.Second < age {
-				age = time.Duration(s) * time.Second
-			}
-		}
-	}
-	return age
+	return set, age, nil
 }
 
 // read fetches and parses the key set.
@@ -218,25 +194,14 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 	age := v.cfg.MaxAge
 	var raw []byte
 	if v.isURL() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.Keys, nil)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %s is not a valid URL", ErrKeys, v.keysShown())
-		}
-		resp, err := v.cfg.HTTPClient.Do(req)
+		body, cc, err := verify.FetchJWKS(ctx, v.cfg.HTTPClient, v.cfg.Keys)
 		if err != nil {
 			if ue, ok := errors.AsType[*url.Error](err); ok {
 				err = ue.Err // its URL holds the query
 			}
 			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, 0, fmt.Errorf("%w: fetch %s: %s", ErrKeys, v.cfg.Keys, resp.Status)
-		}
-		if raw, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err != nil {
-			return nil, 0, fmt.Errorf("%w: fetch %s: %v", ErrKeys, v.cfg.Keys, err)
-		}
-		age = cacheAge(resp.Header.Get("Cache-Control"), age)
+		raw, age = body, verify.CacheAge(cc, age)
 	} else {
 		var err error
 		if raw, err = os.ReadFile(v.cfg.Keys); err != nil {
@@ -274,50 +239,6 @@ func isPrivate(k jwk.Key) bool {
 	return false
 }
 
-// keys returns the key set, fetched again when it has expired (MaxAge, or
-// the JWKS's shorter max-age), or when kid is not in it (the platform
-// rotated its key), at most once per MinRefresh either way; or when force.
-// Expired keys are never used: while the platform's keys cannot be
-// fetched after they expire, every assertion is refused, so that making
-// the JWKS unreachable cannot keep a key the platform removed alive.
-func (v *Verifier) keys(ctx context.Context, kid string, force bool) (jwk.Set, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	now := v.cfg.Now()
-	expired := v.set == nil || !now.Before(v.expires)
-	unknown := false
-	if !expired && kid != "" {
-		_, found := v.set.LookupKeyID(kid)
-		unknown = !found
-	}
-	if !force && !expired && !unknown {
-		return v.set, nil
-	}
-	// At most one load per MinRefresh, failed ones included: made-up kids,
-	// or a platform that is down, cannot make every verification wait on
-	// a fetch.
-	if !force && v.set != nil && now.Sub(v.tried) < v.cfg.MinRefresh {
-		if v.lastErr != nil && expired {
-			return nil, v.lastErr
-		}
-		return v.set, nil
-	}
-	v.tried = now
-	set, age, err := v.load(ctx)
-	if err != nil {
-		err = &shownError{err: err, msg: strings.ReplaceAll(err.Error(), v.cfg.Keys, v.keysShown())}
-	}
-	v.lastErr = err
-	if err != nil {
-		if v.set != nil && !force && !expired {
-			return v.set, nil // an unknown kid: keep the keys that have not expired
-		}
-		return nil, err
-	}
-	v.set, v.expires = set, now.Add(age)
-	return set, nil
-}
-
 // Verify checks token and returns its assertion. The challenge and the
 // jti's single use are the caller's to check.
 func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) {
@@ -326,35 +247,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) 
 	}
 	var c claims
 	var keyErr error
-	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
-		kid, _ := t.Header["kid"].(string)
-		set, err := v.keys(ctx, kid, false)
-		if err != nil {
-			keyErr = err
-			return nil, err
-		}
-		var key jwk.Key
-		switch {
-		case kid != "":
-			k, ok := set.LookupKeyID(kid)
-			if !ok {
-				return nil, fmt.Errorf("no key %q at the platform", kid)
-			}
-			key = k
-		case set.Len() == 1:
-			key, _ = set.Key(0)
-		default:
-			return nil, errors.New("the assertion names no kid and the platform has several keys")
-		}
-		if a := key.Algorithm().String(); a != "" && a != t.Method.Alg() {
-			return nil, fmt.Errorf("key %q is for %s, not %s", kid, a, t.Method.Alg())
-		}
-		var raw any
-		if err := key.Raw(&raw); err != nil {
-			return nil, err
-		}
-		return raw, nil
-	},
+	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) { return v.keyFor(ctx, t, &keyErr) },
 		jwt.WithValidMethods(Algs),
 		jwt.WithIssuer(v.cfg.Issuer),
 		jwt.WithAudience(v.cfg.Audience),
@@ -363,24 +256,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) 
 		jwt.WithLeeway(Leeway),
 		jwt.WithTimeFunc(v.cfg.Now),
 	)
-	switch {
-	case err == nil:
-	case keyErr != nil:
+	if keyErr != nil {
 		return Assertion{}, keyErr
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrSignature, err)
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrExpired, err)
-	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrNotYetValid, err)
-	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrAudience, err)
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return Assertion{}, fmt.Errorf("%w: %v", ErrIssuer, err)
-	default:
-		return Assertion{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if err != nil {
+		return Assertion{}, parseError(err)
 	}
 	// Strict audience: oauthd's issuer and nothing else.
 	if len(c.Audience) != 1 || c.Audience[0] != v.cfg.Audience {
@@ -400,4 +280,63 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Assertion, error) 
 		Challenge: c.Challenge, ID: c.ID, Disabled: c.Disabled,
 		IssuedAt: c.IssuedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
 	}, nil
+}
+
+// keyFor is the platform's public key that verifies t: the one its kid
+// names, or the only one when it names none. The keys are loaded again
+// when expired (MaxAge, or the JWKS's shorter max-age) or when kid is not
+// in the set (the platform rotated its key), at most once per MinRefresh
+// either way; when they cannot be had, keyErr is set too (Verify returns
+// it as it is).
+func (v *Verifier) keyFor(ctx context.Context, t *jwt.Token, keyErr *error) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	set, err := v.keys.Get(ctx, func(set jwk.Set) bool {
+		_, found := set.LookupKeyID(kid)
+		return kid == "" || found
+	})
+	if err != nil {
+		*keyErr = err
+		return nil, err
+	}
+	var key jwk.Key
+	switch {
+	case kid != "":
+		k, ok := set.LookupKeyID(kid)
+		if !ok {
+			return nil, fmt.Errorf("no key %q at the platform", kid)
+		}
+		key = k
+	case set.Len() == 1:
+		key, _ = set.Key(0)
+	default:
+		return nil, errors.New("the assertion names no kid and the platform has several keys")
+	}
+	if a := key.Algorithm().String(); a != "" && a != t.Method.Alg() {
+		return nil, fmt.Errorf("key %q is for %s, not %s", kid, a, t.Method.Alg())
+	}
+	var raw any
+	if err := key.Raw(&raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// parseError is the error of Verify for an error of the JWT parser.
+func parseError(err error) error {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return fmt.Errorf("%w: %v", ErrSignature, err)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return fmt.Errorf("%w: %v", ErrExpired, err)
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
+		return fmt.Errorf("%w: %v", ErrNotYetValid, err)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return fmt.Errorf("%w: %v", ErrAudience, err)
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return fmt.Errorf("%w: %v", ErrIssuer, err)
+	default:
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
 }

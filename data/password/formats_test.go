@@ -68,6 +68,9 @@ func argon2Hash(pw string, m, tm uint32) string {
 }
 
 func TestVerifyImportedFormats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a hash of every imported format at its real cost")
+	}
 	const pw = "correct horse battery"
 	tests := []struct {
 		name    string

@@ -62,6 +62,9 @@ func TestParseReadsParameters(t *testing.T) {
 }
 
 func TestKnownVector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: argon2id at its production cost")
+	}
 	// Produced by the reference argon2 CLI:
 	// echo -n password | argon2 somesalt -id -t 2 -m 16 -p 1 -l 32 -e
 	// (m=65536, other parameters than ours: Verify reads them from the string).

@@ -180,6 +180,9 @@ func TestCacheRemoteKeyRevoked(t *testing.T) {
 // cached one has seen each token at a valid instant: they must agree at
 // every instant.
 func TestCacheNeverOutlivesTheFullCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: many full verifications")
+	}
 	es, _, _ := fixedKeys(t)
 	for _, leeway := range []time.Duration{-1, time.Second, verify.DefaultLeeway} {
 		t.Run("leeway "+leeway.String(), func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 
 	"oauthd/data"
@@ -180,91 +181,25 @@ func (d *DPoP) Verify(proof, method, htu, accessToken string) (Proof, error) {
 	if err != nil || len(msg.Signatures()) != 1 {
 		return bad("malformed")
 	}
-	h := msg.Signatures()[0].ProtectedHeaders()
-	if h.Type() != "dpop+jwt" {
-		return bad("typ is not dpop+jwt")
+	alg, key, raw, why := proofKey(msg.Signatures()[0].ProtectedHeaders())
+	if why != "" {
+		return bad(why)
 	}
-	alg := h.Algorithm()
-	if alg == "Ed25519" {
-		// RFC 9864's fully-specified name for EdDSA with Ed25519 (what
-		// WebCrypto clients such as oauth4webapi send): the same algorithm.
-		alg = jwa.EdDSA
+	if why := checkProofSignature(proof, alg, raw); why != "" {
+		return bad(why)
 	}
-	if alg != jwa.ES256 && alg != jwa.EdDSA {
-		return bad("alg must be ES256 or EdDSA, not " + strconv.Quote(alg.String()))
-	}
-	if len(h.Critical()) > 0 {
-		return bad("crit is not understood")
-	}
-	key := h.JWK()
-	if key == nil {
-		return bad("no jwk header")
-	}
-	var raw any
-	if err := key.Raw(&raw); err != nil {
-		return bad("unusable jwk")
-	}
-	switch k := raw.(type) {
-	case *ecdsa.PublicKey:
-		if alg != jwa.ES256 || k.Curve != elliptic.P256() {
-			return bad("jwk does not match alg")
-		}
-	case ed25519.PublicKey:
-		if alg != jwa.EdDSA {
-			return bad("jwk does not match alg")
-		}
-	default: // a private key, a symmetric key, RSA, …
-		return bad("jwk must be a public EC P-256 or Ed25519 key")
-	}
-	// The signature over the compact form as received (jwx parsed the
-	// header; verifying here avoids parsing the proof and its jwk again).
-	dot := strings.LastIndexByte(proof, '.')
-	sig, err := b64.DecodeString(proof[dot+1:])
-	if err != nil {
-		return bad("malformed")
-	}
-	sm := jwt.SigningMethod(jwt.SigningMethodES256)
-	if alg == jwa.EdDSA {
-		sm = jwt.SigningMethodEdDSA
-	}
-	if err := sm.Verify(proof[:dot], sig, raw); err != nil {
-		return bad("bad signature")
-	}
-	payload := msg.Payload()
 	var c proofClaims
-	dec := json.NewDecoder(strings.NewReader(string(payload)))
+	dec := json.NewDecoder(strings.NewReader(string(msg.Payload())))
 	dec.UseNumber()
 	if err := dec.Decode(&c); err != nil {
 		return bad("malformed claims")
 	}
-	if c.JTI == "" || len(c.JTI) > 256 {
-		return bad("jti missing or too long")
-	}
-	if c.HTM != method {
-		return bad("htm does not match the request method")
-	}
-	want, err := NormalizeHTU(htu)
+	iat, why, err := d.checkProofClaims(c, method, htu, accessToken)
 	if err != nil {
-		return Proof{}, fmt.Errorf("dpop: the request URL %q: %w", htu, err)
+		return Proof{}, err
 	}
-	if got, err := NormalizeHTU(c.HTU); err != nil || got != want {
-		return bad("htu does not match the request URL")
-	}
-	iatF, err := c.IAT.Float64()
-	if err != nil {
-		return bad("iat missing")
-	}
-	iat := time.Unix(int64(iatF), 0)
-	now := d.now()
-	if iat.Before(now.Add(-d.window)) || iat.After(now.Add(d.window)) {
-		return bad("iat is outside the accepted window")
-	}
-	if accessToken != "" {
-		sum := sha256.Sum256([]byte(accessToken))
-		ath := base64.RawURLEncoding.EncodeToString(sum[:])
-		if c.ATH == nil || subtle.ConstantTimeCompare([]byte(*c.ATH), []byte(ath)) != 1 {
-			return bad("ath does not match the access token")
-		}
+	if why != "" {
+		return bad(why)
 	}
 	tp, err := key.Thumbprint(crypto.SHA256)
 	if err != nil {
@@ -275,6 +210,101 @@ func (d *DPoP) Verify(proof, method, htu, accessToken string) (Proof, error) {
 	// acceptable (its iat plus the window).
 	nk := sha256.Sum256([]byte("dpop-jti\x00" + jkt + "\x00" + c.JTI))
 	return Proof{JKT: jkt, ReplayKey: nk[:], Expires: iat.Add(d.window)}, nil
+}
+
+// proofKey checks a proof's protected header (typ, alg, crit, jwk) and
+// returns its algorithm and public key, or why it is refused.
+func proofKey(h jws.Headers) (alg jwa.SignatureAlgorithm, key jwk.Key, raw any, why string) {
+	if h.Type() != "dpop+jwt" {
+		return "", nil, nil, "typ is not dpop+jwt"
+	}
+	alg = h.Algorithm()
+	if alg == "Ed25519" {
+		// RFC 9864's fully-specified name for EdDSA with Ed25519 (what
+		// WebCrypto clients such as oauth4webapi send): the same algorithm.
+		alg = jwa.EdDSA
+	}
+	if alg != jwa.ES256 && alg != jwa.EdDSA {
+		return "", nil, nil, "alg must be ES256 or EdDSA, not " + strconv.Quote(alg.String())
+	}
+	if len(h.Critical()) > 0 {
+		return "", nil, nil, "crit is not understood"
+	}
+	key = h.JWK()
+	if key == nil {
+		return "", nil, nil, "no jwk header"
+	}
+	if err := key.Raw(&raw); err != nil {
+		return "", nil, nil, "unusable jwk"
+	}
+	switch k := raw.(type) {
+	case *ecdsa.PublicKey:
+		if alg != jwa.ES256 || k.Curve != elliptic.P256() {
+			return "", nil, nil, "jwk does not match alg"
+		}
+	case ed25519.PublicKey:
+		if alg != jwa.EdDSA {
+			return "", nil, nil, "jwk does not match alg"
+		}
+	default: // a private key, a symmetric key, RSA, …
+		return "", nil, nil, "jwk must be a public EC P-256 or Ed25519 key"
+	}
+	return alg, key, raw, ""
+}
+
+// checkProofSignature verifies the signature over the compact form as
+// received (jwx parsed the header; verifying here avoids parsing the
+// proof and its jwk again), or says why it is refused.
+func checkProofSignature(proof string, alg jwa.SignatureAlgorithm, raw any) string {
+	dot := strings.LastIndexByte(proof, '.')
+	sig, err := b64.DecodeString(proof[dot+1:])
+	if err != nil {
+		return "malformed"
+	}
+	sm := jwt.SigningMethod(jwt.SigningMethodES256)
+	if alg == jwa.EdDSA {
+		sm = jwt.SigningMethodEdDSA
+	}
+	if err := sm.Verify(proof[:dot], sig, raw); err != nil {
+		return "bad signature"
+	}
+	return ""
+}
+
+// checkProofClaims checks a proof's claims against the request (jti, htm,
+// htu, iat within the window, ath) and returns its iat, or why it is
+// refused; err is a bad request URL, the caller's fault.
+func (d *DPoP) checkProofClaims(c proofClaims, method, htu, accessToken string) (iat time.Time, why string, err error) {
+	if c.JTI == "" || len(c.JTI) > 256 {
+		return time.Time{}, "jti missing or too long", nil
+	}
+	if c.HTM != method {
+		return time.Time{}, "htm does not match the request method", nil
+	}
+	want, err := NormalizeHTU(htu)
+	if err != nil {
+		return time.Time{}, "", fmt.Errorf("dpop: the request URL %q: %w", htu, err)
+	}
+	if got, err := NormalizeHTU(c.HTU); err != nil || got != want {
+		return time.Time{}, "htu does not match the request URL", nil
+	}
+	iatF, err := c.IAT.Float64()
+	if err != nil {
+		return time.Time{}, "iat missing", nil
+	}
+	iat = time.Unix(int64(iatF), 0)
+	now := d.now()
+	if iat.Before(now.Add(-d.window)) || iat.After(now.Add(d.window)) {
+		return time.Time{}, "iat is outside the accepted window", nil
+	}
+	if accessToken != "" {
+		sum := sha256.Sum256([]byte(accessToken))
+		ath := base64.RawURLEncoding.EncodeToString(sum[:])
+		if c.ATH == nil || subtle.ConstantTimeCompare([]byte(*c.ATH), []byte(ath)) != 1 {
+			return time.Time{}, "ath does not match the access token", nil
+		}
+	}
+	return iat, "", nil
 }
 
 // NormalizeHTU returns u without query and fragment, normalised as RFC

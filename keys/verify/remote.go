@@ -5,13 +5,8 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -24,7 +19,6 @@ const (
 	// MinCacheAge is the shortest time a fetched JWKS is kept, whatever
 	// its Cache-Control says.
 	MinCacheAge   = time.Minute
-	maxJWKSBytes  = 1 << 20
 	fetchTimeout  = 10 * time.Second
 	maxKIDInError = 64
 )
@@ -41,7 +35,7 @@ type RemoteConfig struct {
 	MinRefresh time.Duration
 	// MaxAge caps how long a fetched JWKS is used before it is refetched.
 	// The response's Cache-Control max-age is honoured below that cap, but
-	// never below [MinCacheAge]. Default 1h.
+	// never below [MinCacheAge] (no-store and no-cache too). Default 1h.
 	MaxAge time.Duration
 	// Logger logs failed fetches. Default: discard.
 	Logger *slog.Logger
@@ -50,31 +44,16 @@ type RemoteConfig struct {
 }
 
 // RemoteKeySet is a [KeySource] over an issuer's JWKS fetched by HTTP and
-// cached. When the issuer cannot be reached it keeps serving the keys it
-// has. It is safe for concurrent use.
+// cached (a [KeyCache]). When the issuer cannot be reached it keeps
+// serving the keys it has. It is safe for concurrent use.
 type RemoteKeySet struct {
 	cfg   RemoteConfig
-	cache atomic.Pointer[remoteKeys]
-
-	mu          sync.Mutex
-	lastAttempt time.Time // start of the last fetch; guarded by mu
-	inflight    *flight   // the fetch under way, or nil; guarded by mu
-}
-
-// flight is one fetch that every concurrent caller waits for.
-type flight struct {
-	done chan struct{}
-	err  error // set before done is closed
+	cache *KeyCache[map[string]remoteKey]
 }
 
 type remoteKey struct {
 	key crypto.PublicKey
 	alg string
-}
-
-type remoteKeys struct {
-	byKID   map[string]remoteKey
-	expires time.Time
 }
 
 // NewRemoteKeySet returns a key set that fetches cfg.URL when first asked.
@@ -88,16 +67,18 @@ func NewRemoteKeySet(cfg RemoteConfig) *RemoteKeySet {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = DefaultMaxAge
 	}
-	if cfg.MaxAge < MinCacheAge {
-		cfg.MaxAge = MinCacheAge
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &RemoteKeySet{cfg: cfg}
+	s := &RemoteKeySet{cfg: cfg}
+	s.cache = NewKeyCache(KeyCacheConfig[map[string]remoteKey]{
+		Load: s.fetch, MinRefresh: cfg.MinRefresh, MinAge: MinCacheAge, MaxAge: cfg.MaxAge,
+		UseExpired: true, Now: cfg.Now,
+		OnError: func(ctx context.Context, err error) {
+			cfg.Logger.WarnContext(ctx, "jwks fetch failed; keeping cached keys", "url", cfg.URL, "err", err)
+		},
+	})
+	return s
 }
 
 var _ KeySource = (*RemoteKeySet)(nil)
@@ -108,27 +89,11 @@ var _ KeySource = (*RemoteKeySet)(nil)
 // MinRefresh; when the issuer is unreachable it answers from the keys it
 // has. An unknown kid gives an error wrapping [ErrUnknownKey].
 func (s *RemoteKeySet) Key(ctx context.Context, kid string) (crypto.PublicKey, string, error) {
-	cur := s.cache.Load()
-	if cur != nil && s.cfg.Now().Before(cur.expires) {
-		if k, ok := cur.byKID[kid]; ok {
-			return k.key, k.alg, nil
-		}
+	keys, err := s.cache.Get(ctx, func(m map[string]remoteKey) bool { _, ok := m[kid]; return ok })
+	if err != nil {
+		return nil, "", fmt.Errorf("jwks of %s: %w", s.cfg.URL, err)
 	}
-	if f := s.startOrJoin(ctx, false); f != nil {
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, "", ctx.Err()
-		}
-		cur = s.cache.Load()
-		if cur == nil {
-			return nil, "", fmt.Errorf("fetch jwks: %w", f.err)
-		}
-	}
-	if cur == nil {
-		return nil, "", fmt.Errorf("no jwks fetched yet from %s: %w", s.cfg.URL, ErrUnknownKey)
-	}
-	if k, ok := cur.byKID[kid]; ok {
+	if k, ok := keys[kid]; ok {
 		return k.key, k.alg, nil
 	}
 	return nil, "", fmt.Errorf("kid %q: %w", truncate(kid, maxKIDInError), ErrUnknownKey)
@@ -138,85 +103,26 @@ func (s *RemoteKeySet) Key(ctx context.Context, kid string) (crypto.PublicKey, s
 // ignoring MinRefresh. A resource server may call it at start so the
 // first token does not wait.
 func (s *RemoteKeySet) Refresh(ctx context.Context) error {
-	f := s.startOrJoin(ctx, true)
-	select {
-	case <-f.done:
-		return f.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.cache.Refresh(ctx)
 }
 
-// startOrJoin returns the fetch under way, or starts one unless the last
-// one started less than MinRefresh ago (and force is false), in which case
-// it returns nil. The fetch outlives a caller that gives up: it runs
-// without that caller's cancellation, bounded by fetchTimeout.
-func (s *RemoteKeySet) startOrJoin(ctx context.Context, force bool) *flight {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inflight != nil {
-		return s.inflight
-	}
-	now := s.cfg.Now()
-	if !force && !s.lastAttempt.IsZero() && now.Sub(s.lastAttempt) < s.cfg.MinRefresh {
-		return nil
-	}
-	s.lastAttempt = now
-	f := &flight{done: make(chan struct{})}
-	s.inflight = f
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
-	go func() {
-		defer cancel()
-		err := s.fetch(fctx)
-		if err != nil {
-			s.cfg.Logger.WarnContext(fctx, "jwks fetch failed; keeping cached keys", "url", s.cfg.URL, "err", err)
-		}
-		s.mu.Lock()
-		s.inflight = nil
-		s.mu.Unlock()
-		f.err = err
-		close(f.done)
-	}()
-	return f
-}
-
-func (s *RemoteKeySet) fetch(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
+// fetch loads the JWKS and how long it may be used (its Cache-Control).
+func (s *RemoteKeySet) fetch(ctx context.Context) (map[string]remoteKey, time.Duration, error) {
+	body, cc, err := FetchJWKS(ctx, s.cfg.Client, s.cfg.URL)
 	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := s.cfg.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %d", s.cfg.URL, resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", s.cfg.URL, err)
-	}
-	if len(body) > maxJWKSBytes {
-		return fmt.Errorf("GET %s: JWKS larger than %d bytes", s.cfg.URL, maxJWKSBytes)
+		return nil, 0, err
 	}
 	byKID, err := ParseJWKS(body, func(kid string, err error) {
 		s.cfg.Logger.WarnContext(ctx, "jwks key skipped", "kid", truncate(kid, maxKIDInError), "err", err)
 	})
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", s.cfg.URL, err)
+		return nil, 0, fmt.Errorf("GET %s: %w", s.cfg.URL, err)
 	}
 	m := make(map[string]remoteKey, len(byKID))
 	for kid, k := range byKID {
 		m[kid] = remoteKey{key: k.Key, alg: k.Alg}
 	}
-	age := s.cfg.MaxAge
-	if ma, ok := maxAge(resp.Header.Get("Cache-Control")); ok && ma < age {
-		age = max(ma, MinCacheAge)
-	}
-	s.cache.Store(&remoteKeys{byKID: m, expires: s.cfg.Now().Add(age)})
-	return nil
+	return m, CacheAge(cc, s.cfg.MaxAge), nil
 }
 
 // PublicKey is one usable key of a JWKS.
@@ -281,23 +187,6 @@ func ParseJWKS(b []byte, skip func(kid string, err error)) (map[string]PublicKey
 		out[kid] = PublicKey{Key: raw, Alg: alg}
 	}
 	return out, nil
-}
-
-// maxAge reads max-age from a Cache-Control header value.
-func maxAge(cc string) (time.Duration, bool) {
-	for d := range strings.SplitSeq(cc, ",") {
-		d = strings.TrimSpace(d)
-		name, val, ok := strings.Cut(d, "=")
-		if !ok || !strings.EqualFold(strings.TrimSpace(name), "max-age") {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.Trim(strings.TrimSpace(val), `"`), 10, 64)
-		if err != nil || n < 0 {
-			return 0, false
-		}
-		return time.Duration(min(n, 1<<30)) * time.Second, true
-	}
-	return 0, false
 }
 
 func truncate(s string, n int) string {

@@ -214,6 +214,7 @@ func TestRemoteCacheLifetime(t *testing.T) {
 		{"at least one minute", "max-age=0", 59 * time.Second, 61 * time.Second},
 		{"capped by MaxAge", "max-age=86400", 59 * time.Minute, 61 * time.Minute},
 		{"no header: MaxAge", "", 59 * time.Minute, 61 * time.Minute},
+		{"no-store: one minute", "no-store", 59 * time.Second, 61 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,11 +3,11 @@
 # RSS on a seeded bbolt file at start and after one c=64 run, and the same
 # on a copy compacted by `oauthd store compact` (no free pages).
 #
-#   OAUTHD=/path/to/oauthd N=1000000 scripts/experiments/rss-free-pages.sh OUTDIR
+#   OAUTHD=/path/to/oauthd-bench N=1000000 scripts/experiments/rss-free-pages.sh OUTDIR
 set -eu
 out=${1:?usage: rss-free-pages.sh OUTDIR}
 mkdir -p "$out"
-OAUTHD=${OAUTHD:-oauthd}
+OAUTHD=${OAUTHD:-oauthd-bench} # the load generator's build: go build -tags bench -o oauthd-bench ./cmd/oauthd
 N=${N:-10000}
 PORT=${PORT:-18531}
 DPORT=${DPORT:-16531}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The bbolt rows at 10 M of docs/PERFORMANCE.md "Ten million families".
 #
-#   OAUTHD=./oauthd scripts/experiments/scale-first-sweep.sh DB TOKPREFIX SEED.json LABEL WINDOWS
+#   OAUTHD=./oauthd-bench scripts/experiments/scale-first-sweep.sh DB TOKPREFIX SEED.json LABEL WINDOWS
 #
 # DB seeded by `oauthd --db DB bench --emit-tokens TOKPREFIX.tok --grants 4096 --seed N --json >SEED.json`
 # (no --expire-share: no sweep). Starts serve on a database seeded without a sweep
@@ -9,7 +9,7 @@
 # the others at c=16 and c=64 for 10 s each (before the first sweep, 60 s after start), read RSS,
 # then 5 s windows at c=16 over the many chains while the first sweep runs; print the sweep's line.
 set -eu
-OAUTHD=${OAUTHD:-oauthd}
+OAUTHD=${OAUTHD:-oauthd-bench} # the load generator's build: go build -tags bench -o oauthd-bench ./cmd/oauthd
 DB=$1 T=$2 SEED=$3 L=$4 W=$5
 PORT=${PORT:-18441}
 cid=$(sed -n 's/.*"client_id": *"\([^"]*\)".*/\1/p' "$SEED")

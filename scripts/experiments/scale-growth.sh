@@ -9,7 +9,7 @@
 # N above 10,000 the 10,000 database is driven again (same-minutes
 # reference).
 #
-#   OAUTHD=/path/to/oauthd PGURL=postgres://postgres@127.0.0.1:55432 \
+#   OAUTHD=/path/to/oauthd-bench PGURL=postgres://postgres@127.0.0.1:55432 \
 #     NS="10000 1000000 10000000" GRANTS=10064 HOT=64 scripts/experiments/scale-growth.sh OUTDIR
 #
 # PGURL is a superuser URL of a running, durable (fsync=on,
@@ -38,7 +38,7 @@
 set -eu
 out=${1:?usage: scale-growth.sh OUTDIR}
 mkdir -p "$out"
-OAUTHD=${OAUTHD:-oauthd}
+OAUTHD=${OAUTHD:-oauthd-bench} # the load generator's build: go build -tags bench -o oauthd-bench ./cmd/oauthd
 NS=${NS:-"10000 100000"}
 DUR=${DUR:-10s}
 PORT=${PORT:-18431}

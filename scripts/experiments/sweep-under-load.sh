@@ -11,9 +11,9 @@
 # (the first sweep falls in window 12 or 13, the second, with nothing left
 # to remove, about 60 s later) and prints each window's rate and latency.
 #
-#   OAUTHD=./oauthd scripts/experiments/sweep-under-load.sh DB TOKS SEED.json LABEL
+#   OAUTHD=./oauthd-bench scripts/experiments/sweep-under-load.sh DB TOKS SEED.json LABEL
 set -eu
-OAUTHD=${OAUTHD:-oauthd}
+OAUTHD=${OAUTHD:-oauthd-bench} # the load generator's build: go build -tags bench -o oauthd-bench ./cmd/oauthd
 DB=$1 TOK=$2 SEED=$3 L=$4
 PORT=${PORT:-18437}
 cid=$(sed -n 's/.*"client_id": *"\([^"]*\)".*/\1/p' "$SEED")

@@ -26,10 +26,10 @@ import (
 // stack: the order matters (the committer starts the signing workers).
 var wakers = []struct{ fn, name string }{
 	{"bolt.(*Store).syncer", "syncer (grant durable)"},
-	{"issuer.(*workerPool).run", "committer -> signing worker"},
+	{"issuer.(*Server).startAccessToken", "committer -> signing goroutine"},
 	{"bolt.(*Store).commitLoop", "committer"},
 	{"bolt.(*Store).send", "submit"},
-	{"issuer.(*workerPool).work", "signing worker"},
+	{"issuer.(*Server).startAccessToken.func1", "signing goroutine"},
 }
 
 func wakerOf(ev trace.Event) string {

@@ -328,12 +328,23 @@ func (e *e2e) clientNoUser(t *testing.T) (id, secret string) {
 	return e.client(t, e2eRedirect, []string{"PROFILE_READ"})
 }
 
-// TestBenchPostgres: oauthd bench --db postgres://… drives refresh chains
-// on that database; every request succeeds and every chain stays alive.
+// TestBenchPostgres: oauthd-bench (the load generator's own build) bench
+// --db postgres://… drives refresh chains on that database; every request
+// succeeds and every chain stays alive.
 func TestBenchPostgres(t *testing.T) {
 	db := pgtest.New(t)
+	bin := filepath.Join(t.TempDir(), "oauthd-bench")
+	if out, err := exec.Command("go", "build", "-tags", "bench", "-o", bin, "oauthd/cmd/oauthd").CombinedOutput(); err != nil {
+		t.Fatalf("build oauthd-bench: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--db", db, "bench", "-c", "4", "-d", "300ms", "--json")
+	cmd.Env = cleanEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oauthd-bench bench: %v", err)
+	}
 	var rep loadgen.RefreshReport
-	oneJSON(t, mustOauthd(t, db, "", "bench", "-c", "4", "-d", "300ms", "--json"), &rep)
+	oneJSON(t, string(out), &rep)
 	if rep.Chains != 4 || rep.ChainsAlive != 4 || rep.Errors != 0 || rep.OK < 4 || rep.OK != rep.Requests {
 		t.Fatalf("bench on PostgreSQL = %+v; want every request 200 and 4 chains alive", rep)
 	}

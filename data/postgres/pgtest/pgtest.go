@@ -81,9 +81,15 @@ func Stop() {
 }
 
 // AdminURL returns the URL of the server's maintenance database, starting
-// the private cluster if needed, or skips t.
+// the private cluster if needed, or skips t (always under -short).
 func AdminURL(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		// One database per test: the PostgreSQL suites are most of a
+		// -short run's time; bolt and memory run the same conformance
+		// suite under -short.
+		t.Skip("-short: the PostgreSQL tests run without -short")
+	}
 	cluster.once.Do(setup)
 	if cluster.skipMsg != "" {
 		if os.Getenv("CI") == "true" {

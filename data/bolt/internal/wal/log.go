@@ -19,10 +19,6 @@ import (
 const (
 	// maxBatch bounds how many queued writes share one log record.
 	maxBatch = 256
-	// maxSyncs bounds the batches whose fdatasync may be in flight at
-	// once. The disk serves overlapping flushes well, but each costs CPU:
-	// two let a new batch start while the last one syncs.
-	maxSyncs = 1
 	// overlayMax is the number of distinct keys written since the last
 	// checkpoint that triggers the next one, whatever the log's size.
 	overlayMax = 4096
@@ -121,10 +117,8 @@ var opPool = sync.Pool{New: func() any { return &op{done: make(chan error, 1)} }
 type batch struct {
 	ops   []*op
 	errs  []error
-	wrote []bool        // the op's writes are in the record
-	sync  bool          // the record is not empty: fdatasync before answering
-	prev  chan struct{} // closed when the previous batch is answered
-	done  chan struct{} // closed when this one is
+	wrote []bool // the op's writes are in the record
+	sync  bool   // the record is not empty: fdatasync before answering
 	start time.Time
 	// written: when the record was in the file (before its fsync).
 	written time.Time
@@ -136,32 +130,25 @@ var batchPool = sync.Pool{New: func() any {
 
 // commitLoop is the group committer, the only writer of the log and the
 // overlay. It takes the first queued op (blocking), drains whatever else
-// is already queued, runs the hot writes, appends their record to the log
-// and hands the batch to a syncer, which answers the ops after the
-// fdatasync. Ops that arrive meanwhile form the next batch, which may be
-// written and synced while the last one's sync is still in flight (at
-// most maxSyncs). Batches are answered in order. It exits, after a last
-// checkpoint, when ops is closed and drained.
+// is already queued, runs the hot writes, appends their record to the
+// log, makes it durable and answers the ops (commit); ops that arrive
+// meanwhile form the next batch. One batch at a time: a second sync in
+// flight gave smaller batches and more sync CPU for no throughput. It
+// exits, after a last checkpoint, when ops is closed and drained.
 func (l *Log) commitLoop() {
 	defer close(l.done)
-	prev := make(chan struct{})
-	close(prev)
 	var next *op // an exclusive op met while draining: it goes alone, next
 	for {
-		l.slots <- struct{}{} // a sync slot; the queue grows meanwhile
 		first := next
 		next = nil
 		if first == nil {
 			o, ok := <-l.ops
 			if !ok {
-				<-l.slots
 				break
 			}
 			first = o
 		}
 		if first.excl != nil {
-			<-l.slots
-			l.waitSyncs()
 			first.done <- result(l.runExclusive(first))
 			continue
 		}
@@ -183,31 +170,16 @@ func (l *Log) commitLoop() {
 				break drain
 			}
 		}
-		b.prev, b.done = prev, make(chan struct{})
-		prev = b.done
 		l.runBatch(b)
-		l.syncq <- b // the syncer releases the slot
+		l.commit(b)
 		if l.walOff >= walCheckpoint || len(l.ov.m) >= overlayMax {
-			l.waitSyncs()
 			if err := l.checkpoint(); err != nil {
 				l.logger.Error("checkpoint failed", "err", err)
 			}
 		}
 	}
-	l.waitSyncs()
-	close(l.syncq)
 	if err := l.checkpoint(); err != nil {
 		l.logger.Error("checkpoint at close failed; the next open replays the write-ahead log", "err", err)
-	}
-}
-
-// waitSyncs waits until every batch handed to a syncer is answered.
-func (l *Log) waitSyncs() {
-	for range maxSyncs {
-		l.slots <- struct{}{}
-	}
-	for range maxSyncs {
-		<-l.slots
 	}
 }
 
@@ -272,11 +244,9 @@ func (l *Log) runOp(w *Tx, o *op) (error, bool) {
 	if len(w.muts) == mark {
 		return err, false
 	}
-	l.ov.mu.Lock()
 	for _, m := range w.muts[mark:] {
-		l.ov.m[string(overlayKey(nil, m.bucket, m.key))] = entry{val: m.val, del: m.del}
+		w.pend[string(overlayKey(nil, m.bucket, m.key))] = entry{val: m.val, del: m.del}
 	}
-	l.ov.mu.Unlock()
 	return err, true
 }
 
@@ -293,53 +263,55 @@ func run(w *Tx, o *op) (err error) {
 	return o.fn(w)
 }
 
-// syncer makes batches durable and answers their ops, in order.
-func (l *Log) syncer() {
-	for b := range l.syncq {
-		var err error
-		var t time.Time
-		var d time.Duration
-		if b.sync {
-			t = time.Now()
-			if l.sync != nil {
-				err = l.sync(l.file)
-			} else {
-				err = fdatasync(l.file)
-			}
-			d = time.Since(t)
-			l.stats.syncs.Add(1)
-			l.stats.syncNanos.Add(int64(d))
-			if err != nil {
-				l.poison(fmt.Errorf("fdatasync the write-ahead log: %w", err))
-			}
+// commit makes b's record durable, then publishes its writes to the
+// overlay (so a reader sees a write only once its flush succeeded) and
+// answers its ops. After a failed flush the writes are dropped: the log is
+// poisoned, and every reader and writer from then on gets ErrFailed.
+func (l *Log) commit(b *batch) {
+	var err error
+	var t time.Time     // when the flush started
+	var d time.Duration // how long it took
+	if b.sync {
+		t = time.Now()
+		if l.sync != nil {
+			err = l.sync(l.file)
+		} else {
+			err = fdatasync(l.file)
 		}
-		<-b.prev
-		if b.sync {
-			// A batch after a failed sync may rest on its writes: it
-			// fails too.
-			err = l.failure()
+		d = time.Since(t)
+		l.stats.syncs.Add(1)
+		l.stats.syncNanos.Add(int64(d))
+		if err != nil {
+			l.poison(fmt.Errorf("fdatasync the write-ahead log: %w", err))
 		}
-		// The counters first: a writer that has its answer sees its
-		// write in Stats.
-		l.stats.commits.Add(1)
-		l.stats.ops.Add(uint64(len(b.ops)))
-		l.stats.nanos.Add(int64(time.Since(b.start)))
-		for i, o := range b.ops {
-			e := b.errs[i]
-			if err != nil && b.wrote[i] {
-				e = err
-			}
-			if b.wrote[i] && b.sync {
-				traceFlush(o.ctx, b, t, d, len(b.ops))
-			}
-			o.done <- result(e)
-		}
-		close(b.done)
-		clear(b.ops)
-		b.ops, b.prev, b.done = b.ops[:0], nil, nil
-		batchPool.Put(b)
-		<-l.slots
+		err = l.failure()
 	}
+	if l.failure() == nil && len(l.w.pend) > 0 {
+		l.ov.mu.Lock()
+		for k, e := range l.w.pend {
+			l.ov.m[k] = e
+		}
+		l.ov.mu.Unlock()
+	}
+	clear(l.w.pend)
+	// The counters first: a writer that has its answer sees its write in
+	// Stats.
+	l.stats.commits.Add(1)
+	l.stats.ops.Add(uint64(len(b.ops)))
+	l.stats.nanos.Add(int64(time.Since(b.start)))
+	for i, o := range b.ops {
+		e := b.errs[i]
+		if err != nil && b.wrote[i] {
+			e = err
+		}
+		if b.wrote[i] && b.sync {
+			traceFlush(o.ctx, b, t, d, len(b.ops))
+		}
+		o.done <- result(e)
+	}
+	clear(b.ops)
+	b.ops = b.ops[:0]
+	batchPool.Put(b)
 }
 
 // result is the error the caller sees: the kept wrapper removed.
@@ -351,9 +323,10 @@ func result(err error) error {
 }
 
 // poison records the first failure of the log: from then on every write
-// and read fails (the overlay may hold writes that are not on disk), until
+// and read fails (the overlay may hold writes that never reached a
+// checkpoint), until
 // a restart replays the log; and it calls Options.OnFatal. The committer
-// or a syncer calls it before it answers the writers of the batch.
+// calls it before it answers the writers of the batch.
 func (l *Log) poison(err error) {
 	if l.failed.CompareAndSwap(nil, &err) {
 		l.logger.Error("the store failed and accepts no more writes or reads; restart oauthd to recover from the write-ahead log", "err", err)
@@ -506,7 +479,8 @@ type Tx struct {
 	tx      *bbolt.Tx
 	buckets [][]byte
 	ov      *overlay
-	muts    []mutation // the batch's writes; the current op's from mark on
+	pend    map[string]entry // the batch's writes until its flush: what its later ops see, no reader
+	muts    []mutation       // the batch's writes; the current op's from mark on
 	mark    int
 }
 
@@ -519,7 +493,11 @@ func (w *Tx) Get(b int, key []byte) []byte {
 		}
 	}
 	var buf [80]byte
-	if e, ok := w.ov.m[string(overlayKey(buf[:0], b, key))]; ok {
+	k := overlayKey(buf[:0], b, key)
+	if e, ok := w.pend[string(k)]; ok {
+		return e.val
+	}
+	if e, ok := w.ov.m[string(k)]; ok {
 		return e.val
 	}
 	return w.tx.Bucket(w.buckets[b]).Get(key)

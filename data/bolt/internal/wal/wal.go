@@ -76,8 +76,6 @@ type Log struct {
 
 	file    *os.File
 	ov      overlay
-	slots   chan struct{} // a token per batch whose sync is in flight
-	syncq   chan *batch
 	onFatal func(error)
 	sync    func(*os.File) error // Options.Sync
 	// readOnly: opened by OpenReadOnly (no file, no committer).
@@ -110,18 +108,13 @@ func Open(db *bbolt.DB, path string, opts Options) (*Log, error) {
 		fill:    opts.FillPercent,
 		ops:     make(chan *op, maxBatch),
 		done:    make(chan struct{}),
-		slots:   make(chan struct{}, maxSyncs),
-		syncq:   make(chan *batch, maxSyncs),
 		ov:      overlay{m: make(map[string]entry)},
 		onFatal: opts.OnFatal,
 		sync:    opts.Sync,
 	}
-	l.w.ov, l.w.buckets = &l.ov, l.buckets
+	l.w.ov, l.w.buckets, l.w.pend = &l.ov, l.buckets, make(map[string]entry)
 	if err := l.recover(path); err != nil {
 		return nil, err
-	}
-	for range maxSyncs {
-		go l.syncer()
 	}
 	go l.commitLoop()
 	return l, nil

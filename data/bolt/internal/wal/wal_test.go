@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -342,6 +343,49 @@ func TestFlushFailureIsFatal(t *testing.T) {
 	if got, err := c.Get(bucketA, []byte("k")); err != nil || (string(got) != "acknowledged" && string(got) != "failed") {
 		t.Fatalf("after a restart, k = %q, %v; want the acknowledged value or the failed one", got, err)
 	}
+}
+
+// TestVisibleOnlyOnceFlushed: while a write's flush is in flight, a
+// reader still sees the value before it (the write may yet fail); once the
+// flush has succeeded and the writer has its answer, every reader sees it.
+// A later op of the same batch sees it at once.
+func TestVisibleOnlyOnceFlushed(t *testing.T) {
+	var hold atomic.Bool
+	flushing := make(chan struct{}, 1)
+	release := make(chan struct{})
+	l := openLogWith(t, filepath.Join(t.TempDir(), "db"), func(o *Options) {
+		o.Sync = func(f *os.File) error {
+			if hold.Load() {
+				flushing <- struct{}{}
+				<-release
+			}
+			return fdatasync(f)
+		}
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { hold.Store(false); close(release) }) }
+	t.Cleanup(unblock) // before the log's Close, should the test fail first
+	put(t, l, bucketA, "k", "old")
+	hold.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		done <- l.Write(t.Context(), "put", func(w *Tx) error {
+			if err := w.Put(bucketA, []byte("k"), []byte("new")); err != nil {
+				return err
+			}
+			if got := w.Get(bucketA, []byte("k")); string(got) != "new" {
+				return fmt.Errorf("the op's own write reads %q", got)
+			}
+			return nil
+		})
+	}()
+	<-flushing
+	want(t, l, bucketA, "k", "old")
+	unblock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want(t, l, bucketA, "k", "new")
 }
 
 // TestCheckpointBySize: the log starts over once it passes walCheckpoint,
