@@ -108,13 +108,15 @@ func Reviewed(old, next Client) Client {
 // for the client c under c's current review, in g's order, and whether the
 // consent holds at all. It does not (false) when c is not approved, was
 // approved again (after a rejection) since g was written, or was made
-// after g (a client ID used again). Of a scoped client, a scope holds when the client has it now and
+// after g (a client ID used again), or when g was stored by a release
+// that kept no reviews (not [Grant.Stamped]: what happened to the client
+// since cannot be told). Of a scoped client, a scope holds when the client has it now and
 // has had it without a break since g was written: a scope the operator
 // took from the client and gave back needs the user's consent again, as it
 // does for the refresh-token families (issuer/refresh.go). Of a legacy
 // client (no scope list), all of g's scopes hold.
 func ConsentHeld(g Grant, c Client) ([]string, bool) {
-	if c.Status != StatusApproved || g.Review < c.Review.Approved || g.CreatedAt.Before(c.CreatedAt) {
+	if !g.Stamped || c.Status != StatusApproved || g.Review < c.Review.Approved || g.CreatedAt.Before(c.CreatedAt) {
 		return nil, false
 	}
 	var out []string
@@ -148,5 +150,6 @@ func ConsentTo(g Grant, found bool, c Client, userID int64, scopes []string, now
 	}
 	g.UpdatedAt = now
 	g.Review = c.Review.Gen
+	g.Stamped = true
 	return g
 }

@@ -404,6 +404,12 @@ type Grant struct {
 	// Review is the client's [ClientReview.Gen] when the consent was
 	// written: every scope in Scopes held under that review.
 	Review uint64 `json:"review,omitempty"`
+	// Stamped marks a consent written by [ConsentTo], under a recorded
+	// review. A consent stored by a release before reviews were recorded
+	// is not: whether its client was rejected or narrowed since cannot
+	// be told, so it holds nothing ([ConsentHeld]) until the user
+	// consents again.
+	Stamped bool `json:"stamped,omitempty"`
 }
 
 // AppRevocation is what [Store.RevokeApp] removed.

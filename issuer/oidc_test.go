@@ -474,7 +474,7 @@ func TestInteract(t *testing.T) {
 	other := &Login{UserID: uid + 1, AuthTime: now}
 	hint := env.idTokenFor(t, oidcRP, strconv.FormatInt(uid, 10), now)
 	// A remembered consent of the user to rp for openid profile.
-	if err := env.store.PutGrant(ctx, data.Grant{UserID: uid, ClientID: oidcRP, Scopes: []string{"openid", "profile"}, CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := env.store.PutGrant(ctx, data.Grant{UserID: uid, ClientID: oidcRP, Scopes: []string{"openid", "profile"}, CreatedAt: now, UpdatedAt: now, Stamped: true}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

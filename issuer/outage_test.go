@@ -195,7 +195,8 @@ func TestStoreOutageIs503(t *testing.T) {
 		t.Errorf("a server error was logged during the outage:\n%s", env.logs.String())
 	}
 	ds.down.Store(false)
-	for deadline := time.Now().Add(5 * time.Second); outage.Down() && time.Now().Before(deadline); {
+	// Down turns false a moment before the line is logged: wait for both.
+	for deadline := time.Now().Add(5 * time.Second); (outage.Down() || !strings.Contains(env.logs.String(), "database available again")) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if outage.Down() || strings.Count(env.logs.String(), "database available again") != 1 {

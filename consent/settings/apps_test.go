@@ -20,7 +20,7 @@ import (
 func (se *settingsEnv) connect(u data.User, id, fam string, scopes []string, unrestricted bool, allowed, lastUsed time.Time) {
 	se.t.Helper()
 	ctx := context.Background()
-	if err := se.store.PutGrant(ctx, data.Grant{UserID: u.ID, ClientID: id, Scopes: scopes, CreatedAt: allowed, UpdatedAt: allowed}); err != nil {
+	if err := se.store.PutGrant(ctx, data.Grant{UserID: u.ID, ClientID: id, Scopes: scopes, CreatedAt: allowed, UpdatedAt: allowed, Stamped: true}); err != nil {
 		se.t.Fatal(err)
 	}
 	if lastUsed.IsZero() {

@@ -204,7 +204,7 @@ func fullRecords() records {
 		Code:      code,
 		Family:    fam,
 		FreshCode: newCode("oauthd_ac_fresh", "full"),
-		Grant:     data.Grant{UserID: 1, ClientID: "full", Scopes: []string{"BOOKING_READ"}, CreatedAt: t0, UpdatedAt: t0, Review: 4},
+		Grant:     data.Grant{UserID: 1, ClientID: "full", Scopes: []string{"BOOKING_READ"}, CreatedAt: t0, UpdatedAt: t0, Review: 4, Stamped: true},
 		Session:   data.Session{Hash: data.Hash("ss-full"), UserID: 1, CSRF: "csrf-full", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), AuthTime: t0.Add(-time.Minute)},
 		Keys:      []data.SigningKey{retired, newKey("k-active", data.KeyActive)},
 	}

@@ -19,7 +19,7 @@ import (
 func giveGrant(t *testing.T, store *memory.Store, uid int64, fam, client string, scopes []string, at, last time.Time) {
 	t.Helper()
 	ctx := t.Context()
-	g := data.Grant{UserID: uid, ClientID: client, Scopes: scopes, CreatedAt: at, UpdatedAt: at}
+	g := data.Grant{UserID: uid, ClientID: client, Scopes: scopes, CreatedAt: at, UpdatedAt: at, Stamped: true}
 	if c, err := store.GetClient(ctx, client); err == nil {
 		g.Review = c.Review.Gen // written under the client's review, as the issuer writes it
 	}
