@@ -4,7 +4,7 @@ import "slices"
 
 // Record is every type a [Store] keeps and returns.
 type Record interface {
-	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation
+	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation | DeviceCode
 }
 
 // Normalize returns r as every store keeps it and gives it back, so that
@@ -60,6 +60,10 @@ func Normalize[R Record](r R) R {
 		}
 	case *Revocation:
 		p.LastIssuedAt = p.LastIssuedAt.UTC()
+	case *DeviceCode:
+		p.Hash = slices.Clone(p.Hash)
+		p.Scopes = slices.Clone(p.Scopes)
+		p.CreatedAt, p.ExpiresAt, p.LastPoll = p.CreatedAt.UTC(), p.ExpiresAt.UTC(), p.LastPoll.UTC()
 	default:
 		panic("data.Normalize: no case for a Record type") // unreachable: the cases match Record
 	}

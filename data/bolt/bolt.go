@@ -71,10 +71,13 @@ var (
 	bucketRevoked     = []byte("revoked")          // grant ID → Revocation (JSON)
 	bucketFamByUser   = []byte("families_by_user") // 8-byte user ID + client ID + 0 + family ID → ""
 	bucketExpiry      = []byte("expiry")           // 8-byte time + hot bucket + key → "" (expiry.go)
+	// bucketDevices is created when missing (no schema change): a file
+	// without it reads as one without device codes.
+	bucketDevices = []byte("device_codes") // canonical user code → DeviceCode (JSON)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
-		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry}
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry, bucketDevices}
 
 	keySchema = []byte("schema_version")
 	// keyUserIndex marks a file whose families_by_user index is complete
@@ -351,7 +354,7 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 			return fmt.Errorf("%w %q (this oauthd reads %q)", ErrSchema, v, schemaVersion)
 		}
 		for _, name := range allBuckets {
-			if tx.Bucket(name) == nil {
+			if tx.Bucket(name) == nil && !bytes.Equal(name, bucketDevices) {
 				return fmt.Errorf("%w: %s lacks the bucket %s (an older oauthd made it): start `oauthd serve` on it once to upgrade it", ErrSchema, path, name)
 			}
 		}
