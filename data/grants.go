@@ -14,7 +14,7 @@ const (
 
 // GrantTypes are the grant types a client record may list, in the order
 // they are shown.
-var GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken, GrantClientCredentials}
+var GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken, GrantClientCredentials, GrantDeviceCode}
 
 // DefaultGrantTypes are the grant types of a client whose record lists
 // none: every client made before grant types were recorded, and a new

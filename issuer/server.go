@@ -106,6 +106,9 @@ type Config struct {
 	Keys verify.KeySource
 	// IDTokenTTL is the lifetime of ID tokens; default AccessTTL.
 	IDTokenTTL time.Duration
+	// DeviceCodeMax caps a client's outstanding device codes (RFC 8628,
+	// device.go); default DefaultDeviceCodeMax.
+	DeviceCodeMax int
 }
 
 // Server is the authorization server. Create it with [New].
@@ -128,6 +131,7 @@ type Server struct {
 	idSigner   IDTokenSigner        // Config.IDSigner (oidc.go)
 	keys       verify.KeySource     // Config.Keys
 	clientKeys *clientKeyCache      // private_key_jwt clients' keys (clientassert.go)
+	device     *throttle.Limiter    // device-code requests per address and client (device.go)
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -171,6 +175,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Keys == nil {
 		cfg.Keys, _ = cfg.Signer.(verify.KeySource)
 	}
+	if cfg.DeviceCodeMax <= 0 {
+		cfg.DeviceCodeMax = DefaultDeviceCodeMax
+	}
 	if cfg.CodeTTL <= 0 {
 		cfg.CodeTTL = DefaultCodeTTL
 	}
@@ -198,6 +205,7 @@ func New(cfg Config) (*Server, error) {
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
 	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
 	s.par = newPARState(cfg)
+	s.device = newDeviceLimiter(cfg)
 	s.clientKeys = &clientKeyCache{fetch: cfg.Fetcher, m: map[string]*clientKeys{}}
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
@@ -212,6 +220,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Register(e *echo.Echo) {
 	e.POST("/v2/auth/oauth2/token", s.handleToken)
 	e.POST(parPath, s.handlePAR)
+	e.POST(devicePath, s.handleDeviceAuthorization)
 	e.POST("/v2/auth/oauth2/revoke", s.handleRevoke)
 	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)

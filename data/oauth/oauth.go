@@ -43,6 +43,13 @@ const (
 	// in (login_required) or consent (consent_required) first.
 	LoginRequired   = "login_required"
 	ConsentRequired = "consent_required"
+
+	// RFC 8628 §3.5: a device's poll of the token endpoint before the
+	// user answered, too fast, or after the device code expired
+	// (access_denied, above, when the user refused).
+	AuthorizationPending = "authorization_pending"
+	SlowDown             = "slow_down"
+	ExpiredToken         = "expired_token"
 )
 
 // Codes oauthd answers with that no RFC registers. They are kept because
