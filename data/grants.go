@@ -73,3 +73,13 @@ func isDecimal(s string) bool {
 	}
 	return true
 }
+
+// ExpandGrantType returns the grant type that gt names: gt itself, or
+// for the short name device_code the device grant's URN (RFC 8628 §3.4),
+// which the CLI and forms accept for it.
+func ExpandGrantType(gt string) string {
+	if gt == "device_code" {
+		return GrantDeviceCode
+	}
+	return gt
+}
