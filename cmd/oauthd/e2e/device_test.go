@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"errors"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/oauth2"
@@ -93,4 +96,68 @@ func TestDeviceFlowEndToEnd(t *testing.T) {
 func isOAuthError(err error, code string) bool {
 	var re *oauth2.RetrieveError
 	return errors.As(err, &re) && re.ErrorCode == code
+}
+
+// TestDeviceFlowReplicas: on two replicas of one PostgreSQL database, a
+// device code asked for on one, confirmed by the user through either,
+// and polled by many requests at once on both, gives tokens exactly once.
+func TestDeviceFlowReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two servers on PostgreSQL")
+	}
+	ctx := t.Context()
+	rs := startReplicas(t, 2)
+	var u struct{ ID int64 }
+	oneJSON(t, mustOauthd(t, rs.db, e2ePassword+"\n", "users", "add", "--email", e2eEmail, "--username", e2eUsername,
+		"--name", e2eName, "--time-zone", e2eTimeZone, "--password-stdin", "--json"), &u)
+	front, direct := rs.e2es(u.ID)
+	var c struct {
+		ClientID string `json:"client_id"`
+	}
+	oneJSON(t, front.cli(t, "clients", "create", "--owner", e2eEmail, "--name", "Room display", "--public",
+		"--grant-type", "device_code", "--scope", "BOOKING_READ", "--json"), &c)
+	front.cli(t, "clients", "approve", c.ClientID)
+	conf := &oauth2.Config{ClientID: c.ClientID, Endpoint: oauth2.Endpoint{
+		DeviceAuthURL: direct[0].base + "/v2/auth/oauth2/device_authorization", TokenURL: direct[1].tokenURL(), AuthStyle: oauth2.AuthStyleInParams}}
+	da, err := conf.DeviceAuth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da.VerificationURI != front.base+"/device" {
+		t.Fatalf("verification_uri = %s; want the app URL's /device", da.VerificationURI)
+	}
+	if page, err := consenttest.New().Device(ctx, da.VerificationURIComplete, e2eEmail, e2ePassword, "", true); err != nil || !strings.Contains(page, "Device connected") {
+		t.Fatalf("the user on /device: %v\n%s", err, page)
+	}
+	const n = 12
+	codes := make([]int, n)
+	bodies := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "client_id": {c.ClientID}, "device_code": {da.DeviceCode}}
+			res, err := http.PostForm(direct[i%2].tokenURL(), form)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			codes[i], bodies[i] = res.StatusCode, string(b)
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i := range n {
+		switch {
+		case codes[i] == 200:
+			ok++
+		case codes[i] == 400 && (strings.Contains(bodies[i], `"slow_down"`) || strings.Contains(bodies[i], `"invalid_grant"`)):
+		default:
+			t.Errorf("poll %d: %d %s", i, codes[i], bodies[i])
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d polls on two replicas got tokens; want exactly 1", ok)
+	}
 }
