@@ -146,3 +146,23 @@ func ValidateDeviceUpdate(old, next DeviceCode) error {
 	}
 	return nil
 }
+
+// DeviceCodeTime returns when a device_code was made, read from its time
+// characters, and false when dc does not have a device code's form. The
+// time is not secret and not authenticated: it only words the answer to
+// a code the store no longer has.
+func DeviceCodeTime(dc string) (time.Time, bool) {
+	t, ok := strings.CutPrefix(dc, PrefixDeviceCode)
+	if !ok || len(t) != timeChars+UserCodeLen+43 || DeviceCodeUser(dc) == "" {
+		return time.Time{}, false
+	}
+	var ms int64
+	for i := 0; i < timeChars; i++ {
+		v := strings.IndexByte(sortedAlphabet, t[i])
+		if v < 0 {
+			return time.Time{}, false
+		}
+		ms = ms<<6 | int64(v)
+	}
+	return time.UnixMilli(ms), true
+}

@@ -220,6 +220,11 @@ func (s *Server) deviceGrant(ctx context.Context, c echo.Context, client data.Cl
 	})
 	switch {
 	case errors.Is(err, data.ErrNotFound):
+		// Swept by the collector after it expired: say so, as before
+		// (the time characters are not secret; anyone may write them).
+		if made, ok := data.DeviceCodeTime(dc); ok && !now.Before(made.Add(DeviceCodeTTL)) {
+			return tokenResponse{}, WithDescription(errExpiredToken, "the device code expired; start again with a new one")
+		}
 		return tokenResponse{}, bad
 	case err != nil && outcome == pollBad, err != nil && outcome == pollOtherClient:
 		if errors.Is(err, bad) {

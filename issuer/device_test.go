@@ -160,6 +160,12 @@ func TestDeviceErrors(t *testing.T) {
 			}
 		}, req: poll, status: 400, code: "access_denied"}}},
 		{"expired_token", []step{{name: "poll", before: func(env *tkEnv, _ deviceAuth) { env.advance(DeviceCodeTTL) }, req: poll, status: 400, code: "expired_token"}}},
+		{"expired_token after the collector removed it", []step{{name: "poll", before: func(env *tkEnv, _ deviceAuth) {
+			env.advance(DeviceCodeTTL + time.Minute)
+			if r, err := env.store.GarbageCollect(ctx, env.clock()); err != nil || r.DeviceCodes != 1 {
+				env.t.Fatalf("GC = %+v, %v", r, err)
+			}
+		}, req: poll, status: 400, code: "expired_token"}}},
 		{"expired_token after approval", []step{{name: "poll", before: func(env *tkEnv, d deviceAuth) {
 			approve(env, d)
 			env.advance(DeviceCodeTTL + time.Second)
