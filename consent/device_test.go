@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/consent/consenttest"
 	"oauthd/data"
 	"oauthd/issuer"
 )
@@ -90,6 +91,7 @@ func TestDevicePage(t *testing.T) {
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `value="bcdf-ghjk"`) || strings.Contains(rec.Body.String(), `value="allow"`) {
 		t.Fatalf("code form: %d\n%s", rec.Code, rec.Body)
 	}
+	consenttest.CheckPageHeaders(t, rec.Header())
 	csrf := decisionCSRF(t, rec.Body.String())
 	if len(df.decided) != 0 {
 		t.Fatalf("a GET decided: %v", df.decided)
