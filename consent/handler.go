@@ -127,6 +127,7 @@ type Handler struct {
 	handoverName                    string // the handover cookie's name
 	appURL                          string // AppURL without a trailing slash
 	handoverLimiter                 *throttle.Limiter
+	deviceLimiter                   *throttle.Limiter // wrong user codes on /device (device.go)
 	outage                          *issuer.Outage
 }
 
@@ -144,6 +145,7 @@ const (
 	pageLoggedOut = "logged-out"
 	pageLoggedIn  = "logged-in"
 	pageLogout    = "logout"
+	pageDevice    = "device"
 )
 
 // New checks cfg, parses the templates (failing fast on a broken one) and
@@ -203,7 +205,7 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn, pageLogout} {
+	for _, name := range []string{pageLogin, pageConsent, pageError, pageLoggedOut, pageLoggedIn, pageLogout, pageDevice} {
 		t, err := parsePage(base, templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("consent: parse %s: %w", name, err)
@@ -211,6 +213,7 @@ func New(cfg Config) (*Handler, error) {
 		h.pages[name] = t
 	}
 	h.limiter = throttle.New(throttle.Config{Name: "login", Rules: loginLimits, Now: h.now, Registerer: cfg.Registerer, Shared: cfg.Throttle})
+	h.deviceLimiter = throttle.New(throttle.Config{Name: "device_user_code", Rules: deviceCodeLimits, Now: h.now, Registerer: cfg.Registerer, Shared: cfg.Throttle})
 	h.handoverLimiter = throttle.New(throttle.Config{Name: "login_handover", Rules: handoverLimits, Now: h.now, Registerer: cfg.Registerer})
 	h.gate = password.NewGate(password.GateConfig{Slots: cfg.PasswordSlots, Registerer: cfg.Registerer})
 	return h, nil
@@ -239,6 +242,8 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET(authorizePath, h.showConsent)
 	e.POST(authorizePath, h.decide)
 	e.GET(staticCSSPath, h.serveCSS)
+	e.GET(devicePath, h.showDevice)
+	e.POST(devicePath, h.postDevice)
 }
 
 // view is what every template gets.
@@ -274,6 +279,12 @@ type view struct {
 
 	// logout: the application that asked to sign the user out ("" for none)
 	AppName string
+
+	// device: the code typed or prefilled (as typed), the step
+	// ("enter", "confirm", "done") and, when done, whether it was allowed
+	UserCode    string
+	DeviceStep  string
+	DeviceAllow bool
 
 	// layout.html: the wider page (consent/settings' pages); false here
 	Wide bool

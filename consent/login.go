@@ -51,7 +51,7 @@ func safeReturnTo(v string) string {
 		}
 		return v
 	}
-	if !strings.HasPrefix(v, authorizePath+"?") {
+	if !strings.HasPrefix(v, authorizePath+"?") && v != devicePath && !strings.HasPrefix(v, devicePath+"?") {
 		return ""
 	}
 	for _, r := range v {
@@ -60,7 +60,7 @@ func safeReturnTo(v string) string {
 		}
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Path != authorizePath || u.Fragment != "" {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || (u.Path != authorizePath && u.Path != devicePath) || u.Fragment != "" {
 		return ""
 	}
 	return v

@@ -487,6 +487,7 @@ type GCResult struct {
 	Sessions    int
 	Nonces      int
 	Revocations int
+	DeviceCodes int
 }
 
 // Store is the storage contract. Every method is safe for concurrent use,
@@ -643,10 +644,27 @@ type Store interface {
 	// with UseNonce only once the grant has passed.
 	NonceUsed(ctx context.Context, key []byte) (bool, error)
 
+	// Device authorizations (RFC 8628).
+
+	// CreateDeviceCode stores d under d.UserCode: ErrExists when the user
+	// code is taken (expired or not, until GarbageCollect removes it);
+	// [ErrTooManyDeviceCodes] when the client already has max device
+	// codes whose ExpiresAt is after d.CreatedAt. The count and the
+	// insert are one transaction: on any number of processes sharing the
+	// store, a client never holds more than max outstanding codes.
+	CreateDeviceCode(ctx context.Context, d DeviceCode, max int) error
+	// GetDeviceCode returns the device code of a canonical user code.
+	GetDeviceCode(ctx context.Context, userCode string) (DeviceCode, error)
+	// UpdateDeviceCode applies update to the stored device code in one
+	// transaction and stores the result after [ValidateDeviceUpdate];
+	// ErrNotFound when there is none (update is not called).
+	UpdateDeviceCode(ctx context.Context, userCode string, update func(DeviceCode) (DeviceCode, error)) (DeviceCode, error)
+
 	// GarbageCollect removes auth codes, families and sessions whose
 	// ExpiresAt (or AbsoluteExp) is before now, and revocations whose
 	// LastIssuedAt is more than [RevocationKeep] before now, and nonces
-	// whose expiry is before now.
+	// whose expiry is before now, and device codes whose ExpiresAt is
+	// before now.
 	GarbageCollect(ctx context.Context, now time.Time) (GCResult, error)
 
 	// Close releases the store. Calls after Close fail.

@@ -14,7 +14,7 @@ const (
 
 // GrantTypes are the grant types a client record may list, in the order
 // they are shown.
-var GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken, GrantClientCredentials}
+var GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken, GrantClientCredentials, GrantDeviceCode}
 
 // DefaultGrantTypes are the grant types of a client whose record lists
 // none: every client made before grant types were recorded, and a new
@@ -72,4 +72,14 @@ func isDecimal(s string) bool {
 		}
 	}
 	return true
+}
+
+// ExpandGrantType returns the grant type that gt names: gt itself, or
+// for the short name device_code the device grant's URN (RFC 8628 §3.4),
+// which the CLI and forms accept for it.
+func ExpandGrantType(gt string) string {
+	if gt == "device_code" {
+		return GrantDeviceCode
+	}
+	return gt
 }

@@ -4,7 +4,7 @@ import "slices"
 
 // Record is every type a [Store] keeps and returns.
 type Record interface {
-	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation | AgentHost
+	User | Client | AuthCode | Family | Grant | Session | SigningKey | []SigningKey | Revocation | AgentHost | DeviceCode
 }
 
 // Normalize returns r as every store keeps it and gives it back, so that
@@ -64,6 +64,10 @@ func Normalize[R Record](r R) R {
 		p.LastIssuedAt = p.LastIssuedAt.UTC()
 	case *AgentHost:
 		*p = NormalizeAgentHost(*p)
+	case *DeviceCode:
+		p.Hash = slices.Clone(p.Hash)
+		p.Scopes = slices.Clone(p.Scopes)
+		p.CreatedAt, p.ExpiresAt, p.LastPoll = p.CreatedAt.UTC(), p.ExpiresAt.UTC(), p.LastPoll.UTC()
 	default:
 		panic("data.Normalize: no case for a Record type") // unreachable: the cases match Record
 	}

@@ -35,6 +35,7 @@ var grants = []grant{
 	{typ: data.GrantAuthorizationCode, params: []string{"code", "redirect_uri"}, handle: (*Server).exchangeCode},
 	{typ: data.GrantRefreshToken, params: []string{"refresh_token"}, handle: (*Server).refresh},
 	{typ: data.GrantClientCredentials, handle: (*Server).clientCredentials},
+	{typ: data.GrantDeviceCode, params: []string{"device_code"}, handle: (*Server).deviceGrant},
 }
 
 // grantOf returns the row of grant type gt, or nil.

@@ -51,6 +51,31 @@ func assertionForm(assertion string) url.Values {
 	}
 }
 
+// roomDisplaySignIn is docs/MACHINES.md's device flow example: the
+// display asks for a code, shows it, and polls until the user answers.
+func roomDisplaySignIn(ctx context.Context, base, clientID string, show func(code, uri string)) (*oauth2.Token, error) {
+	cfg := &oauth2.Config{
+		ClientID: clientID, // a public client: no secret on the device
+		Scopes:   []string{"BOOKING_READ"},
+		Endpoint: oauth2.Endpoint{
+			DeviceAuthURL: base + "/v2/auth/oauth2/device_authorization",
+			TokenURL:      base + "/v2/auth/oauth2/token",
+			AuthStyle:     oauth2.AuthStyleInParams,
+		},
+	}
+	da, err := cfg.DeviceAuth(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// On the screen: "Go to https://app.example.com/device and enter
+	// BCDF-GHJK", or a QR code of da.VerificationURIComplete.
+	show(da.UserCode, da.VerificationURIComplete)
+	// Polls every da.Interval seconds (slower after slow_down) until the
+	// user allows (tokens, a refresh token included), denies
+	// (access_denied) or the code expires (expired_token, after 10 min).
+	return cfg.DeviceAccessToken(ctx, da)
+}
+
 // TestMachinesDocExamples runs the examples of docs/MACHINES.md and checks
 // that the document quotes them as they are here.
 func TestMachinesDocExamples(t *testing.T) {
@@ -68,6 +93,19 @@ func TestMachinesDocExamples(t *testing.T) {
 	}
 	pk.mustTokens(pk.do(tkReq{body: assertionForm(a).Encode()}))
 
+	dev := devEnv(t)
+	dsrv := httptest.NewServer(dev.e)
+	t.Cleanup(dsrv.Close)
+	tok, err = roomDisplaySignIn(context.Background(), dsrv.URL, "tv", func(code, uri string) {
+		// The user, on their phone, allows.
+		if err := dev.s.ApproveDevice(context.Background(), code, Login{UserID: tkUser}); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil || tok.AccessToken == "" || tok.RefreshToken == "" {
+		t.Fatalf("roomDisplaySignIn = %+v, %v", tok, err)
+	}
+
 	doc, err := os.ReadFile("../docs/MACHINES.md")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +114,7 @@ func TestMachinesDocExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"func backendToken(", "func clientAssertion(", "func assertionForm("} {
+	for _, name := range []string{"func backendToken(", "func clientAssertion(", "func assertionForm(", "func roomDisplaySignIn("} {
 		start := strings.Index(string(src), name)
 		end := strings.Index(string(src)[start:], "\n}\n")
 		fn := string(src)[start : start+end+2]

@@ -34,6 +34,7 @@ type serverMetadata struct {
 	ScopesSupported                                    []string `json:"scopes_supported"`
 	AuthorizationResponseIssParameterSupported         bool     `json:"authorization_response_iss_parameter_supported"`
 	PushedAuthorizationRequestEndpoint                 string   `json:"pushed_authorization_request_endpoint"`
+	DeviceAuthorizationEndpoint                        string   `json:"device_authorization_endpoint"` // RFC 8628 §4
 	RequirePushedAuthorizationRequests                 bool     `json:"require_pushed_authorization_requests"`
 	DPoPSigningAlgValuesSupported                      []string `json:"dpop_signing_alg_values_supported"`
 	// ProtectedResources (RFC 9728 §4) are the APIs tokens may be bound
@@ -89,6 +90,7 @@ func buildMetadata(cfg Config) []byte {
 		// RFC 9126 §5: server-wide false; per client, see
 		// require_pushed_authorization_requests on the client.
 		PushedAuthorizationRequestEndpoint: cfg.Issuer + parPath,
+		DeviceAuthorizationEndpoint:        cfg.Issuer + devicePath,
 		RequirePushedAuthorizationRequests: false,
 		DPoPSigningAlgValuesSupported:      verify.DPoPAlgs(),
 		ProtectedResources:                 cfg.Resources,

@@ -125,6 +125,9 @@ type Config struct {
 	// cached, whatever its Cache-Control says; defaults
 	// DefaultMetadataMinTTL and DefaultMetadataMaxTTL.
 	MetadataMinTTL, MetadataMaxTTL time.Duration
+	// DeviceCodeMax caps a client's outstanding device codes (RFC 8628,
+	// device.go); default DefaultDeviceCodeMax.
+	DeviceCodeMax int
 }
 
 // Server is the authorization server. Create it with [New].
@@ -149,6 +152,7 @@ type Server struct {
 	clientKeys *clientKeyCache      // private_key_jwt clients' keys (clientassert.go)
 	meta       *metaDocs            // client ID metadata documents (clientmeta.go)
 	defaultAud audience             // {Config.Audience}: aud of a token without resources
+	device     *throttle.Limiter    // device-code requests per address and client (device.go)
 }
 
 // New checks cfg, fills in defaults and returns a Server.
@@ -196,6 +200,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Keys == nil {
 		cfg.Keys, _ = cfg.Signer.(verify.KeySource)
 	}
+	if cfg.DeviceCodeMax <= 0 {
+		cfg.DeviceCodeMax = DefaultDeviceCodeMax
+	}
 	if cfg.CodeTTL <= 0 {
 		cfg.CodeTTL = DefaultCodeTTL
 	}
@@ -234,6 +241,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.meta = newMetaDocs(cfg)
 	s.par = newPARState(cfg)
+	s.device = newDeviceLimiter(cfg)
 	s.clientKeys = &clientKeyCache{fetch: cfg.Fetcher, m: map[string]*clientKeys{}}
 	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
 	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
@@ -249,6 +257,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Register(e *echo.Echo) {
 	e.POST("/v2/auth/oauth2/token", s.handleToken)
 	e.POST(parPath, s.handlePAR)
+	e.POST(devicePath, s.handleDeviceAuthorization)
 	e.POST("/v2/auth/oauth2/revoke", s.handleRevoke)
 	e.POST("/v2/auth/oauth2/introspect", s.handleIntrospect)
 	e.GET("/.well-known/oauth-authorization-server", s.handleMetadata)

@@ -18,6 +18,7 @@ type Store interface {
 	GrantStore
 	FamilyStore
 	UserStore
+	DeviceStore
 	// UseNonce spends a DPoP proof's jti (dpop.go) and a pushed
 	// request_uri (par.go) once, across replicas; NonceUsed tells,
 	// without writing, whether a proof's jti was spent (dpop.go).
@@ -49,6 +50,13 @@ type ClientStore interface {
 type CodeStore interface {
 	CreateConsentedCode(ctx context.Context, c data.AuthCode, check func(data.Client, data.Grant, bool) error) error
 	ExchangeAuthCode(ctx context.Context, hash []byte, exchange func(data.AuthCode) (data.Family, error)) (data.AuthCode, data.Family, error)
+}
+
+// DeviceStore is the device authorization grant's record (device.go).
+type DeviceStore interface {
+	CreateDeviceCode(ctx context.Context, d data.DeviceCode, max int) error
+	GetDeviceCode(ctx context.Context, userCode string) (data.DeviceCode, error)
+	UpdateDeviceCode(ctx context.Context, userCode string, update func(data.DeviceCode) (data.DeviceCode, error)) (data.DeviceCode, error)
 }
 
 // GrantStore records the user's consent (Approve, authorize.go).

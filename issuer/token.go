@@ -110,7 +110,6 @@ func (s *Server) token(ctx context.Context, c echo.Context, req *tokenRequest) (
 
 // exchangeCode runs the authorization_code grant.
 func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
-	jkt := proofJKT(proof)
 	if req.Code == "" {
 		return tokenResponse{}, tokBadRequest("code is required")
 	}
@@ -120,15 +119,31 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	if _, e := s.requestedResources(req.Resources); e != nil {
 		return tokenResponse{}, e
 	}
+	return s.redeemCode(ctx, c, client, proof, data.AuthCodeKey(req.Code), false, req.Resources, func(code data.AuthCode, now time.Time) *Error {
+		return checkCode(code, client, req, now)
+	})
+}
+
+// redeemCode exchanges the authorization code stored under key for a
+// refresh-token family and tokens: the code grant's exchange, and the
+// device grant's once the user approved (the consent side stored a code
+// under the device code's key). check runs inside the store's
+// transaction. device words the errors for a device code, and a second
+// redemption of one is refused without revoking what the first issued
+// (two polls racing are not a leak). requested are the token request's
+// RFC 8707 resources (nil: the code's).
+func (s *Server) redeemCode(ctx context.Context, c echo.Context, client data.Client, proof *verify.Proof, key []byte, device bool,
+	requested []string, check func(code data.AuthCode, now time.Time) *Error) (tokenResponse, error) {
+	jkt := proofJKT(proof)
 	now := s.now()
 	var refreshToken string
 	var access *pendingToken
 	var openid bool
-	code, fam, err := s.store.ExchangeAuthCode(ctx, data.AuthCodeKey(req.Code), func(code data.AuthCode) (data.Family, error) {
-		if e := checkCode(code, client, req, now); e != nil {
+	code, fam, err := s.store.ExchangeAuthCode(ctx, key, func(code data.AuthCode) (data.Family, error) {
+		if e := check(code, now); e != nil {
 			return data.Family{}, e
 		}
-		resources, e := s.tokenResources(req.Resources, code.Resources)
+		resources, e := s.tokenResources(requested, code.Resources)
 		if e != nil {
 			return data.Family{}, e
 		}
@@ -173,6 +188,12 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	case err == nil:
 	case errors.As(err, &oe):
 		return tokenResponse{}, oe
+	case device && errors.Is(err, data.ErrNotFound):
+		// Approved, but the code is gone: the user removed the app or was
+		// disabled since.
+		return tokenResponse{}, WithDescription(errDeviceAccessDenied, "the authorization was withdrawn")
+	case device && errors.Is(err, data.ErrCodeUsed):
+		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the device code was already used")
 	case errors.Is(err, data.ErrNotFound):
 		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the authorization code is invalid or expired")
 	case errors.Is(err, data.ErrCodeUsed):

@@ -795,7 +795,7 @@ func TestMetadata(t *testing.T) {
 		"jwks_uri":                                                 tkIssuer + "/.well-known/jwks.json",
 		"response_types_supported":                                 []any{"code"},
 		"response_modes_supported":                                 []any{"query"},
-		"grant_types_supported":                                    []any{"authorization_code", "refresh_token", "client_credentials"},
+		"grant_types_supported":                                    []any{"authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code"},
 		"token_endpoint_auth_methods_supported":                    []any{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"},
 		"revocation_endpoint_auth_methods_supported":               []any{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"},
 		"introspection_endpoint_auth_methods_supported":            []any{"client_secret_basic", "client_secret_post", "private_key_jwt"},
@@ -805,6 +805,7 @@ func TestMetadata(t *testing.T) {
 		"code_challenge_methods_supported":                         []any{"S256"},
 		"authorization_response_iss_parameter_supported":           true,
 		"pushed_authorization_request_endpoint":                    tkIssuer + "/v2/auth/oauth2/par",
+		"device_authorization_endpoint":                            tkIssuer + "/v2/auth/oauth2/device_authorization",
 		"require_pushed_authorization_requests":                    false,
 		"dpop_signing_alg_values_supported":                        []any{"ES256", "EdDSA", "Ed25519"},
 		// OpenID Connect Discovery 1.0 §3.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/data"
 	"oauthd/issuer/admin"
 )
 
@@ -22,6 +23,9 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 		Example: "  oauthd clients create --owner dev@example.com --name 'Calendar Sync' --redirect-uri https://app.example/cb --scope PROFILE_READ,BOOKING_READ",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for i, gt := range in.GrantTypes {
+				in.GrantTypes[i] = data.ExpandGrantType(gt)
+			}
 			if jwksFile != "" {
 				b, err := readInput(cmd, jwksFile)
 				if err != nil {
@@ -61,7 +65,7 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 	fs.StringArrayVar(&in.RedirectURIs, "redirect-uri", nil, "a redirect URI (repeatable, up to 10; https, or http on loopback); required with the authorization_code grant")
 	fs.StringArrayVar(&in.Scopes, "scope", nil, "a scope, or a comma/space-separated list (repeatable; at least one)")
 	fs.BoolVar(&in.Public, "public", false, "a public client (no secret; PKCE required)")
-	fs.StringArrayVar(&in.GrantTypes, "grant-type", nil, "a grant type the client may use (repeatable): authorization_code, refresh_token, client_credentials (confidential clients); default authorization_code and refresh_token")
+	fs.StringArrayVar(&in.GrantTypes, "grant-type", nil, "a grant type the client may use (repeatable): authorization_code, refresh_token, client_credentials (confidential clients), urn:ietf:params:oauth:grant-type:device_code (or device_code; devices without a browser, RFC 8628); default authorization_code and refresh_token")
 	fs.StringVar(&jwksFile, "jwks", "", "a file holding the client's public JWK set: the client authenticates with private_key_jwt (RFC 7523) and gets no secret")
 	fs.StringVar(&in.JWKSURI, "jwks-uri", "", "an https URL where the client publishes its public JWK set (private_key_jwt; no secret)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")

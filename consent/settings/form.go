@@ -40,6 +40,7 @@ func grantChoices(checked []string) []grantChoice {
 		data.GrantAuthorizationCode: "Users sign in and allow the app (needs a redirect URI).",
 		data.GrantRefreshToken:      "The app renews a user's tokens without asking again.",
 		data.GrantClientCredentials: "A backend gets tokens for itself, without a user (confidential clients only).",
+		data.GrantDeviceCode:        "A device without a browser or keyboard (a room display, a CLI) shows a code that the user confirms on /device.",
 	}
 	out := make([]grantChoice, 0, len(data.GrantTypes))
 	for _, gt := range data.GrantTypes {

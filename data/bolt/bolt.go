@@ -74,10 +74,13 @@ var (
 	bucketFamByUser   = []byte("families_by_user") // 8-byte user ID + client ID + 0 + family ID → ""
 	bucketExpiry      = []byte("expiry")           // 8-byte time + hot bucket + key → "" (expiry.go)
 	bucketAgents      = []byte("agent_hosts")      // canonical host → AgentHost (JSON)
+	// bucketDevices is created when missing (no schema change): a file
+	// without it reads as one without device codes.
+	bucketDevices = []byte("device_codes") // canonical user code → DeviceCode (JSON)
 
 	allBuckets = [][]byte{bucketMeta, bucketUsers, bucketUserEmail, bucketUserName, bucketClients,
 		bucketCodes, bucketFamilies, bucketFamByClient, bucketGrants, bucketSessions, bucketKeys,
-		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry, bucketAgents}
+		bucketUserExt, bucketUserOff, bucketNonces, bucketRevoked, bucketFamByUser, bucketExpiry, bucketAgents, bucketDevices}
 
 	keySchema = []byte("schema_version")
 	// keyUserIndex marks a file whose families_by_user index is complete
@@ -353,7 +356,8 @@ func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 			return schemaError(string(v))
 		}
 		for _, name := range allBuckets {
-			if tx.Bucket(name) == nil && !bytes.Equal(name, bucketAgents) { // agent_hosts: read as empty until serve creates it
+			// agent_hosts and device_codes: read as empty until serve creates them
+			if tx.Bucket(name) == nil && !bytes.Equal(name, bucketAgents) && !bytes.Equal(name, bucketDevices) {
 				return fmt.Errorf("%w: %s lacks the bucket %s (an older oauthd made it): start `oauthd serve` on it once to upgrade it", ErrSchema, path, name)
 			}
 		}

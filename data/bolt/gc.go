@@ -32,6 +32,11 @@ var errUnchanged = errors.New("nothing to sweep")
 // whatever the number of records.
 func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResult, error) {
 	var total data.GCResult
+	n, err := s.sweepDevices(ctx, now)
+	if err != nil {
+		return data.GCResult{}, fmt.Errorf("garbage collect: %w", err)
+	}
+	total.DeviceCodes = n
 	limit := s.sweepBatch
 	if limit <= 0 {
 		limit = sweepBatch

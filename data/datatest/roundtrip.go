@@ -236,7 +236,12 @@ func testCancelled(t *testing.T, s data.Store) {
 			_, err := s.UpdateKeys(cctx, func(k []data.SigningKey) ([]data.SigningKey, error) { return k, nil })
 			return err
 		},
-		"GarbageCollect": func() error { _, err := s.GarbageCollect(cctx, t0); return err },
+		"GarbageCollect":   func() error { _, err := s.GarbageCollect(cctx, t0); return err },
+		"CreateDeviceCode": func() error { return s.CreateDeviceCode(cctx, newDevice("BBBBBBBB", "a"), 5) },
+		"UpdateDeviceCode": func() error {
+			_, err := s.UpdateDeviceCode(cctx, "BBBBBBBB", func(d data.DeviceCode) (data.DeviceCode, error) { return d, nil })
+			return err
+		},
 	}
 	for name, call := range calls {
 		wantErr(t, name, call(), context.Canceled)

@@ -43,6 +43,12 @@ func (s *Store) GarbageCollect(ctx context.Context, now time.Time) (data.GCResul
 			r.Revocations++
 		}
 	}
+	for k, d := range s.devices {
+		if d.ExpiresAt.Before(now) {
+			delete(s.devices, k)
+			r.DeviceCodes++
+		}
+	}
 	return r, nil
 }
 

@@ -40,6 +40,7 @@ type Store struct {
 	nonces   map[string]time.Time    // string(key) → expiry
 	keys     []data.SigningKey
 	revoked  map[string]data.Revocation // grant ID → tombstone
+	devices  map[string]data.DeviceCode // user code → device code
 }
 
 // New returns an empty store.
@@ -57,6 +58,7 @@ func New() *Store {
 		grants:     make(map[grantKey]data.Grant),
 		sessions:   make(map[string]data.Session),
 		nonces:     make(map[string]time.Time),
+		devices:    make(map[string]data.DeviceCode),
 	}
 }
 

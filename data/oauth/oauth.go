@@ -47,6 +47,13 @@ const (
 	// RFC 8707 §2: a resource indicator names no API this server issues
 	// tokens for, or one the grant does not cover.
 	InvalidTarget = "invalid_target"
+
+	// RFC 8628 §3.5: a device's poll of the token endpoint before the
+	// user answered, too fast, or after the device code expired
+	// (access_denied, above, when the user refused).
+	AuthorizationPending = "authorization_pending"
+	SlowDown             = "slow_down"
+	ExpiredToken         = "expired_token"
 )
 
 // Codes oauthd answers with that no RFC registers. They are kept because

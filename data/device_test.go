@@ -1,0 +1,41 @@
+package data
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestUserCodes(t *testing.T) {
+	for range 200 {
+		c := NewUserCode()
+		if len(c) != UserCodeLen || CanonicalUserCode(c) != c || strings.Trim(c, UserCodeAlphabet) != "" {
+			t.Fatalf("NewUserCode = %q", c)
+		}
+	}
+	for typed, want := range map[string]string{
+		"BCDF-GHJK": "BCDFGHJK", "bcdf ghjk": "BCDFGHJK", " bcdfghjk\t": "BCDFGHJK", "BcDf-GhJk": "BCDFGHJK",
+		"BCDF-GHJA": "", "BCDF-GHJ": "", "BCDF-GHJKL": "", "ＢCDF-GHJK": "", "BCDF_GHJK": "", strings.Repeat("-", 70) + "BCDFGHJK": "",
+	} {
+		if got := CanonicalUserCode(typed); got != want {
+			t.Errorf("CanonicalUserCode(%q) = %q; want %q", typed, got, want)
+		}
+	}
+	if ShowUserCode("BCDFGHJK") != "BCDF-GHJK" {
+		t.Errorf("ShowUserCode = %q", ShowUserCode("BCDFGHJK"))
+	}
+	now := time.UnixMilli(1_770_000_000_123)
+	dc := NewDeviceCode("BCDFGHJK", now)
+	if DeviceCodeUser(dc) != "BCDFGHJK" || DeviceCodeUser("oauthd_dc_x") != "" || DeviceCodeUser(PrefixAuthCode+dc[10:]) != "" {
+		t.Errorf("DeviceCodeUser(%q) = %q", dc, DeviceCodeUser(dc))
+	}
+	if got, ok := DeviceCodeTime(dc); !ok || !got.Equal(now) {
+		t.Errorf("DeviceCodeTime = %v, %v; want %v", got, ok, now)
+	}
+	if _, ok := DeviceCodeTime(dc + "x"); ok {
+		t.Error("DeviceCodeTime accepted a longer code")
+	}
+	if string(DeviceCodeKey(dc)) == string(DeviceCodeKey(NewDeviceCode("BCDFGHJK", now))) {
+		t.Error("two device codes share a key")
+	}
+}
