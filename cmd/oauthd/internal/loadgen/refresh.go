@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -120,9 +121,16 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, workers int, d t
 					// (fewer live chains than workers): this one is not needed.
 					break run
 				}
-				if !sent[i] {
+				switch {
+				case !sent[i]:
 					sent[i] = true
 					unsent.Add(-1)
+				case !time.Now().Before(deadline) || ctx.Err() != nil:
+					// Past the deadline only the chains never sent are
+					// refreshed (one each): this one waits for the next run.
+					idle <- i
+					runtime.Gosched()
+					continue
 				}
 				t0 := time.Now()
 				status, tr, err := post.post(newest[i])
