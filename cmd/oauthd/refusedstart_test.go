@@ -70,6 +70,7 @@ func serveRefusals(t *testing.T, db, masterKey string) []refusal {
 		{"a bad duration", []string{"--code-ttl", "1h"}, key, "--code-ttl"},
 		{"a bad --refresh-reuse-grace", []string{"--refresh-reuse-grace", "1h"}, key, "--refresh-reuse-grace"},
 		{"a bad --dpop-window", []string{"--dpop-window", "1ms"}, key, "--dpop-window"},
+		{"metadata documents' max TTL below the min", []string{"--client-metadata-min-ttl", "1h", "--client-metadata-max-ttl", "1m"}, key, "--client-metadata-max-ttl"},
 		{"a bad --base-url", []string{"--base-url", "ftp://auth.example.com"}, key, "--base-url"},
 		{"a bad --trusted-proxy", []string{"--trusted-proxy", "not-an-ip"}, key, "--trusted-proxy"},
 		{"a bad --password-slots", []string{"--password-slots", "-1"}, key, "--password-slots"},

@@ -33,6 +33,9 @@ type serveOptions struct {
 	// metaPrivate: client ID metadata documents may be fetched from
 	// loopback and private addresses.
 	metaPrivate bool
+	// metaMinTTL, metaMaxTTL: how long a fetched metadata document is
+	// used, whatever its Cache-Control says.
+	metaMinTTL, metaMaxTTL time.Duration
 	// dbSession: a URL for the connection that needs a session (LISTEN)
 	// when --db is a transaction pool (docs/POSTGRESQL.md "Behind
 	// PgBouncer"); db is --db (a global flag), set by run before check.
@@ -74,6 +77,10 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.resources, "resource", nil, "an API (absolute https URL, as its clients name it) whose tokens may be bound to it with RFC 8707's resource parameter; its tokens' aud is that URL (repeatable; comma-separated in the variable); default none: resource is refused with invalid_target")
 	_ = fs.SetAnnotation("resource", annEnv, []string{"OAUTHD_RESOURCES"})
 	fs.BoolVar(&o.metaPrivate, "client-metadata-private-networks", false, "let AI assistants' client ID metadata documents be fetched from loopback, private and link-local addresses too (tests, private networks); default off: public internet addresses only, checked on the address connected to")
+	fs.DurationVar(&o.metaMinTTL, "client-metadata-min-ttl", issuer.DefaultMetadataMinTTL,
+		"the shortest time a fetched client ID metadata document is used before it is fetched again, whatever its Cache-Control says (no-store included)")
+	fs.DurationVar(&o.metaMaxTTL, "client-metadata-max-ttl", issuer.DefaultMetadataMaxTTL,
+		"the longest time a fetched client ID metadata document is used, whatever its Cache-Control says; so the longest a change to the document takes to be seen")
 	fs.IntVar(&o.pwSlots, "password-slots", 0, "password checks (argon2id, 19 MiB each) that run at once; 0: the usable cores")
 	fs.StringVar(&o.debugAddr, "debug-addr", "", "serve Go's pprof profiles at http://<addr>/debug/pprof/ (loopback only; default off)")
 	o.trace.AddFlags(fs, "oauthd")
@@ -112,6 +119,10 @@ func (o *serveOptions) check() error {
 	}
 	if err := checkDPoPWindow(o.dpopWindow); err != nil {
 		return err
+	}
+	if o.metaMinTTL <= 0 || o.metaMaxTTL < o.metaMinTTL {
+		return fmt.Errorf("--client-metadata-min-ttl %s / --client-metadata-max-ttl %s: use positive durations, the maximum not below the minimum (defaults %s and %s)",
+			o.metaMinTTL, o.metaMaxTTL, issuer.DefaultMetadataMinTTL, issuer.DefaultMetadataMaxTTL)
 	}
 	if _, err := issuer.TrustedProxies(o.proxies); err != nil {
 		return fmt.Errorf("--trusted-proxy %w", err)

@@ -163,6 +163,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		Issuer: base, AppURL: app, CodeTTL: o.codeTTL, RefreshIdle: o.refreshIdle, RefreshMax: o.refreshMax, Now: now,
 		RefreshTokenKey: km.RefreshTokenKey(), RefreshReuseGrace: o.reuseGrace, Throttle: shared, DPoPWindow: o.dpopWindow,
 		Outage: w.outage, Resources: o.resources, MetadataPrivateNetworks: o.metaPrivate,
+		MetadataMinTTL: o.metaMinTTL, MetadataMaxTTL: o.metaMaxTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w (check --base-url and --app-url)", err)
