@@ -40,11 +40,11 @@ var (
 	mdLinkInTxt = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
 )
 
-// mdLines are the lines of a Markdown file outside fenced code blocks.
-func mdLines(text string) []string {
-	var out []string
+// eachLine calls fn with each line of a Markdown file outside fenced code
+// blocks and its line number (from 1).
+func eachLine(text string, fn func(n int, line string)) {
 	fence := ""
-	for _, line := range strings.Split(text, "\n") {
+	for i, line := range strings.Split(text, "\n") {
 		trim := strings.TrimLeft(line, " ")
 		if fence == "" && (strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~")) {
 			fence = trim[:3]
@@ -56,8 +56,14 @@ func mdLines(text string) []string {
 			}
 			continue
 		}
-		out = append(out, line)
+		fn(i+1, line)
 	}
+}
+
+// mdLines are the lines of a Markdown file outside fenced code blocks.
+func mdLines(text string) []string {
+	var out []string
+	eachLine(text, func(_ int, line string) { out = append(out, line) })
 	return out
 }
 
@@ -106,21 +112,7 @@ func anchors(text string) map[string]bool {
 // links are the link targets of a Markdown file with their line numbers,
 // outside code blocks and code spans.
 func links(text string) (targets []string, lineNos []int) {
-	n := 0
-	fence := ""
-	for _, line := range strings.Split(text, "\n") {
-		n++
-		trim := strings.TrimLeft(line, " ")
-		if fence == "" && (strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~")) {
-			fence = trim[:3]
-			continue
-		}
-		if fence != "" {
-			if strings.HasPrefix(trim, fence) {
-				fence = ""
-			}
-			continue
-		}
+	eachLine(text, func(n int, line string) {
 		line = codeSpan.ReplaceAllString(line, "")
 		for _, m := range inlineLink.FindAllStringSubmatch(line, -1) {
 			targets, lineNos = append(targets, m[1]), append(lineNos, n)
@@ -128,7 +120,7 @@ func links(text string) (targets []string, lineNos []int) {
 		if m := refLink.FindStringSubmatch(line); m != nil {
 			targets, lineNos = append(targets, m[1]), append(lineNos, n)
 		}
-	}
+	})
 	return targets, lineNos
 }
 
