@@ -141,6 +141,12 @@ func (c *Client) Get(ctx context.Context, rawURL, accept string, maxBytes int64)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		// The time ran out as the body ended: cancelling the request can
+		// end a slow server's body cleanly (its handler sees the closed
+		// connection and returns), which must not pass for a whole one.
+		return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+	}
 	if int64(len(body)) > maxBytes {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
 	}
