@@ -170,10 +170,6 @@ func tokenTypeOf(jkt string) string {
 // rotateAhead). The previous token within the reuse grace is not active:
 // its one extra use is for a client that lost a response.
 func (s *Server) refreshesNow(f *data.Family, token string, now time.Time) bool {
-	p, _ := s.readRefreshToken(token)
-	if p.tag == data.TagInvalid {
-		return false
-	}
-	v := judgeRefresh(f, p, now, s.grace)
+	v := s.judgeToken(f, token, now)
 	return v == rotateCurrent || v == rotateAhead
 }

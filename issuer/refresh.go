@@ -119,6 +119,17 @@ func judgeRefresh(f *data.Family, p presentedRefresh, now time.Time, grace time.
 	return forged
 }
 
+// judgeToken is judgeRefresh of the refresh token text against f, for the
+// endpoints that only ask what a token is worth (revocation,
+// introspection): a token whose tag is not ours is forged.
+func (s *Server) judgeToken(f *data.Family, token string, now time.Time) verdict {
+	p, _ := s.readRefreshToken(token)
+	if p.tag == data.TagInvalid {
+		return forged
+	}
+	return judgeRefresh(f, p, now, s.grace)
+}
+
 // keptScopes returns the grant's scopes that the client still has, in the
 // grant's order: narrowing, not widening (RFC 6749 §6: never more than the
 // original authorization). When the client has them all (the usual case)

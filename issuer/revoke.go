@@ -69,11 +69,7 @@ func (s *Server) revoke(c echo.Context) error {
 	if fam.ClientID != client.ID {
 		return nil
 	}
-	p, _ := s.readRefreshToken(req.Token)
-	if p.tag == data.TagInvalid {
-		return nil
-	}
-	if v := judgeRefresh(&fam, p, s.now(), s.grace); v != rotateCurrent && v != rotateGrace && v != rotateAhead {
+	if v := s.judgeToken(&fam, req.Token, s.now()); v != rotateCurrent && v != rotateGrace && v != rotateAhead {
 		return nil
 	}
 	if err := s.store.DeleteFamily(ctx, familyID); err != nil && !errors.Is(err, data.ErrNotFound) {
