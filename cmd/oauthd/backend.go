@@ -154,10 +154,7 @@ var pgBackend = backend{
 		if err != nil {
 			return inspection{}, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
 		}
-		if in.Schema == 0 {
-			return inspection{}, nil
-		}
-		return inspection{schema: strconv.Itoa(in.Schema), keys: in.Keys}, nil
+		return inspection{keys: in.Keys}, nil
 	},
 	open: func(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error) {
 		opts := postgres.Options{Logger: logger, MaxConns: 4, Migrate: mode == forCopyTo}
@@ -220,11 +217,11 @@ var boltBackend = backend{
 		in, err := bolt.Inspect(db, bolt.Options{Timeout: time.Second})
 		switch {
 		case errors.Is(err, bolt.ErrLocked):
-			return inspection{}, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", db)
+			return inspection{}, boltInUse(db)
 		case err != nil:
 			return inspection{}, err
 		}
-		return inspection{schema: in.Schema, keys: in.Keys}, nil
+		return inspection{keys: in.Keys}, nil
 	},
 	compact: func(ctx context.Context, db string, logger *slog.Logger) (compactReport, error) {
 		r, err := bolt.Compact(ctx, db, bolt.Options{Logger: logger})
@@ -259,7 +256,7 @@ var boltBackend = backend{
 		case errors.Is(err, bolt.ErrNoDatabase):
 			return nil, noDatabase(db, err)
 		case errors.Is(err, bolt.ErrLocked) && mode == forServe:
-			return nil, fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", db)
+			return nil, boltInUse(db)
 		case errors.Is(err, bolt.ErrLocked) && (mode == forCLI || mode == forCLIRead):
 			return nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", db, socketBeside(db))
 		case errors.Is(err, bolt.ErrLocked):
@@ -278,4 +275,9 @@ var boltBackend = backend{
 		}
 		return d, nil
 	},
+}
+
+// boltInUse is the refusal of a bbolt file that another process holds.
+func boltInUse(db string) error {
+	return fmt.Errorf("database %s is in use by another process (another oauthd serve?); stop it or pass another --db", db)
 }

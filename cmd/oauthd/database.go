@@ -16,8 +16,7 @@ import (
 
 // inspection is what a backend's inspect found.
 type inspection struct {
-	schema string            // the database's schema version; "" when it has none yet
-	keys   []data.SigningKey // its signing keys
+	keys []data.SigningKey // its signing keys
 }
 
 // partitionResult is what partitionFamilies did.

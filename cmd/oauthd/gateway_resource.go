@@ -52,7 +52,7 @@ func (cfg *gatewayConfig) resourceMetadata() *gatewayResources {
 	m.handlers[verify.WellKnownResourcePath] = doc(base)
 	for _, a := range cfg.audience {
 		p, ok := strings.CutPrefix(a, base+"/")
-		if !ok || p == "" || verify.CheckResourceID(a) != nil {
+		if !ok || p == "" {
 			continue
 		}
 		p = "/" + strings.TrimRight(p, "/")
