@@ -95,7 +95,7 @@ func (h *Handler) postDevice(c echo.Context) error {
 	if err != nil {
 		return h.internalError(c, "device page", err)
 	}
-	if !h.sameOrigin(r) || !equalToken(s.CSRF, r.PostForm.Get(csrfField)) {
+	if !h.ValidPost(r, s) {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "audit", slog.String("event", "device_csrf_failed"),
 			slog.Int64("user_id", s.UserID), slog.String("remote_addr", c.RealIP()))
 		return h.errorPage(c, http.StatusForbidden, "Request refused",

@@ -2,7 +2,6 @@ package data
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"strings"
 	"time"
@@ -122,12 +121,7 @@ func DeviceCodeUser(dc string) string {
 // DeviceCodeKey is the key of a device_code: its time characters then its
 // SHA-256, as [AuthCodeKey], so that the authorization code stored for
 // it on approval sorts with the other codes.
-func DeviceCodeKey(dc string) []byte {
-	t, _ := strings.CutPrefix(dc, PrefixDeviceCode)
-	t = t[:min(len(t), timeChars)]
-	h := sha256.Sum256([]byte(dc))
-	return append([]byte(t), h[:]...)
-}
+func DeviceCodeKey(dc string) []byte { return codeKey(PrefixDeviceCode, dc) }
 
 // ValidateDeviceUpdate checks what an update of [Store.UpdateDeviceCode]
 // returned against the stored record: the same user code, key and

@@ -48,8 +48,12 @@ func NewAuthCode(now time.Time) string {
 // the codes being exchanged (the recent ones) sit together; the time part
 // is not secret, and the code itself is kept only as a hash. A string that
 // is not a code gets a key too, which matches nothing.
-func AuthCodeKey(code string) []byte {
-	t, _ := strings.CutPrefix(code, PrefixAuthCode)
+func AuthCodeKey(code string) []byte { return codeKey(PrefixAuthCode, code) }
+
+// codeKey is the key of a code of prefix: its time characters then its
+// SHA-256 ([AuthCodeKey], [DeviceCodeKey]).
+func codeKey(prefix, code string) []byte {
+	t, _ := strings.CutPrefix(code, prefix)
 	t = t[:min(len(t), timeChars)]
 	h := sha256.Sum256([]byte(code))
 	return append([]byte(t), h[:]...)

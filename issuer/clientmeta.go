@@ -186,7 +186,7 @@ func parseMetadataDoc(body []byte, url string) (metadataDoc, error) {
 		}
 	}
 	for _, g := range doc.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
+		if g != data.GrantAuthorizationCode && g != data.GrantRefreshToken {
 			return bad("it asks for grant type %s, which is not supported", authzQuote(g))
 		}
 	}

@@ -243,7 +243,7 @@ func (r *refreshRotation) update(ctx context.Context, f data.Family) (data.Famil
 	if f.ClientID != r.client.ID {
 		return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token was issued to another client")
 	}
-	if !now.Before(f.ExpiresAt) || !now.Before(f.AbsoluteExp) {
+	if f.Expired(now) {
 		return data.Family{}, WithDescription(ErrInvalidGrant, "the refresh token has expired")
 	}
 	if r.v == genuineReplay {

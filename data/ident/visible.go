@@ -177,7 +177,7 @@ func Name(s string) error {
 		if why, hidden := unseen(r); hidden {
 			return fmt.Errorf("%w: %q holds %s %U at byte %d", ErrInvalid, s, why, r, i+1)
 		}
-		if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !DefaultIgnorable(r) && !blankGlyph(r) {
+		if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) && !blankGlyph(r) {
 			visible = true
 		}
 	}

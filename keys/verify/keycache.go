@@ -65,9 +65,6 @@ type flight struct {
 	err  error // set before done is closed
 }
 
-// loadTimeout bounds one load.
-const loadTimeout = 10 * time.Second
-
 // NewKeyCache returns a cache that loads when first asked.
 func NewKeyCache[T any](cfg KeyCacheConfig[T]) *KeyCache[T] {
 	if cfg.Now == nil {
@@ -143,7 +140,7 @@ func (c *KeyCache[T]) startOrJoin(ctx context.Context, force bool) *flight {
 	c.lastAttempt = now
 	f := &flight{done: make(chan struct{})}
 	c.inflight = f
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 	go func() {
 		defer cancel()
 		keys, age, err := c.cfg.Load(lctx)
