@@ -73,7 +73,7 @@ func (s *Store) UpdateDeviceCode(ctx context.Context, userCode string, update fu
 	var next data.DeviceCode
 	err := s.update(ctx, "update device code", func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketDevices)
-		var old, arg data.DeviceCode
+		var old data.DeviceCode
 		ok, err := get(b, []byte(userCode), &old)
 		if err != nil {
 			return err
@@ -81,10 +81,7 @@ func (s *Store) UpdateDeviceCode(ctx context.Context, userCode string, update fu
 		if !ok {
 			return fmt.Errorf("update device code: %w", data.ErrNotFound)
 		}
-		if _, err := get(b, []byte(userCode), &arg); err != nil { // a copy update may change
-			return err
-		}
-		if next, err = update(arg); err != nil {
+		if next, err = update(data.Normalize(old)); err != nil { // a copy: update may change it
 			return err
 		}
 		if err := data.ValidateDeviceUpdate(old, next); err != nil {

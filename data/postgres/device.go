@@ -69,20 +69,18 @@ func (s *Store) UpdateDeviceCode(ctx context.Context, userCode string, update fu
 		if err != nil {
 			return fmt.Errorf("update device code: %w", err)
 		}
-		arg, _ := decode[data.DeviceCode](encode(old)) // update may change its argument
-		next, err := update(arg)
+		next, err := update(data.Normalize(old)) // a copy: update may change it
 		if err != nil {
 			return err
 		}
 		if err := data.ValidateDeviceUpdate(old, next); err != nil {
 			return fmt.Errorf("update device code: %w", err)
 		}
-		b := encode(next)
-		if _, err := tx.Exec(ctx, "UPDATE device_codes SET body = $2 WHERE user_code = $1", userCode, b); err != nil {
+		if _, err := tx.Exec(ctx, "UPDATE device_codes SET body = $2 WHERE user_code = $1", userCode, encode(next)); err != nil {
 			return fmt.Errorf("update device code: %w", err)
 		}
-		out, err = decode[data.DeviceCode](b)
-		return err
+		out = data.Normalize(next)
+		return nil
 	})
 	if err != nil {
 		return data.DeviceCode{}, err
