@@ -161,6 +161,9 @@ func TestStoreOutageIs503(t *testing.T) {
 		{"introspect", "", tkReq{path: "/v2/auth/oauth2/introspect", body: tkForm("token", tok.AccessToken, "client_id", "conf", "client_secret", env.secretA)}},
 		{"par", "", tkReq{path: "/v2/auth/oauth2/par", body: tkForm("client_id", "pub", "response_type", "code", "redirect_uri", tkRedirect,
 			"scope", "PROFILE_READ", "code_challenge", tkChallenge(tkVerifier), "code_challenge_method", "S256")}},
+		{"token: client_credentials", "", tkReq{body: tkForm("grant_type", "client_credentials", "client_id", "conf", "client_secret", env.secretA)}},
+		{"device authorization", "", tkReq{path: "/v2/auth/oauth2/device_authorization", body: tkForm("client_id", "pub", "scope", "PROFILE_READ")}},
+		{"token: device code", "", tkReq{body: tkForm("grant_type", "urn:ietf:params:oauth:grant-type:device_code", "device_code", "oauthd_dc_x", "client_id", "pub")}},
 		{"me: grant check", "GetFamily", tkReq{path: "/v2/me", method: http.MethodGet, ct: "none"}},
 		{"me: user", "GetUser", tkReq{path: "/v2/me", method: http.MethodGet, ct: "none"}},
 	}
