@@ -78,8 +78,9 @@ func textf(w io.Writer, format string, args ...any) error {
 }
 
 // linesWriter escapes what passes through it, keeping newlines and tabs:
-// for text whose lines are the command's own (bench reports, errors,
-// version).
+// for text whose lines are the command's own (bench reports, errors).
+//
+//lint:ignore U1000 used by the load generator's build (-tags bench)
 type linesWriter struct{ w io.Writer }
 
 func (l linesWriter) Write(p []byte) (int, error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -90,8 +89,12 @@ func newVersionCommand() *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), v)
 			}
-			_, err := io.WriteString(linesWriter{cmd.OutOrStdout()}, v.text())
-			return err
+			for _, line := range strings.SplitAfter(strings.TrimSuffix(v.text(), "\n"), "\n") {
+				if err := textf(cmd.OutOrStdout(), "%s\n", strings.TrimSuffix(line, "\n")); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {\"release\", \"commit\", \"commit_time\", \"modified\", \"go\", \"schemas\": [{\"backend\", \"reads\", \"upgrades\"}]}")
