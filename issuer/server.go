@@ -226,10 +226,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RefreshReuseGrace < 0 || cfg.RefreshReuseGrace > MaxRefreshReuseGrace {
 		return nil, errors.New("issuer: Config.RefreshReuseGrace must be between 0 (no grace) and MaxRefreshReuseGrace (5 minutes)")
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now,
-		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
-	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
-	s.defaultAud = audience{cfg.Audience}
 	if cfg.MetadataMinTTL <= 0 {
 		cfg.MetadataMinTTL = DefaultMetadataMinTTL
 	}
@@ -239,6 +235,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MetadataMaxTTL < cfg.MetadataMinTTL {
 		return nil, errors.New("issuer: Config.MetadataMaxTTL must not be below MetadataMinTTL")
 	}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now,
+		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
+	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
+	s.defaultAud = audience{cfg.Audience}
 	s.meta = newMetaDocs(cfg)
 	s.par = newPARState(cfg)
 	s.device = newDeviceLimiter(cfg)
