@@ -157,83 +157,9 @@ type Server struct {
 
 // New checks cfg, fills in defaults and returns a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.Signer == nil || cfg.Verifier == nil || cfg.MeAuth == nil {
-		return nil, errors.New("issuer: Config needs Store, Signer, Verifier and MeAuth")
-	}
-	u, err := url.Parse(cfg.Issuer)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, errors.New("issuer: Config.Issuer must be an http(s) URL without query or fragment")
-	}
-	cfg.Issuer = strings.TrimSuffix(cfg.Issuer, "/")
-	if cfg.AppURL == "" {
-		cfg.AppURL = cfg.Issuer
-	}
-	cfg.AppURL = strings.TrimSuffix(cfg.AppURL, "/")
-	if cfg.Audience == "" {
-		cfg.Audience = cfg.Issuer
-	}
-	if err := CheckResources(cfg.Resources); err != nil {
-		return nil, fmt.Errorf("issuer: Config.Resources: %w", err)
-	}
-	cfg.Resources = slices.Clone(cfg.Resources)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Fetcher == nil {
-		cfg.Fetcher = netsafe.New(netsafe.Options{})
-	}
-	if cfg.AccessTTL <= 0 {
-		cfg.AccessTTL = 30 * time.Minute
-	}
-	if cfg.UserinfoAuth == nil {
-		cfg.UserinfoAuth = cfg.MeAuth
-	}
-	if cfg.IDTokenTTL <= 0 {
-		cfg.IDTokenTTL = cfg.AccessTTL
-	}
-	if cfg.IDSigner == nil {
-		cfg.IDSigner, _ = cfg.Signer.(IDTokenSigner)
-	}
-	if cfg.Keys == nil {
-		cfg.Keys, _ = cfg.Signer.(verify.KeySource)
-	}
-	if cfg.DeviceCodeMax <= 0 {
-		cfg.DeviceCodeMax = DefaultDeviceCodeMax
-	}
-	if cfg.CodeTTL <= 0 {
-		cfg.CodeTTL = DefaultCodeTTL
-	}
-	if cfg.CodeTTL > MaxCodeTTL {
-		return nil, errors.New("issuer: Config.CodeTTL must be at most 10 minutes (RFC 6749 §4.1.2)")
-	}
-	if cfg.RefreshIdle <= 0 {
-		cfg.RefreshIdle = DefaultRefreshIdle
-	}
-	if cfg.RefreshMax <= 0 {
-		cfg.RefreshMax = DefaultRefreshMax
-	}
-	switch len(cfg.RefreshTokenKey) {
-	case 0:
-		cfg.RefreshTokenKey = make([]byte, data.RefreshKeySize)
-		rand.Read(cfg.RefreshTokenKey)
-	case data.RefreshKeySize:
-	default:
-		return nil, fmt.Errorf("issuer: Config.RefreshTokenKey must be %d bytes", data.RefreshKeySize)
-	}
-	if cfg.RefreshReuseGrace < 0 || cfg.RefreshReuseGrace > MaxRefreshReuseGrace {
-		return nil, errors.New("issuer: Config.RefreshReuseGrace must be between 0 (no grace) and MaxRefreshReuseGrace (5 minutes)")
-	}
-	if cfg.MetadataMinTTL <= 0 {
-		cfg.MetadataMinTTL = DefaultMetadataMinTTL
-	}
-	if cfg.MetadataMaxTTL <= 0 {
-		cfg.MetadataMaxTTL = DefaultMetadataMaxTTL
-	}
-	if cfg.MetadataMaxTTL < cfg.MetadataMinTTL {
-		return nil, errors.New("issuer: Config.MetadataMaxTTL must not be below MetadataMinTTL")
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now,
 		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
@@ -249,6 +175,107 @@ func New(cfg Config) (*Server, error) {
 	s.tok = newTokenState(cfg)
 	s.approvals = newApprovalLimiter(cfg)
 	return s, nil
+}
+
+// withDefaults checks cfg and returns it with every default filled in:
+// the Config a Server keeps and builds its parts from.
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.Store == nil || cfg.Signer == nil || cfg.Verifier == nil || cfg.MeAuth == nil {
+		return cfg, errors.New("issuer: Config needs Store, Signer, Verifier and MeAuth")
+	}
+	cfg, err := withAddresses(cfg)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Fetcher == nil {
+		cfg.Fetcher = netsafe.New(netsafe.Options{})
+	}
+	if cfg.UserinfoAuth == nil {
+		cfg.UserinfoAuth = cfg.MeAuth
+	}
+	if cfg.IDSigner == nil {
+		cfg.IDSigner, _ = cfg.Signer.(IDTokenSigner)
+	}
+	if cfg.Keys == nil {
+		cfg.Keys, _ = cfg.Signer.(verify.KeySource)
+	}
+	return withTokenRules(cfg)
+}
+
+// withAddresses checks the issuer URL and the resources of cfg and fills
+// in AppURL and Audience.
+func withAddresses(cfg Config) (Config, error) {
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return cfg, errors.New("issuer: Config.Issuer must be an http(s) URL without query or fragment")
+	}
+	cfg.Issuer = strings.TrimSuffix(cfg.Issuer, "/")
+	if cfg.AppURL == "" {
+		cfg.AppURL = cfg.Issuer
+	}
+	cfg.AppURL = strings.TrimSuffix(cfg.AppURL, "/")
+	if cfg.Audience == "" {
+		cfg.Audience = cfg.Issuer
+	}
+	if err := CheckResources(cfg.Resources); err != nil {
+		return cfg, fmt.Errorf("issuer: Config.Resources: %w", err)
+	}
+	cfg.Resources = slices.Clone(cfg.Resources)
+	return cfg, nil
+}
+
+// withTokenRules checks and fills in the lifetimes and limits of what the
+// server issues and caches: tokens, codes, the refresh-token key and
+// grace, device codes, metadata documents.
+func withTokenRules(cfg Config) (Config, error) {
+	if cfg.AccessTTL <= 0 {
+		cfg.AccessTTL = 30 * time.Minute
+	}
+	if cfg.IDTokenTTL <= 0 {
+		cfg.IDTokenTTL = cfg.AccessTTL
+	}
+	if cfg.DeviceCodeMax <= 0 {
+		cfg.DeviceCodeMax = DefaultDeviceCodeMax
+	}
+	if cfg.CodeTTL <= 0 {
+		cfg.CodeTTL = DefaultCodeTTL
+	}
+	if cfg.CodeTTL > MaxCodeTTL {
+		return cfg, errors.New("issuer: Config.CodeTTL must be at most 10 minutes (RFC 6749 §4.1.2)")
+	}
+	if cfg.RefreshIdle <= 0 {
+		cfg.RefreshIdle = DefaultRefreshIdle
+	}
+	if cfg.RefreshMax <= 0 {
+		cfg.RefreshMax = DefaultRefreshMax
+	}
+	switch len(cfg.RefreshTokenKey) {
+	case 0:
+		cfg.RefreshTokenKey = make([]byte, data.RefreshKeySize)
+		rand.Read(cfg.RefreshTokenKey)
+	case data.RefreshKeySize:
+	default:
+		return cfg, fmt.Errorf("issuer: Config.RefreshTokenKey must be %d bytes", data.RefreshKeySize)
+	}
+	if cfg.RefreshReuseGrace < 0 || cfg.RefreshReuseGrace > MaxRefreshReuseGrace {
+		return cfg, errors.New("issuer: Config.RefreshReuseGrace must be between 0 (no grace) and MaxRefreshReuseGrace (5 minutes)")
+	}
+	if cfg.MetadataMinTTL <= 0 {
+		cfg.MetadataMinTTL = DefaultMetadataMinTTL
+	}
+	if cfg.MetadataMaxTTL <= 0 {
+		cfg.MetadataMaxTTL = DefaultMetadataMaxTTL
+	}
+	if cfg.MetadataMaxTTL < cfg.MetadataMinTTL {
+		return cfg, errors.New("issuer: Config.MetadataMaxTTL must not be below MetadataMinTTL")
+	}
+	return cfg, nil
 }
 
 // Register mounts the issuer's endpoints on e: the token, revocation and
