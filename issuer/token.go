@@ -116,10 +116,11 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 	if req.RedirectURI == "" {
 		return tokenResponse{}, tokBadRequest("redirect_uri is required")
 	}
-	if _, e := s.requestedResources(req.Resources); e != nil {
+	resources, e := s.requestedResources(req.Resources)
+	if e != nil {
 		return tokenResponse{}, e
 	}
-	return s.redeemCode(ctx, c, client, proof, data.AuthCodeKey(req.Code), false, req.Resources, func(code data.AuthCode, now time.Time) *Error {
+	return s.redeemCode(ctx, c, client, proof, data.AuthCodeKey(req.Code), false, resources, func(code data.AuthCode, now time.Time) *Error {
 		return checkCode(code, client, req, now)
 	})
 }
@@ -131,7 +132,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 // transaction. device words the errors for a device code, and a second
 // redemption of one is refused without revoking what the first issued
 // (two polls racing are not a leak). requested are the token request's
-// RFC 8707 resources (nil: the code's).
+// RFC 8707 resources, checked (requestedResources; nil: the code's).
 func (s *Server) redeemCode(ctx context.Context, c echo.Context, client data.Client, proof *verify.Proof, key []byte, device bool,
 	requested []string, check func(code data.AuthCode, now time.Time) *Error) (tokenResponse, error) {
 	jkt := proofJKT(proof)
@@ -143,7 +144,7 @@ func (s *Server) redeemCode(ctx context.Context, c echo.Context, client data.Cli
 		if e := check(code, now); e != nil {
 			return data.Family{}, e
 		}
-		resources, e := s.tokenResources(requested, code.Resources)
+		resources, e := tokenResources(requested, code.Resources)
 		if e != nil {
 			return data.Family{}, e
 		}
