@@ -252,3 +252,64 @@ func TestClientCredentialsDPoP(t *testing.T) {
 		t.Errorf("replayed proof: %s; want invalid_dpop_proof", got)
 	}
 }
+
+// TestGrantRequiredParams: a grant's required parameter (the table of
+// grants, grant.params) missing or empty is invalid_request naming it,
+// whether the body is a form or JSON: the table's check is the only one
+// (the grants' handlers do not check them again).
+func TestGrantRequiredParams(t *testing.T) {
+	env := newTkEnv(t)
+	code := env.code(tkCodeOpts{client: "conf"})
+	rt := env.exchange().RefreshToken
+	full := map[string]map[string]string{
+		"authorization_code": {"code": code, "redirect_uri": tkRedirect},
+		"refresh_token":      {"refresh_token": rt},
+	}
+	for gt, params := range full {
+		for missing := range params {
+			for _, empty := range []bool{false, true} {
+				for _, isJSON := range []bool{false, true} {
+					name := gt + "/" + missing + map[bool]string{false: "/absent", true: "/empty"}[empty] + map[bool]string{false: "/form", true: "/json"}[isJSON]
+					t.Run(name, func(t *testing.T) {
+						p := map[string]string{"grant_type": gt, "client_id": "conf", "client_secret": env.secretA}
+						for k, v := range params {
+							p[k] = v
+						}
+						delete(p, missing)
+						if empty {
+							p[missing] = ""
+						}
+						var r tkReq
+						if isJSON {
+							b, err := json.Marshal(p)
+							if err != nil {
+								t.Fatal(err)
+							}
+							r = tkReq{ct: "application/json", body: string(b)}
+						} else {
+							var kv []string
+							for k, v := range p {
+								kv = append(kv, k, v)
+							}
+							r = tkReq{body: tkForm(kv...)}
+						}
+						rec := env.do(r)
+						if rec.Code != http.StatusBadRequest {
+							t.Errorf("status = %d; want 400 (body %s)", rec.Code, rec.Body)
+						}
+						var body struct {
+							Error string `json:"error"`
+							Desc  string `json:"error_description"`
+						}
+						if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+							t.Fatalf("body %q: %v", rec.Body, err)
+						}
+						if body.Error != "invalid_request" || body.Desc != missing+" is required" {
+							t.Errorf("error = %q %q; want invalid_request %q", body.Error, body.Desc, missing+" is required")
+						}
+					})
+				}
+			}
+		}
+	}
+}

@@ -202,11 +202,9 @@ type refreshRotation struct {
 	lostScopes   bool
 }
 
-// readRefresh reads and checks the request before any store access.
+// readRefresh reads and checks the request before any store access (the
+// table of grants has checked that refresh_token is present).
 func (s *Server) readRefresh(client data.Client, req *tokenRequest, proof *verify.Proof) (*refreshRotation, error) {
-	if req.RefreshToken == "" {
-		return nil, tokBadRequest("refresh_token is required")
-	}
 	p, ok := s.readRefreshToken(req.RefreshToken)
 	if !ok {
 		return nil, WithDescription(ErrInvalidGrant, "the refresh token is invalid")

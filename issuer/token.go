@@ -108,14 +108,9 @@ func (s *Server) token(ctx context.Context, c echo.Context, req *tokenRequest) (
 	return g.handle(s, ctx, c, client, req, proof)
 }
 
-// exchangeCode runs the authorization_code grant.
+// exchangeCode runs the authorization_code grant; the table of grants has
+// checked that code and redirect_uri are present.
 func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
-	if req.Code == "" {
-		return tokenResponse{}, tokBadRequest("code is required")
-	}
-	if req.RedirectURI == "" {
-		return tokenResponse{}, tokBadRequest("redirect_uri is required")
-	}
 	resources, e := s.requestedResources(req.Resources)
 	if e != nil {
 		return tokenResponse{}, e
