@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -111,22 +110,9 @@ func (s *Server) deviceAuthorize(c echo.Context) (deviceAuthResponse, error) {
 	if !client.AllowsGrant(data.GrantDeviceCode) {
 		return deviceAuthResponse{}, WithDescription(ErrUnauthorizedClient, "the client may not use the device authorization grant; its owner adds the grant type %s (reviewed like a scope)", data.GrantDeviceCode)
 	}
-	if client.Legacy {
-		return deviceAuthResponse{}, WithDescription(ErrUnauthorizedClient, "a legacy client has no reviewed scopes; migrate it to scopes first")
-	}
-	scopes := client.Scopes
-	if req.Scope != "" {
-		asked, err := scope.Parse(req.Scope)
-		if err != nil {
-			return deviceAuthResponse{}, WithDescription(ErrInvalidScope, "scope names an unknown scope")
-		}
-		if outside, ok := scope.Subset(asked, client.Scopes); !ok {
-			return deviceAuthResponse{}, WithDescription(ErrInvalidScope, "%s is not among the client's approved scopes", strings.Join(outside, " "))
-		}
-		scopes = asked
-	}
-	if len(scopes) == 0 {
-		return deviceAuthResponse{}, WithDescription(ErrInvalidScope, "the client has no approved scope")
+	scopes, e := reviewedScopes(client, req.Scope, false)
+	if e != nil {
+		return deviceAuthResponse{}, e
 	}
 	var ks throttle.Keys
 	ks.Add(throttle.AddrKey(throttle.ParseAddr(c.RealIP())))

@@ -313,3 +313,42 @@ func TestGrantRequiredParams(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewedScopes: the scopes a client asks for itself (the
+// client_credentials grant, the device authorization request), one table
+// for both.
+func TestReviewedScopes(t *testing.T) {
+	c := data.Client{Scopes: []string{"openid", "PROFILE_READ", "EVENT_TYPE_READ"}}
+	onlyOpenID := data.Client{Scopes: []string{"openid"}}
+	tests := []struct {
+		name     string
+		client   data.Client
+		raw      string
+		userless bool
+		want     []string
+		wantErr  string // error_description; "" for none
+	}{
+		{"default: all reviewed", c, "", false, []string{"openid", "PROFILE_READ", "EVENT_TYPE_READ"}, ""},
+		{"default without a user: no openid", c, "", true, []string{"PROFILE_READ", "EVENT_TYPE_READ"}, ""},
+		{"asked within", c, "PROFILE_READ", true, []string{"PROFILE_READ"}, ""},
+		{"asked openid with a user", c, "openid", false, []string{"openid"}, ""},
+		{"asked openid without a user", c, "openid PROFILE_READ", true, nil, "openid needs a user; a client_credentials token has none"},
+		{"asked outside", c, "BOOKING_WRITE", false, nil, "BOOKING_WRITE is not among the client's approved scopes"},
+		{"unknown", c, "ROOT", true, nil, "scope names an unknown scope"},
+		{"none left without a user", onlyOpenID, "", true, nil, "the client has no approved scope a token without a user can carry"},
+		{"none at all", data.Client{}, "", false, nil, "the client has no approved scope"},
+		{"legacy", data.Client{Legacy: true}, "PROFILE_READ", false, nil, "a legacy client has no reviewed scopes; migrate it to scopes first"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, e := reviewedScopes(tc.client, tc.raw, tc.userless)
+			gotErr := ""
+			if e != nil {
+				gotErr = e.Description
+			}
+			if gotErr != tc.wantErr || !slices.Equal(got, tc.want) {
+				t.Errorf("reviewedScopes(%q, userless %v) = %q, %q; want %q, %q", tc.raw, tc.userless, got, gotErr, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
