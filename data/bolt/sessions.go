@@ -22,7 +22,7 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session: encode: %w", err)
 	}
-	return s.createHot(ctx, "create session", hotSessions, key, raw, sess.UserID, sess.ExpiresAt)
+	return s.createHot(ctx, "create session", hotSessions, key, raw, sess.UserID, sess.ExpiresAt, nil)
 }
 
 // UseNonce implements [data.Store.UseNonce]. It is a hot write: it goes
