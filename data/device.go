@@ -123,6 +123,19 @@ func DeviceCodeUser(dc string) string {
 // it on approval sorts with the other codes.
 func DeviceCodeKey(dc string) []byte { return codeKey(PrefixDeviceCode, dc) }
 
+// ValidateDeviceCode checks a new device code as [Store.CreateDeviceCode]
+// stores it: under its canonical user code, with the key of its
+// device_code.
+func ValidateDeviceCode(d DeviceCode) error {
+	if d.UserCode == "" || CanonicalUserCode(d.UserCode) != d.UserCode {
+		return ruleErr("user_code", "%q is not a canonical user code (%d letters of %s)", d.UserCode, UserCodeLen, UserCodeAlphabet)
+	}
+	if len(d.Hash) == 0 {
+		return ruleErr("hash", "a device code needs the key of its device_code (DeviceCodeKey)")
+	}
+	return nil
+}
+
 // ValidateDeviceUpdate checks what an update of [Store.UpdateDeviceCode]
 // returned against the stored record: the same user code, key and
 // client, and a state that moves only from pending.

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -37,5 +38,26 @@ func TestUserCodes(t *testing.T) {
 	}
 	if string(DeviceCodeKey(dc)) == string(DeviceCodeKey(NewDeviceCode("BCDFGHJK", now))) {
 		t.Error("two device codes share a key")
+	}
+}
+
+func TestValidateDeviceCode(t *testing.T) {
+	ok := DeviceCode{UserCode: "BCDFGHJK", Hash: DeviceCodeKey(NewDeviceCode("BCDFGHJK", time.Now()))}
+	if err := ValidateDeviceCode(ok); err != nil {
+		t.Fatalf("ValidateDeviceCode(ok) = %v", err)
+	}
+	for name, tc := range map[string]struct {
+		d     DeviceCode
+		field string
+	}{
+		"typed, not canonical": {DeviceCode{UserCode: "BCDF-GHJK", Hash: ok.Hash}, "user_code"},
+		"lower case":           {DeviceCode{UserCode: "bcdfghjk", Hash: ok.Hash}, "user_code"},
+		"empty user code":      {DeviceCode{Hash: ok.Hash}, "user_code"},
+		"no key":               {DeviceCode{UserCode: "BCDFGHJK"}, "hash"},
+	} {
+		var re *RuleError
+		if err := ValidateDeviceCode(tc.d); !errors.As(err, &re) || re.Field != tc.field {
+			t.Errorf("%s: ValidateDeviceCode = %v; want a RuleError on %s", name, err, tc.field)
+		}
 	}
 }
