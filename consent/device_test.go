@@ -105,6 +105,10 @@ func TestDevicePage(t *testing.T) {
 	if rec.Code != 200 || !strings.Contains(body, "Room &lt;display&gt;") || !strings.Contains(body, "BCDF-GHJK") || !strings.Contains(body, `value="allow"`) {
 		t.Fatalf("consent page: %d\n%s", rec.Code, body)
 	}
+	// The scopes as the consent page lists them (the template "scopes").
+	if !strings.Contains(body, `to:</p>`) || !strings.Contains(body, `<ul class="scopes">`) || !strings.Contains(body, "<code>BOOKING_READ</code></li>") {
+		t.Errorf("the device's consent page does not list its scope:\n%s", body)
+	}
 	if len(df.decided) != 0 {
 		t.Fatalf("the lookup decided: %v", df.decided)
 	}
