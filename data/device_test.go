@@ -17,6 +17,7 @@ func TestUserCodes(t *testing.T) {
 	for typed, want := range map[string]string{
 		"BCDF-GHJK": "BCDFGHJK", "bcdf ghjk": "BCDFGHJK", " bcdfghjk\t": "BCDFGHJK", "BcDf-GhJk": "BCDFGHJK",
 		"BCDF-GHJA": "", "BCDF-GHJ": "", "BCDF-GHJKL": "", "ＢCDF-GHJK": "", "BCDF_GHJK": "", strings.Repeat("-", 70) + "BCDFGHJK": "",
+		"BCDF-GHJK" + strings.Repeat(" ", MaxTypedUserCode-9): "BCDFGHJK", "BCDF-GHJK" + strings.Repeat(" ", MaxTypedUserCode-8): "",
 	} {
 		if got := CanonicalUserCode(typed); got != want {
 			t.Errorf("CanonicalUserCode(%q) = %q; want %q", typed, got, want)
