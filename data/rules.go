@@ -454,3 +454,22 @@ func validateMetadataClient(c Client) error {
 	}
 	return nil
 }
+
+// ValidateAuthCode checks a new authorization code as
+// [Store.CreateAuthCode] and [Store.CreateConsentedCode] store it: under
+// its hash ([AuthCodeKey]).
+func ValidateAuthCode(c AuthCode) error {
+	if len(c.Hash) == 0 {
+		return ruleErr("hash", "an authorization code needs its hash")
+	}
+	return nil
+}
+
+// ValidateSession checks a new session as [Store.CreateSession] stores
+// it: under its hash.
+func ValidateSession(s Session) error {
+	if len(s.Hash) == 0 {
+		return ruleErr("hash", "a session needs its hash")
+	}
+	return nil
+}

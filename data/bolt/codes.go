@@ -45,8 +45,8 @@ func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check 
 // createCode stores the new code c with createHot (check, when not nil,
 // as its last test).
 func (s *Store) createCode(ctx context.Context, op string, c data.AuthCode, check func(*bbolt.Tx) error) error {
-	if len(c.Hash) == 0 {
-		return fmt.Errorf("%s: %w", op, &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	c = data.Normalize(c)
 	key := bytes.Clone(c.Hash)

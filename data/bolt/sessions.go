@@ -13,8 +13,8 @@ import (
 
 // CreateSession implements [data.Store.CreateSession].
 func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
-	if len(sess.Hash) == 0 {
-		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	if err := data.ValidateSession(sess); err != nil {
+		return fmt.Errorf("create session: %w", err)
 	}
 	sess = data.Normalize(sess)
 	key := bytes.Clone(sess.Hash)

@@ -22,6 +22,9 @@ func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check 
 		return err
 	}
 	defer s.mu.Unlock()
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("create consented code: %w", err)
+	}
 	cl, ok := s.clients[c.ClientID]
 	if !ok {
 		return fmt.Errorf("create consented code: client %q: %w", c.ClientID, data.ErrNotFound)
@@ -38,8 +41,8 @@ func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check 
 
 // createCode stores c; the caller holds the lock.
 func (s *Store) createCode(c data.AuthCode) error {
-	if len(c.Hash) == 0 {
-		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("create auth code: %w", err)
 	}
 	if _, ok := s.codes[string(c.Hash)]; ok {
 		return fmt.Errorf("create auth code: %w", data.ErrExists)

@@ -39,8 +39,8 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if len(sess.Hash) == 0 {
-		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	if err := data.ValidateSession(sess); err != nil {
+		return fmt.Errorf("create session: %w", err)
 	}
 	if _, ok := s.sessions[string(sess.Hash)]; ok {
 		return fmt.Errorf("create session: %w", data.ErrExists)
