@@ -44,13 +44,21 @@ func (s *Store) createCode(c data.AuthCode) error {
 	if err := data.ValidateAuthCode(c); err != nil {
 		return fmt.Errorf("create auth code: %w", err)
 	}
-	if _, ok := s.codes[string(c.Hash)]; ok {
-		return fmt.Errorf("create auth code: %w", data.ErrExists)
+	return createHot(s, "create auth code", s.codes, c.Hash, c.UserID, data.Normalize(c))
+}
+
+// createHot stores v under key in m, the record of a user's sign-in
+// (code or session): refused with data.ErrExists when the key is taken,
+// data.ErrUserDisabled when the user is disabled. The caller holds the
+// lock.
+func createHot[T any](s *Store, op string, m map[string]T, key []byte, userID int64, v T) error {
+	if _, ok := m[string(key)]; ok {
+		return fmt.Errorf("%s: %w", op, data.ErrExists)
 	}
-	if s.disabled(c.UserID) {
-		return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
+	if s.disabled(userID) {
+		return fmt.Errorf("%s: user %d: %w", op, userID, data.ErrUserDisabled)
 	}
-	s.codes[string(c.Hash)] = data.Normalize(c)
+	m[string(key)] = v
 	return nil
 }
 
