@@ -94,16 +94,27 @@ func ParseClientJWKS(raw []byte) (jwk.Set, error) {
 }
 
 // IsPrivate reports whether k holds private material: a private RSA,
-// EC or OKP key, or a symmetric key. The places that read keys someone
-// else gives them (a client's JWK set, a platform's handover keys) refuse
-// one: its owner must keep it.
+// EC or OKP key, a symmetric key, or a public key that carries a private
+// member all the same (jwx reads a key as private only when it has "d";
+// an RSA key's "p" and "q" alone are its private key). The places that
+// read keys someone else gives them (a client's JWK set, a platform's
+// handover keys) refuse one: its owner must keep it.
 func IsPrivate(k jwk.Key) bool {
 	switch k.(type) {
 	case jwk.RSAPrivateKey, jwk.ECDSAPrivateKey, jwk.OKPPrivateKey, jwk.SymmetricKey:
 		return true
 	}
+	for name := range k.PrivateParams() {
+		if slices.Contains(privateMembers, name) {
+			return true
+		}
+	}
 	return false
 }
+
+// privateMembers are the JWK members of private key material (RFC 7518
+// §6.2.2, §6.3.2, §6.4.1; RFC 8037 §2).
+var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 
 // PeekAssertionClient returns the iss of a client assertion without
 // verifying it: which client it claims to be, so that its keys can be
