@@ -167,6 +167,14 @@ const (
 // deviceGrant runs a poll of the token endpoint with a device code (RFC
 // 8628 §3.4, §3.5).
 func (s *Server) deviceGrant(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
+	// RFC 8707: a device authorization names no resource (its request
+	// takes none), so a poll naming one asks for more than the user
+	// authorized; never ignored (the token would be for every API).
+	if rs, e := s.requestedResources(req.Resources); e != nil {
+		return tokenResponse{}, e
+	} else if rs != nil {
+		return tokenResponse{}, WithDescription(ErrInvalidTarget, "a device authorization names no resource; poll without resource")
+	}
 	dc := req.Form.Get("device_code")
 	uc := data.DeviceCodeUser(dc)
 	bad := WithDescription(ErrInvalidGrant, "the device code is invalid")
