@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"strings"
 	"testing"
@@ -152,5 +153,39 @@ func TestParseClientJWKSPrivateMembers(t *testing.T) {
 	ok := jwkJSON(t, &r.PublicKey, map[string]string{"kid": "r", "alg": "RS256", "use": "sig"})
 	if _, err := ParseClientJWKS(jwksJSON(ok, jwkJSON(t, &ec.PublicKey, nil))); err != nil {
 		t.Errorf("ParseClientJWKS(public keys) = %v", err)
+	}
+}
+
+// TestAssertionWithoutKidSeveralKeys: an assertion without kid is
+// verified with whichever of the client's keys fitting its alg signed it,
+// not only the first: a client that added a second key (a rotation) and
+// signs without kid is not locked out. A key of another alg is never
+// tried, and a signature by no key of the set is refused.
+func TestAssertionWithoutKidSeveralKeys(t *testing.T) {
+	old, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cur, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	set, err := ParseClientJWKS(jwksJSON(jwkJSON(t, &old.PublicKey, nil), jwkJSON(t, &cur.PublicKey, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(context.Context, bool) (jwk.Set, error) { return set, nil }
+	now := time.Now()
+	const client, aud = "c1", "https://issuer.example"
+	sign := func(key *ecdsa.PrivateKey, jti string) string {
+		token, err := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.RegisteredClaims{Issuer: client, Subject: client, Audience: jwt.ClaimStrings{aud},
+			ExpiresAt: jwt.NewNumericDate(now.Add(time.Minute)), ID: jti}).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token
+	}
+	for name, key := range map[string]*ecdsa.PrivateKey{"first key": old, "second key": cur} {
+		if _, err := VerifyAssertion(t.Context(), sign(key, name), client, keys, []string{aud}, now); err != nil {
+			t.Errorf("assertion without kid signed by the %s: %v", name, err)
+		}
+	}
+	if _, err := VerifyAssertion(t.Context(), sign(other, "x"), client, keys, []string{aud}, now); !errors.Is(err, ErrInvalidAssertion) {
+		t.Errorf("assertion signed by a key not in the set: %v; want ErrInvalidAssertion", err)
 	}
 }
