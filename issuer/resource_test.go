@@ -195,8 +195,8 @@ func TestResourceConfigAndMetadata(t *testing.T) {
 // TestResourceOtherGrants: a resource parameter (RFC 8707 §2) is never
 // ignored. A client_credentials token asked for an API is for that API
 // (aud), one this server does not issue for is invalid_target; a device
-// code's grant has no resources (its authorization request takes none),
-// so a poll naming one is invalid_target and spends nothing. Both grants
+// code's grant has no resources, so its authorization request or a poll
+// naming one is invalid_target (the poll spends nothing). Both grants
 // used to drop the parameter and issue a token of the default audience,
 // valid at every API, to a client that asked for one API.
 func TestResourceOtherGrants(t *testing.T) {
@@ -216,6 +216,12 @@ func TestResourceOtherGrants(t *testing.T) {
 	}
 
 	denv := devEnv(t, mutate)
+	for _, rs := range []string{rsMCP, evil} {
+		rec := denv.do(devReq("198.51.100.7:1", "client_id", "tv", "scope", "BOOKING_READ", "resource", rs))
+		if tkOAuthErr(t, rec) != "invalid_target" {
+			t.Errorf("device authorization with resource %s: %d %s; want invalid_target", rs, rec.Code, rec.Body)
+		}
+	}
 	d := denv.deviceAuth("scope", "BOOKING_READ")
 	if err := denv.s.ApproveDevice(context.Background(), d.UserCode, Login{UserID: tkUser}); err != nil {
 		t.Fatal(err)
