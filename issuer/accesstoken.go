@@ -194,9 +194,10 @@ func (s *Server) startAccessToken(ctx context.Context, now time.Time, grant stri
 
 // startMachineToken starts signing an access token without a user and
 // without a grant (client_credentials): its sub is the client ID (RFC 9068
-// §2.2) and it carries no grant_id.
-func (s *Server) startMachineToken(ctx context.Context, now time.Time, clientID string, scopes []string, jkt string) *pendingToken {
-	return s.startAccessToken(ctx, now, "", 0, clientID, scopes, false, jkt, nil)
+// §2.2) and it carries no grant_id; resources (RFC 8707), when given, are
+// its aud.
+func (s *Server) startMachineToken(ctx context.Context, now time.Time, clientID string, scopes []string, jkt string, resources []string) *pendingToken {
+	return s.startAccessToken(ctx, now, "", 0, clientID, scopes, false, jkt, resources)
 }
 
 // wait returns the signed token. A nil p (a store that reported success

@@ -33,6 +33,11 @@ func (s *Server) clientCredentials(ctx context.Context, c echo.Context, client d
 	if e != nil {
 		return tokenResponse{}, e
 	}
+	// RFC 8707: the APIs the token is for (its aud); none: the default.
+	resources, e := s.requestedResources(req.Resources)
+	if e != nil {
+		return tokenResponse{}, e
+	}
 	jkt := proofJKT(proof) // tokenProof required one of a DPoP-bound client
 	if proof != nil {
 		// No grant to revoke: a replayed proof is refused before a token.
@@ -45,7 +50,7 @@ func (s *Server) clientCredentials(ctx context.Context, c echo.Context, client d
 		}
 	}
 	now := s.now()
-	tok, err := s.startMachineToken(ctx, now, client.ID, scopes, jkt).wait()
+	tok, err := s.startMachineToken(ctx, now, client.ID, scopes, jkt, resources).wait()
 	if err != nil {
 		return tokenResponse{}, err
 	}

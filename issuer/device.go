@@ -114,6 +114,9 @@ func (s *Server) deviceAuthorize(c echo.Context) (deviceAuthResponse, error) {
 	if e != nil {
 		return deviceAuthResponse{}, e
 	}
+	if e := s.noDeviceResources(req.Resources); e != nil {
+		return deviceAuthResponse{}, e
+	}
 	var ks throttle.Keys
 	ks.Add(throttle.AddrKey(throttle.ParseAddr(c.RealIP())))
 	ks.Add(s.device.NameKey(throttle.Client, client.ID, netip.Addr{}))
@@ -164,9 +167,28 @@ const (
 	pollApproved
 )
 
+// noDeviceResources refuses the resource parameters (RFC 8707) of a
+// device authorization request or poll: a device authorization names no
+// resource (its code stores none), and a resource is never ignored (the
+// token would be for every API, not the one asked for). An unknown one
+// gets the answer of every endpoint.
+func (s *Server) noDeviceResources(vals []string) *Error {
+	rs, e := s.requestedResources(vals)
+	if e != nil {
+		return e
+	}
+	if rs != nil {
+		return WithDescription(ErrInvalidTarget, "a device authorization is for the default audience and takes no resource; send none")
+	}
+	return nil
+}
+
 // deviceGrant runs a poll of the token endpoint with a device code (RFC
 // 8628 §3.4, §3.5).
 func (s *Server) deviceGrant(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
+	if e := s.noDeviceResources(req.Resources); e != nil {
+		return tokenResponse{}, e
+	}
 	dc := req.Form.Get("device_code")
 	uc := data.DeviceCodeUser(dc)
 	bad := WithDescription(ErrInvalidGrant, "the device code is invalid")

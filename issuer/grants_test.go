@@ -49,8 +49,11 @@ func TestGrantTableMatchesData(t *testing.T) {
 
 // ccEnv is a token environment with a client allowed only the
 // client_credentials grant ("machine", secret env.secretA).
-func ccEnv(t *testing.T) *tkEnv {
-	env := newTkEnv(t)
+func ccEnv(t *testing.T) *tkEnv { return ccEnvWith(t) }
+
+// ccEnvWith is ccEnv with the Config mutated.
+func ccEnvWith(t *testing.T, mutate ...func(*Config)) *tkEnv {
+	env := newTkEnv(t, mutate...)
 	c := data.Client{ID: "machine", Name: "Sync job", OwnerID: 1, Type: data.Confidential,
 		Scopes: []string{"BOOKING_READ", "EVENT_TYPE_READ", "openid"}, Status: data.StatusApproved,
 		GrantTypes: []string{data.GrantClientCredentials},

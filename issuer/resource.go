@@ -21,6 +21,10 @@ import (
 //     the grant's.
 //   - An access token's aud is its resources; a grant without resources
 //     keeps Config.Audience, as before.
+//   - A client_credentials token is for the resources its request names
+//     (none: Config.Audience). A device authorization takes none: its
+//     request or a device code's poll naming one is invalid_target. No grant ignores
+//     the parameter.
 
 // MaxResources bounds the resource parameters of one request (and the
 // resources of one grant).

@@ -191,3 +191,47 @@ func TestResourceConfigAndMetadata(t *testing.T) {
 		t.Error("protected_resources listed without resources")
 	}
 }
+
+// TestResourceOtherGrants: a resource parameter (RFC 8707 §2) is never
+// ignored. A client_credentials token asked for an API is for that API
+// (aud), one this server does not issue for is invalid_target; a device
+// code's grant has no resources, so its authorization request or a poll
+// naming one is invalid_target (the poll spends nothing). Both grants
+// used to drop the parameter and issue a token of the default audience,
+// valid at every API, to a client that asked for one API.
+func TestResourceOtherGrants(t *testing.T) {
+	mutate := func(c *Config) { c.Resources = []string{rsMCP, rsCal} }
+	env := ccEnvWith(t, mutate)
+	const evil = "https://evil.example/"
+	tok := env.mustTokens(env.do(ccReq(env, "machine", env.secretA, "resource", rsMCP)))
+	if aud := tokenAud(t, tok.AccessToken); !slices.Equal(aud, []string{rsMCP}) {
+		t.Errorf("client_credentials with resource %s: aud = %v", rsMCP, aud)
+	}
+	tok = env.mustTokens(env.do(ccReq(env, "machine", env.secretA)))
+	if aud := tokenAud(t, tok.AccessToken); slices.Contains(aud, rsMCP) {
+		t.Errorf("client_credentials without resource: aud = %v; want the default audience", aud)
+	}
+	if rec := env.do(ccReq(env, "machine", env.secretA, "resource", evil)); tkOAuthErr(t, rec) != "invalid_target" {
+		t.Errorf("client_credentials with resource %s: %d %s; want invalid_target", evil, rec.Code, rec.Body)
+	}
+
+	denv := devEnv(t, mutate)
+	for _, rs := range []string{rsMCP, evil} {
+		rec := denv.do(devReq("198.51.100.7:1", "client_id", "tv", "scope", "BOOKING_READ", "resource", rs))
+		if tkOAuthErr(t, rec) != "invalid_target" {
+			t.Errorf("device authorization with resource %s: %d %s; want invalid_target", rs, rec.Code, rec.Body)
+		}
+	}
+	d := denv.deviceAuth("scope", "BOOKING_READ")
+	if err := denv.s.ApproveDevice(context.Background(), d.UserCode, Login{UserID: tkUser}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range []string{rsMCP, evil} {
+		req := pollReq("tv", d.DeviceCode)
+		req.body += "&" + tkForm("resource", rs)
+		if rec := denv.do(req); tkOAuthErr(t, rec) != "invalid_target" {
+			t.Errorf("device poll with resource %s: %d %s; want invalid_target", rs, rec.Code, rec.Body)
+		}
+	}
+	denv.mustTokens(denv.do(pollReq("tv", d.DeviceCode)))
+}

@@ -94,16 +94,27 @@ func ParseClientJWKS(raw []byte) (jwk.Set, error) {
 }
 
 // IsPrivate reports whether k holds private material: a private RSA,
-// EC or OKP key, or a symmetric key. The places that read keys someone
-// else gives them (a client's JWK set, a platform's handover keys) refuse
-// one: its owner must keep it.
+// EC or OKP key, a symmetric key, or a public key that carries a private
+// member all the same (jwx reads a key as private only when it has "d";
+// an RSA key's "p" and "q" alone are its private key). The places that
+// read keys someone else gives them (a client's JWK set, a platform's
+// handover keys) refuse one: its owner must keep it.
 func IsPrivate(k jwk.Key) bool {
 	switch k.(type) {
 	case jwk.RSAPrivateKey, jwk.ECDSAPrivateKey, jwk.OKPPrivateKey, jwk.SymmetricKey:
 		return true
 	}
+	for name := range k.PrivateParams() {
+		if slices.Contains(privateMembers, name) {
+			return true
+		}
+	}
 	return false
 }
+
+// privateMembers are the JWK members of private key material (RFC 7518
+// §6.2.2, §6.3.2, §6.4.1; RFC 8037 §2).
+var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 
 // PeekAssertionClient returns the iss of a client assertion without
 // verifying it: which client it claims to be, so that its keys can be
@@ -162,8 +173,18 @@ func VerifyAssertion(ctx context.Context, token, clientID string, keys Assertion
 				keyErr = err
 				return nil, err
 			}
-			if pub, ok := pickKey(set, kid, alg); ok {
-				return pub, nil
+			switch pubs := pickKeys(set, kid, alg); len(pubs) {
+			case 0:
+			case 1:
+				return pubs[0], nil
+			default:
+				// No kid and several keys fit: the one that signed it
+				// (a client rotating its keys signs with either).
+				ks := jwt.VerificationKeySet{Keys: make([]jwt.VerificationKey, len(pubs))}
+				for i, pub := range pubs {
+					ks.Keys[i] = pub
+				}
+				return ks, nil
 			}
 			if kid == "" {
 				break // a refetch cannot make a kid-less choice clearer
@@ -198,11 +219,16 @@ func VerifyAssertion(ctx context.Context, token, clientID string, keys Assertion
 	return Assertion{ClientID: clientID, JTI: claims.ID, Expires: exp}, nil
 }
 
-// pickKey returns the public key of set with kid (any key when kid is ""
-// and the set has one that fits alg) whose type fits alg
-// ([checkKeyType]) and whose alg, when set, is alg.
-func pickKey(set jwk.Set, kid, alg string) (crypto.PublicKey, bool) {
-	for i := 0; i < set.Len(); i++ {
+// maxKeysTried bounds the keys an assertion without kid is checked
+// against (each a signature verification).
+const maxKeysTried = 8
+
+// pickKeys returns the public keys of set with kid (every key when kid is
+// "", at most [maxKeysTried]) whose type fits alg ([checkKeyType]) and
+// whose alg, when set, is alg.
+func pickKeys(set jwk.Set, kid, alg string) []crypto.PublicKey {
+	var pubs []crypto.PublicKey
+	for i := 0; i < set.Len() && len(pubs) < maxKeysTried; i++ {
 		k, _ := set.Key(i)
 		if kid != "" && k.KeyID() != kid {
 			continue
@@ -217,9 +243,9 @@ func pickKey(set jwk.Set, kid, alg string) (crypto.PublicKey, bool) {
 		if err != nil || checkKeyType(pub, alg) != nil {
 			continue
 		}
-		return pub, true
+		pubs = append(pubs, pub)
 	}
-	return nil, false
+	return pubs
 }
 
 // publicKey returns the crypto public key of a JWK (its public part

@@ -7,7 +7,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +61,17 @@ func TestIsPrivate(t *testing.T) {
 		if got := IsPrivate(k); got != tc.want {
 			t.Errorf("IsPrivate(%s) = %v; want %v", name, got, tc.want)
 		}
+	}
+	// A public key with a private member (the handover's key file too).
+	k, err := jwk.FromRaw(&ec.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Set("p", "AQAB"); err != nil {
+		t.Fatal(err)
+	}
+	if !IsPrivate(k) {
+		t.Error("IsPrivate(a public EC key with a private member p) = false")
 	}
 }
 
@@ -111,5 +125,67 @@ func TestAssertionKeyOfTheAlgsCurve(t *testing.T) {
 		if _, err := VerifyAssertion(t.Context(), token, client, keys, []string{aud}, now); err != nil {
 			t.Errorf("%s assertion without kid: %v", tc.method.Alg(), err)
 		}
+	}
+}
+
+// TestParseClientJWKSPrivateMembers: a JWK carrying any private member
+// is refused, not only one with "d" (which alone makes jwx parse a
+// private key). An RSA key's primes p and q are its private key: a set
+// that sends them without d was accepted and stored as it came.
+func TestParseClientJWKSPrivateMembers(t *testing.T) {
+	r, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b := func(n *big.Int) string { return base64.RawURLEncoding.EncodeToString(n.Bytes()) }
+	for name, members := range map[string]map[string]string{
+		"RSA p and q": {"p": b(r.Primes[0]), "q": b(r.Primes[1])},
+		"RSA p":       {"p": b(r.Primes[0])},
+		"RSA dp":      {"dp": b(r.Precomputed.Dp)},
+		"RSA dq":      {"dq": b(r.Precomputed.Dq)},
+		"RSA qi":      {"qi": b(r.Precomputed.Qinv)},
+		"RSA k":       {"k": "c2VjcmV0"},
+	} {
+		set := jwksJSON(jwkJSON(t, &r.PublicKey, members))
+		if _, err := ParseClientJWKS(set); err == nil || !strings.Contains(err.Error(), "is a private key") {
+			t.Errorf("%s: ParseClientJWKS = %v; want it refused as a private key", name, err)
+		}
+	}
+	// A public key's other members (kid, alg, use, x5t…) are no private part.
+	ok := jwkJSON(t, &r.PublicKey, map[string]string{"kid": "r", "alg": "RS256", "use": "sig"})
+	if _, err := ParseClientJWKS(jwksJSON(ok, jwkJSON(t, &ec.PublicKey, nil))); err != nil {
+		t.Errorf("ParseClientJWKS(public keys) = %v", err)
+	}
+}
+
+// TestAssertionWithoutKidSeveralKeys: an assertion without kid is
+// verified with whichever of the client's keys fitting its alg signed it,
+// not only the first: a client that added a second key (a rotation) and
+// signs without kid is not locked out. A key of another alg is never
+// tried, and a signature by no key of the set is refused.
+func TestAssertionWithoutKidSeveralKeys(t *testing.T) {
+	old, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cur, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	set, err := ParseClientJWKS(jwksJSON(jwkJSON(t, &old.PublicKey, nil), jwkJSON(t, &cur.PublicKey, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(context.Context, bool) (jwk.Set, error) { return set, nil }
+	now := time.Now()
+	const client, aud = "c1", "https://issuer.example"
+	sign := func(key *ecdsa.PrivateKey, jti string) string {
+		token, err := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.RegisteredClaims{Issuer: client, Subject: client, Audience: jwt.ClaimStrings{aud},
+			ExpiresAt: jwt.NewNumericDate(now.Add(time.Minute)), ID: jti}).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token
+	}
+	for name, key := range map[string]*ecdsa.PrivateKey{"first key": old, "second key": cur} {
+		if _, err := VerifyAssertion(t.Context(), sign(key, name), client, keys, []string{aud}, now); err != nil {
+			t.Errorf("assertion without kid signed by the %s: %v", name, err)
+		}
+	}
+	if _, err := VerifyAssertion(t.Context(), sign(other, "x"), client, keys, []string{aud}, now); !errors.Is(err, ErrInvalidAssertion) {
+		t.Errorf("assertion signed by a key not in the set: %v; want ErrInvalidAssertion", err)
 	}
 }
