@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,11 +19,19 @@ const tlsRefused = "server refused TLS connection"
 // connection" reads as the cause while the real one (a wrong password, an
 // unknown database) follows. explainConnect leaves the refusal out and
 // says what sslmode does; when the refusal is all there is (sslmode=require
-// or stricter against a server without TLS), it says so. Any other error
-// is returned as it is. The result unwraps to err.
+// or stricter against a server without TLS), it says so. A connection
+// nothing answered says to start the server or check the URL. Any other
+// error is returned as it is. The result unwraps to err.
 func explainConnect(err error) error {
 	var ce *pgconn.ConnectError
-	if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), tlsRefused) {
+	if err == nil || !errors.As(err, &ce) {
+		return err
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return &hintError{err: err, msg: err.Error() + ": nothing answers there; start PostgreSQL, or check the host, port and socket of the database URL (--db or OAUTHD_DB)"}
+	}
+	if !strings.Contains(err.Error(), tlsRefused) {
 		return err
 	}
 	attempts := []error{ce.Unwrap()}

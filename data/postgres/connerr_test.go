@@ -96,3 +96,34 @@ func TestConnectErrorSaysTheCause(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectErrorSaysWhatToDo: when nothing answers at the URL's address
+// (a stopped server, a wrong port or socket), Open, Migrate and Inspect
+// say to start the server or check the URL, and still unwrap to pgx's
+// error.
+func TestConnectErrorSaysWhatToDo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	url := "postgres://oauthd@" + addr + "/oauthd?sslmode=disable&connect_timeout=5"
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	_, openErr := Open(ctx, url, Options{Logger: logger})
+	_, _, migErr := Migrate(ctx, url, logger)
+	_, inErr := Inspect(ctx, url)
+	for name, err := range map[string]error{"Open": openErr, "Migrate": migErr, "Inspect": inErr} {
+		if err == nil {
+			t.Fatalf("%s succeeded with nothing listening at %s", name, addr)
+		}
+		if !strings.Contains(err.Error(), "start PostgreSQL, or check the host, port and socket of the database URL") {
+			t.Errorf("%s error %q; want it to say what to do", name, err)
+		}
+		var ce *pgconn.ConnectError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s error %q does not unwrap to *pgconn.ConnectError", name, err)
+		}
+	}
+}
