@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,7 +18,8 @@ import (
 )
 
 // accessClaims are the claims of an access token (RFC 9068 §2.2). The
-// Signer sets the header (typ at+jwt, kid, alg). aud is a single string.
+// Signer sets the header (typ at+jwt, kid, alg). aud is one string, or an
+// array for several resources ([audience]).
 // scope is absent on an unrestricted legacy token, which instead carries
 // "unrestricted": true; a scoped token never carries unrestricted.
 // grant_id is the ID of the refresh-token family (the grant) the token was
@@ -45,41 +47,15 @@ type accessClaims struct {
 
 var _ SignClaims = (*accessClaims)(nil)
 
-// AppendJSON appends the claims as encoding/json would encode them (same
-// members, order and escaping), without reflection: it is what makes
-// accessClaims the [SignClaims] a [Signer] takes.
+// AppendJSON appends the claims' JSON object, as encoding/json encodes
+// it: it is what makes accessClaims the [SignClaims] a [Signer] takes.
 func (c *accessClaims) AppendJSON(b []byte) []byte {
-	b = append(b, `{"iss":`...)
-	b = appendJSONString(b, c.Issuer)
-	b = append(b, `,"sub":`...)
-	b = appendJSONString(b, c.Subject)
-	b = append(b, `,"aud":`...)
-	b = c.Audience.appendJSON(b)
-	b = append(b, `,"exp":`...)
-	b = strconv.AppendInt(b, c.ExpiresAt, 10)
-	b = append(b, `,"iat":`...)
-	b = strconv.AppendInt(b, c.IssuedAt, 10)
-	b = append(b, `,"jti":`...)
-	b = appendJSONString(b, c.ID)
-	b = append(b, `,"client_id":`...)
-	b = appendJSONString(b, c.ClientID)
-	if c.GrantID != "" {
-		b = append(b, `,"grant_id":`...)
-		b = appendJSONString(b, c.GrantID)
+	j, err := json.Marshal(c)
+	if err != nil {
+		// Strings, integers, a bool and an audience always encode.
+		panic("issuer: encode access token claims: " + err.Error())
 	}
-	if c.Scope != "" {
-		b = append(b, `,"scope":`...)
-		b = appendJSONString(b, c.Scope)
-	}
-	if c.Unrestricted {
-		b = append(b, `,"unrestricted":true`...)
-	}
-	if c.Cnf != nil {
-		b = append(b, `,"cnf":{"jkt":`...)
-		b = appendJSONString(b, c.Cnf.JKT)
-		b = append(b, '}')
-	}
-	return append(b, '}')
+	return append(b, j...)
 }
 
 func (c *accessClaims) GetExpirationTime() (*jwt.NumericDate, error) {
@@ -99,23 +75,13 @@ func (c *accessClaims) GetAudience() (jwt.ClaimStrings, error) {
 // token is for several resources (RFC 7519 §4.1.3, RFC 8707 §2.2).
 type audience []string
 
-// MarshalJSON is encoding/json's form of appendJSON.
-func (a audience) MarshalJSON() ([]byte, error) { return a.appendJSON(nil), nil }
-
-// appendJSON appends a as a JSON string when it has one member, an array
-// otherwise.
-func (a audience) appendJSON(b []byte) []byte {
+// MarshalJSON encodes a as a JSON string when it has one member, an
+// array otherwise.
+func (a audience) MarshalJSON() ([]byte, error) {
 	if len(a) == 1 {
-		return appendJSONString(b, a[0])
+		return json.Marshal(a[0])
 	}
-	b = append(b, '[')
-	for i, v := range a {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, v)
-	}
-	return append(b, ']')
+	return json.Marshal([]string(a))
 }
 
 // newAccessTokenID returns 16 random bytes, base64url-encoded.

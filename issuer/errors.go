@@ -1,13 +1,13 @@
 package issuer
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -114,24 +114,23 @@ func writeOAuthError(c echo.Context, e *Error) error {
 	if status == 0 {
 		status = http.StatusBadRequest
 	}
-	b := make([]byte, 0, 96+len(e.Description))
-	b = append(b, `{"error":`...)
-	b = appendJSONString(b, e.Code)
-	if e.Description != "" {
-		b = append(b, `,"error_description":`...)
-		b = appendJSONString(b, rfcDescription(e.Description))
+	b, err := json.Marshal(errorBody{Error: e.Code, Description: rfcDescription(e.Description), URI: e.URI})
+	if err != nil {
+		return fmt.Errorf("error response: %w", err)
 	}
-	if e.URI != "" {
-		b = append(b, `,"error_uri":`...)
-		b = appendJSONString(b, e.URI)
-	}
-	b = append(b, '}')
 	c.Response().WriteHeader(status)
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
-	_, err := c.Response().Write(b)
+	_, err = c.Response().Write(b)
 	return err
+}
+
+// errorBody is the JSON object of an error response (RFC 6749 §5.2).
+type errorBody struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+	URI         string `json:"error_uri,omitempty"`
 }
 
 // usedBasic reports whether r carries HTTP Basic credentials.
@@ -207,55 +206,3 @@ func toOAuthError(c echo.Context, logger *slog.Logger, outage *Outage, err error
 // errAbandoned answers a request whose client went away before it was
 // served (nobody reads it; the status only shows in the access log).
 var errAbandoned = &Error{Code: oauth.InvalidRequest, Description: "the request was abandoned by the client", Status: http.StatusBadRequest}
-
-// appendJSONString appends s as a JSON string (RFC 8259 §7), escaping
-// quotes, backslashes, control characters, and <, >, & and U+2028/U+2029
-// as encoding/json does. Invalid UTF-8 becomes U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}

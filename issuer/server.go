@@ -27,11 +27,11 @@ type Signer interface {
 }
 
 // SignClaims is the [Signer]'s contract with the claims it signs: JWT
-// claims that append their own JSON object to dst, as encoding/json would
-// encode them, without reflection (the token endpoint's hot path). It is
-// the same type as keys.Claims (both alias this interface literal), so
-// *keys.Manager is a Signer while issuer does not import keys; a claims
-// type without AppendJSON does not compile as an argument to Sign.
+// claims that append their own JSON object to dst (accessClaims encode
+// theirs with encoding/json). It is the same type as keys.Claims (both
+// alias this interface literal), so *keys.Manager is a Signer while issuer
+// does not import keys; a claims type without AppendJSON does not compile
+// as an argument to Sign.
 type SignClaims = interface {
 	jwt.Claims
 	AppendJSON(dst []byte) []byte

@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -43,12 +42,16 @@ func newTokenState(cfg Config) *tokenState {
 
 // tokenResponse is the successful token response (RFC 6749 §5.1).
 type tokenResponse struct {
-	AccessToken  string
-	RefreshToken string
-	ExpiresIn    int64
-	Scope        string // "" omits the member (unrestricted legacy grant)
-	DPoP         bool   // token_type DPoP: the access token is bound (RFC 9449 §5)
-	IDToken      string // OpenID Connect Core §3.1.3.3; "" omits the member
+	AccessToken string `json:"access_token"`
+	// RefreshToken is "" for client_credentials (RFC 6749 §4.4.3): the
+	// member is omitted.
+	RefreshToken string `json:"refresh_token,omitempty"`
+	// TokenType is "DPoP" when the access token is bound (RFC 9449 §5),
+	// else "bearer".
+	TokenType string `json:"token_type"`
+	ExpiresIn int64  `json:"expires_in"`
+	Scope     string `json:"scope,omitempty"`    // "" omits the member (unrestricted legacy grant)
+	IDToken   string `json:"id_token,omitempty"` // OpenID Connect Core §3.1.3.3
 }
 
 // handleToken is POST /v2/auth/oauth2/token (RFC 6749 §3.2): the grants
@@ -327,64 +330,28 @@ func pkceMatches(verifier, challenge string) bool {
 }
 
 func (s *Server) newTokenResponse(access, refresh string, scopes []string, unrestricted bool, jkt string) tokenResponse {
-	r := tokenResponse{AccessToken: access, RefreshToken: refresh, ExpiresIn: int64(s.cfg.AccessTTL / time.Second), DPoP: jkt != ""}
+	r := tokenResponse{AccessToken: access, RefreshToken: refresh, TokenType: "bearer", ExpiresIn: int64(s.cfg.AccessTTL / time.Second)}
+	if jkt != "" {
+		r.TokenType = "DPoP"
+	}
 	if !unrestricted {
 		r.Scope = scope.Join(scopes)
 	}
 	return r
 }
 
-// Header values of every token response.
-var (
-	hdrJSON    = []string{"application/json"}
-	hdrNoStore = []string{"no-store"}
-	hdrNoCache = []string{"no-cache"}
-)
-
-// writeTokenResponse writes r as JSON without reflection (the token
-// endpoint is a hot path), with Cache-Control: no-store (RFC 6749 §5.1).
+// writeTokenResponse writes r as JSON with Cache-Control: no-store (RFC
+// 6749 §5.1).
 func writeTokenResponse(c echo.Context, r tokenResponse) error {
-	bp := responseBufs.Get().(*[]byte)
-	defer responseBufs.Put(bp)
-	b := (*bp)[:0]
-	b = append(b, `{"access_token":`...)
-	b = appendJSONString(b, r.AccessToken)
-	if r.RefreshToken != "" { // none for client_credentials (RFC 6749 §4.4.3)
-		b = append(b, `,"refresh_token":`...)
-		b = appendJSONString(b, r.RefreshToken)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("token response: %w", err)
 	}
-	if r.DPoP {
-		b = append(b, `,"token_type":"DPoP","expires_in":`...)
-	} else {
-		b = append(b, `,"token_type":"bearer","expires_in":`...)
-	}
-	b = strconv.AppendInt(b, r.ExpiresIn, 10)
-	if r.Scope != "" {
-		b = append(b, `,"scope":`...)
-		b = appendJSONString(b, r.Scope)
-	}
-	if r.IDToken != "" {
-		b = append(b, `,"id_token":`...)
-		b = appendJSONString(b, r.IDToken)
-	}
-	b = append(b, '}')
-	// Direct assignment of shared, canonical-key values: no allocation per
-	// response (net/http only reads them).
 	h := c.Response().Header()
-	h["Content-Type"] = hdrJSON
-	h["Cache-Control"] = hdrNoStore
-	h["Pragma"] = hdrNoCache
-	c.Response().WriteHeader(http.StatusOK)
-	_, err := c.Response().Write(b) // a Writer never keeps b
-	if cap(b) <= 16<<10 {
-		*bp = b[:0]
-	}
-	return err
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	return c.JSONBlob(http.StatusOK, b)
 }
-
-// responseBufs are the token responses' buffers: the response is copied
-// into net/http's own buffer by Write.
-var responseBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // audit logs a security event. Never a secret, code or token. userID 0
 // is an event without a user (a client acting for itself): it says

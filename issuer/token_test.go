@@ -868,15 +868,6 @@ func TestHTTPErrorHandler(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"b\s`, "ctl\x00\x01\n\r\t\x1f", "<script>&", "ü€😀", "bad\xffutf8", "\u2028\u2029"} {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s; want %s", s, got, want)
-		}
-	}
-}
-
 func TestErrorIs(t *testing.T) {
 	e := WithDescription(ErrInvalidGrant, "code %s expired", "x")
 	if !errors.Is(e, ErrInvalidGrant) || errors.Is(e, ErrInvalidRequest) {
