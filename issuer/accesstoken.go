@@ -45,19 +45,6 @@ type accessClaims struct {
 	Cnf *cnf `json:"cnf,omitempty"`
 }
 
-var _ SignClaims = (*accessClaims)(nil)
-
-// AppendJSON appends the claims' JSON object, as encoding/json encodes
-// it: it is what makes accessClaims the [SignClaims] a [Signer] takes.
-func (c *accessClaims) AppendJSON(b []byte) []byte {
-	j, err := json.Marshal(c)
-	if err != nil {
-		// Strings, integers, a bool and an audience always encode.
-		panic("issuer: encode access token claims: " + err.Error())
-	}
-	return append(b, j...)
-}
-
 func (c *accessClaims) GetExpirationTime() (*jwt.NumericDate, error) {
 	return jwt.NewNumericDate(time.Unix(c.ExpiresAt, 0)), nil
 }

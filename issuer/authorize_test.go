@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 
 	"oauthd/data"
@@ -27,7 +28,7 @@ var authzT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type authzFakeSigner struct{}
 
-func (authzFakeSigner) Sign(SignClaims) (string, error) { return "", errors.New("not used") }
+func (authzFakeSigner) Sign(jwt.Claims) (string, error) { return "", errors.New("not used") }
 
 type authzFakeVerifier struct{}
 

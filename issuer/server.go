@@ -23,18 +23,7 @@ import (
 
 // Signer signs access tokens with the active key; *keys.Manager is one.
 type Signer interface {
-	Sign(claims SignClaims) (string, error)
-}
-
-// SignClaims is the [Signer]'s contract with the claims it signs: JWT
-// claims that append their own JSON object to dst (accessClaims encode
-// theirs with encoding/json). It is the same type as keys.Claims (both
-// alias this interface literal), so *keys.Manager is a Signer while issuer
-// does not import keys; a claims type without AppendJSON does not compile
-// as an argument to Sign.
-type SignClaims = interface {
-	jwt.Claims
-	AppendJSON(dst []byte) []byte
+	Sign(claims jwt.Claims) (string, error)
 }
 
 // TokenVerifier verifies access tokens (for introspection); *verify.Verifier is one.

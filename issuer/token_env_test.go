@@ -46,7 +46,7 @@ type tkSigner struct {
 	kid string
 }
 
-func (s *tkSigner) Sign(claims SignClaims) (string, error) { return s.signed(claims, "at+jwt") }
+func (s *tkSigner) Sign(claims jwt.Claims) (string, error) { return s.signed(claims, "at+jwt") }
 
 // signed is claims as an ES256 JWS with the header typ and the signer's
 // kid: as golang-jwt's ES256, with the low S of the pair (r, s), (r, n − s)

@@ -1,43 +1,42 @@
 package keys_test
 
 import (
-	"reflect"
+	"context"
+	"encoding/base64"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"oauthd/data/memory"
 	"oauthd/keys"
 )
 
-// TestSignTakesTheContract: Manager.Sign's parameter is the declared
-// contract (claims with AppendJSON), not any jwt.Claims checked at run
-// time, so claims without the fast path do not compile as its argument;
-// JSONClaims makes such claims into the contract.
-func TestSignTakesTheContract(t *testing.T) {
-	sign, ok := reflect.TypeFor[*keys.Manager]().MethodByName("Sign")
-	if !ok {
-		t.Fatal("*keys.Manager has no Sign method")
-	}
-	param := sign.Type.In(1)
-	if param != reflect.TypeFor[keys.Claims]() {
-		t.Errorf("Sign takes %v; want keys.Claims", param)
-	}
-	if _, ok := param.MethodByName("AppendJSON"); !ok {
-		t.Errorf("Sign's parameter %v has no AppendJSON", param)
-	}
-	for _, c := range []any{jwt.MapClaims{}, jwt.RegisteredClaims{}, &jwt.RegisteredClaims{}} {
-		if reflect.TypeOf(c).Implements(param) {
-			t.Errorf("%T would be accepted by Sign without encoding itself", c)
-		}
-	}
-	c, err := keys.JSONClaims(jwt.MapClaims{"sub": "42", "b": "<&>"})
+// TestSignEncodesClaims: Sign's payload is the claims as encoding/json
+// encodes them (its escaping included), and claims encoding/json cannot
+// encode are an error, not a token.
+func TestSignEncodesClaims(t *testing.T) {
+	m, err := keys.New(context.Background(), keys.Config{Store: memory.New(), Now: time.Now, MasterKey: make([]byte, 32)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(c.AppendJSON([]byte("x"))), `x{"b":"\u003c\u0026\u003e","sub":"42"}`; got != want {
-		t.Errorf("JSONClaims(...).AppendJSON = %s; want %s", got, want)
+	tok, err := m.Sign(jwt.MapClaims{"sub": "42", "b": "<&>"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := keys.JSONClaims(jwt.MapClaims{"bad": func() {}}); err == nil {
-		t.Error("JSONClaims of claims encoding/json cannot encode succeeded")
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("token %q is not a compact JWS", tok)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(payload), `{"b":"\u003c\u0026\u003e","sub":"42"}`; got != want {
+		t.Errorf("payload = %s; want %s", got, want)
+	}
+	if tok, err := m.Sign(jwt.MapClaims{"bad": func() {}}); err == nil {
+		t.Errorf("Sign of claims encoding/json cannot encode = %q, nil; want an error", tok)
 	}
 }

@@ -22,16 +22,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	// Sign takes claims that encode themselves (keys.Claims, the token
-	// endpoint's fast path); JSONClaims encodes any others once.
-	claims, err := keys.JSONClaims(jwt.MapClaims{
+	// Sign encodes any JWT claims with encoding/json.
+	token, err := m.Sign(jwt.MapClaims{
 		"iss": "https://oauthd.example", "aud": "https://oauthd.example", "sub": "42",
 		"iat": now.Unix(), "exp": now.Add(30 * time.Minute).Unix(),
 	})
-	if err != nil {
-		panic(err)
-	}
-	token, err := m.Sign(claims)
 	if err != nil {
 		panic(err)
 	}

@@ -48,51 +48,20 @@ type signer struct {
 	header string // base64url of the JOSE header
 }
 
-// Claims is the signer's contract with the claims it signs ([Manager.Sign]):
-// JWT claims that append their own JSON object (RFC 7519 §7.1) to dst
-// without reflection, as encoding/json would encode them, because signing
-// is on the token endpoint's hot path. A claims type without AppendJSON
-// does not compile as an argument to Sign; claims off the hot path go
-// through [JSONClaims], which encodes them once with encoding/json.
-//
-// It is an alias of an interface literal, so that a consumer declares the
-// very same type without importing keys (issuer.SignClaims): identical
-// interface types are one type, and *Manager satisfies the consumer's
-// Signer interface.
-type Claims = interface {
-	jwt.Claims
-	AppendJSON(dst []byte) []byte
-}
-
-// JSONClaims returns claims as [Claims], encoded now with encoding/json:
-// for claims that are not on a hot path (the revoked-grants feed, tests,
-// a benchmark's tokens).
-func JSONClaims(claims jwt.Claims) (Claims, error) {
-	b, err := json.Marshal(claims)
-	if err != nil {
-		return nil, fmt.Errorf("sign: encode claims: %w", err)
-	}
-	return encodedClaims{Claims: claims, json: b}, nil
-}
-
-// encodedClaims are claims with their JSON encoding made beforehand.
-type encodedClaims struct {
-	jwt.Claims
-	json []byte
-}
-
-// AppendJSON appends the encoding made by [JSONClaims].
-func (c encodedClaims) AppendJSON(dst []byte) []byte { return append(dst, c.json...) }
-
 // scratch holds a token's claims JSON and signing input while it is
 // signed, so that the token string is the only allocation that stays.
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// sign returns header.payload.signature (RFC 7515 §7.1).
-func (s *signer) sign(claims Claims) (string, error) {
+// sign returns header.payload.signature (RFC 7515 §7.1), the payload
+// being claims as encoding/json encodes them.
+func (s *signer) sign(claims jwt.Claims) (string, error) {
+	j, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("sign: encode claims: %w", err)
+	}
 	bp := scratch.Get().(*[]byte)
 	defer scratch.Put(bp)
-	b := claims.AppendJSON((*bp)[:0])
+	b := append((*bp)[:0], j...)
 	payload := b
 	// The signing input follows the payload in the same buffer.
 	n := len(b)
@@ -105,7 +74,6 @@ func (s *signer) sign(claims Claims) (string, error) {
 	}
 	input := b[n:]
 	var sig []byte
-	var err error
 	if s.es256 {
 		var raw [64]byte
 		sig, err = signES256(raw[:0], s.key.Signer.(*ecdsa.PrivateKey), input)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"oauthd/data"
 	"oauthd/keys/verify"
 )
@@ -357,7 +359,7 @@ func indexOf(ks []data.SigningKey, state data.KeyState) int {
 // Sign signs claims with the active key: a compact JWS with header alg,
 // kid and typ "at+jwt" (RFC 9068 §2.1). It touches no store and parses no
 // JWK.
-func (m *Manager) Sign(claims Claims) (string, error) {
+func (m *Manager) Sign(claims jwt.Claims) (string, error) {
 	s := m.snap.Load()
 	if s == nil || s.active == nil {
 		return "", ErrNoSigningKey

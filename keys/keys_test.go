@@ -75,16 +75,6 @@ type testClaims struct {
 	Unrestricted bool   `json:"unrestricted,omitempty"`
 }
 
-// AppendJSON makes testClaims [keys.Claims]: by encoding/json, as claims
-// off the hot path are encoded.
-func (c testClaims) AppendJSON(dst []byte) []byte {
-	b, err := json.Marshal(c)
-	if err != nil {
-		panic(err)
-	}
-	return append(dst, b...)
-}
-
 func claimsAt(now time.Time) testClaims {
 	return testClaims{
 		RegisteredClaims: jwt.RegisteredClaims{

@@ -44,11 +44,7 @@ func (m *Manager) SignWith(typ string, build func(alg string) (jwt.Claims, error
 	if err != nil {
 		return "", err
 	}
-	encoded, err := JSONClaims(claims)
-	if err != nil {
-		return "", err
-	}
 	sg := *s.active
 	sg.header = base64.RawURLEncoding.EncodeToString(hdr)
-	return sg.sign(encoded)
+	return sg.sign(claims)
 }

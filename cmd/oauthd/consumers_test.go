@@ -17,8 +17,7 @@ import (
 // backend, and the client cache serve puts in front of them, satisfies
 // each one. These are compile-time checks: the test binary does not build
 // when a backend misses a method a consumer calls. Likewise the key
-// manager is the issuer's Signer (Sign takes keys.Claims, which is
-// issuer.SignClaims) and its FeedSigner.
+// manager is the issuer's Signer and its FeedSigner.
 var (
 	_ = []issuer.Store{(*bolt.Store)(nil), (*memory.Store)(nil), (*postgres.Store)(nil), (*cache.Store)(nil)}
 	_ = []admin.Store{(*bolt.Store)(nil), (*memory.Store)(nil), (*postgres.Store)(nil), (*cache.Store)(nil)}
@@ -28,5 +27,4 @@ var (
 
 	_ issuer.Signer     = (*keys.Manager)(nil)
 	_ issuer.FeedSigner = (*keys.Manager)(nil)
-	_ keys.Claims       = issuer.SignClaims(nil)
 )
