@@ -62,7 +62,7 @@ func NewRootCommand() *cobra.Command {
 	v := buildVersion()
 	root.Version = v.Release
 	root.SetVersionTemplate(v.text())
-	root.AddCommand(newVersionCommand(), newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o), newAgentsCommand(o))
+	root.AddCommand(newVersionCommand(v), newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o), newAgentsCommand(o))
 	addGateway(root)
 	requireSubcommands(root)
 	markReadOnly(root)

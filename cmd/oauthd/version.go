@@ -75,7 +75,9 @@ func (v versionInfo) text() string {
 	return b.String()
 }
 
-func newVersionCommand() *cobra.Command {
+// newVersionCommand prints v, the version root read once (root's --version
+// prints it too).
+func newVersionCommand(v versionInfo) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -85,7 +87,6 @@ func newVersionCommand() *cobra.Command {
 		// configuration holds (root's PersistentPreRunE reads it).
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := buildVersion()
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), v)
 			}
