@@ -111,15 +111,14 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	if o.upstream == "" {
 		return nil, errors.New("--upstream is required: the base URL of the API server to protect (or set OAUTHD_GATEWAY_UPSTREAM)")
 	}
-	up, err := url.Parse(o.upstream)
-	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+	up, ok := httpURL(o.upstream)
+	if !ok {
 		return nil, fmt.Errorf("--upstream %q must be an absolute http or https URL such as http://127.0.0.1:3000", o.upstream)
 	}
 	if o.issuer == "" {
 		return nil, errors.New("--issuer is required: the base URL of the oauthd server that issues the tokens (or set OAUTHD_GATEWAY_ISSUER)")
 	}
-	iss, err := url.Parse(o.issuer)
-	if err != nil || (iss.Scheme != "http" && iss.Scheme != "https") || iss.Host == "" {
+	if _, ok := httpURL(o.issuer); !ok {
 		return nil, fmt.Errorf("--issuer %q must be an absolute http or https URL, the issuer's base URL", o.issuer)
 	}
 	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
@@ -137,13 +136,13 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 			"Set --public-url https://api.example.com (env OAUTHD_GATEWAY_PUBLIC_URL), or pass --dpop-trust-host when a proxy you trust sets Host")
 	}
 	if o.publicURL != "" {
-		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		if u, ok := httpURL(o.publicURL); !ok || (u.Path != "" && u.Path != "/") {
 			return nil, fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
 		}
 	}
 	if c.jwksURL == "" {
 		c.jwksURL = strings.TrimRight(o.issuer, "/") + "/.well-known/jwks.json"
-	} else if u, err := url.Parse(c.jwksURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	} else if _, ok := httpURL(c.jwksURL); !ok {
 		return nil, fmt.Errorf("--jwks-url %q must be an absolute http or https URL", c.jwksURL)
 	}
 	if len(c.audience) == 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
@@ -38,7 +37,7 @@ func (o *feedOptions) check() error {
 		return nil
 	}
 	if o.url != "" {
-		if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if _, ok := httpURL(o.url); !ok {
 			return fmt.Errorf("--revocation-feed-url %q must be an absolute http or https URL", o.url)
 		}
 	}

@@ -96,8 +96,7 @@ func (o *serveOptions) check() error {
 		if f.url == "" {
 			continue
 		}
-		u, err := url.Parse(f.url)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		if u, ok := httpURL(f.url); !ok || u.RawQuery != "" || u.Fragment != "" {
 			return fmt.Errorf("%s %q: use an http(s) URL without query or fragment, e.g. https://auth.example.com", f.name, f.url)
 		}
 	}
@@ -157,13 +156,24 @@ func (o *serveOptions) checkHandover() error {
 	default:
 		return errors.New("the login handover needs all of --login-url, --login-issuer and --login-jwks (see docs/LOGIN-HANDOVER.md)")
 	}
-	if u, err := url.Parse(o.loginURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	if _, ok := httpURL(o.loginURL); !ok {
 		return fmt.Errorf("--login-url %q must be an http(s) URL of the platform's login page", o.loginURL)
 	}
 	if o.loginJWKSMaxAge < time.Second {
 		return fmt.Errorf("--login-jwks-max-age %s: use a duration of 1s or more (default %s)", o.loginJWKSMaxAge, handover.DefaultMaxAge)
 	}
 	return nil
+}
+
+// httpURL parses raw as an absolute http or https URL with a host; false
+// for anything else. Every URL setting of serve, gateway and tracing is
+// checked with it.
+func httpURL(raw string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, false
+	}
+	return u, true
 }
 
 // checkDPoPWindow checks a --dpop-window (serve's and gateway's).

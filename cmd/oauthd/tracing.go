@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -106,22 +105,12 @@ func (o *tracingOptions) check() error {
 		return fmt.Errorf("--otel-exporter-otlp-protocol (OTEL_EXPORTER_OTLP_PROTOCOL) %q: use http/protobuf or grpc", o.protocol)
 	}
 	if o.endpoint != "" {
-		if u, err := parseHTTPURL(o.endpoint); err != nil || u == "" {
+		if _, ok := httpURL(o.endpoint); !ok {
 			return fmt.Errorf("--otel-exporter-otlp-endpoint (OTEL_EXPORTER_OTLP_ENDPOINT) %q: use an http(s) URL such as http://127.0.0.1:4318", o.endpoint)
 		}
 	}
 	_, err := o.newSampler()
 	return err
-}
-
-// parseHTTPURL returns the host of an http or https URL, or an error.
-func parseHTTPURL(raw string) (string, error) {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || (scheme != "http" && scheme != "https") {
-		return "", errors.New("not an http(s) URL")
-	}
-	host, _, _ := strings.Cut(rest, "/")
-	return host, nil
 }
 
 // newSampler is the sampler of --otel-traces-sampler (the names and
