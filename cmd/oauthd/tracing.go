@@ -48,6 +48,7 @@ type tracingOptions struct {
 	sampler, samplerArg          string
 
 	defaultService string // "oauthd" or "oauthd-gateway"
+	on             bool   // traces are exported: decided once, by check
 }
 
 // AddFlags registers the tracing flags; each one's variable is the
@@ -78,8 +79,12 @@ func (o *tracingOptions) AddFlags(fs *pflag.FlagSet, defaultService string) {
 	}
 }
 
-// enabled reports whether traces are exported.
-func (o *tracingOptions) enabled() bool {
+// enabled reports whether traces are exported (as check found; false
+// before check).
+func (o *tracingOptions) enabled() bool { return o.on }
+
+// decide is whether the settings and the environment turn traces on.
+func (o *tracingOptions) decide() bool {
 	if v, _ := strconv.ParseBool(os.Getenv(envSDKDisabled)); v {
 		return false
 	}
@@ -92,7 +97,8 @@ func (o *tracingOptions) enabled() bool {
 	return o.endpoint != "" || os.Getenv(envTracesEndpoint) != ""
 }
 
-// check is every rule of the tracing settings.
+// check is every rule of the tracing settings; it also decides, once,
+// whether traces are on (enabled).
 func (o *tracingOptions) check() error {
 	switch o.exporter {
 	case "", "otlp", "none":
@@ -109,8 +115,11 @@ func (o *tracingOptions) check() error {
 			return fmt.Errorf("--otel-exporter-otlp-endpoint (OTEL_EXPORTER_OTLP_ENDPOINT) %q: use an http(s) URL such as http://127.0.0.1:4318", o.endpoint)
 		}
 	}
-	_, err := o.newSampler()
-	return err
+	if _, err := o.newSampler(); err != nil {
+		return err
+	}
+	o.on = o.decide()
+	return nil
 }
 
 // newSampler is the sampler of --otel-traces-sampler (the names and
@@ -242,7 +251,8 @@ func peerIn(addr string, nets []netip.Prefix) bool {
 	return false
 }
 
-// prefixes parses the --trusted-proxy CIDRs (checked before).
+// prefixes parses the --trusted-proxy CIDRs (serveOptions.check, which
+// checks them first).
 func prefixes(cidrs []string) []netip.Prefix {
 	var out []netip.Prefix
 	for _, c := range cidrs {
