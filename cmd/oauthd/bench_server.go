@@ -40,7 +40,10 @@ func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (
 // port, with a client of up to conns connections.
 func serveBench(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte, conns int) (*benchServer, error) {
 	so := defaultServeOptions()
-	so.addr = "127.0.0.1:0"
+	so.addr, so.db = "127.0.0.1:0", dbPath
+	if err := so.check(); err != nil {
+		return nil, err
+	}
 	w, err := so.wire(ctx, logger, dbPath, mk)
 	if err != nil {
 		return nil, err

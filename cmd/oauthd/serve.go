@@ -119,7 +119,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		srvs = append(srvs, adminSrv)
 	}
 	srv := w.httpServer(logger)
-	srv.Handler = o.trace.handler(srv.Handler, "oauthd", prefixes(o.proxies))
+	srv.Handler = o.trace.handler(srv.Handler, "oauthd", o.trusted)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", redactDB(root.db))

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/spf13/pflag"
 
 	"oauthd/consent/handover"
@@ -44,6 +46,11 @@ type serveOptions struct {
 	loginURL, loginIssuer, loginJWKS string
 	loginJWKSMaxAge                  time.Duration
 	trace                            tracingOptions // tracing.go
+	// ipx and trusted are --trusted-proxy as check parsed it, once: how
+	// a request's source address is found (issuer.TrustedProxies), and
+	// the peers whose traceparent is followed (tracing.go).
+	ipx     echo.IPExtractor
+	trusted []netip.Prefix
 
 	now func() time.Time // the clock of the issuer, keys, verifier and pages; nil: time.Now (tests inject one)
 	// adminSocket: the path wire listens on for the admin socket before
@@ -87,7 +94,9 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // check is every rule of serve's settings, run before anything is opened,
-// listened on or written: a typo never leaves a new database behind.
+// listened on or written: a typo never leaves a new database behind. It
+// keeps what it parsed (--trusted-proxy; tracing's on or off) for wire
+// and run.
 func (o *serveOptions) check() error {
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return fmt.Errorf("--addr %q: %w; use host:port, e.g. 127.0.0.1:8080", o.addr, err)
@@ -123,9 +132,11 @@ func (o *serveOptions) check() error {
 		return fmt.Errorf("--client-metadata-min-ttl %s / --client-metadata-max-ttl %s: use positive durations, the maximum not below the minimum (defaults %s and %s)",
 			o.metaMinTTL, o.metaMaxTTL, issuer.DefaultMetadataMinTTL, issuer.DefaultMetadataMaxTTL)
 	}
-	if _, err := issuer.TrustedProxies(o.proxies); err != nil {
+	ipx, err := issuer.TrustedProxies(o.proxies)
+	if err != nil {
 		return fmt.Errorf("--trusted-proxy %w", err)
 	}
+	o.ipx, o.trusted = ipx, prefixes(o.proxies)
 	if err := issuer.CheckResources(o.resources); err != nil {
 		return fmt.Errorf("--resource %w", err)
 	}

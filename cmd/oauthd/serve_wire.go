@@ -50,6 +50,9 @@ type wired struct {
 // builds the Echo app (docs/DESIGN.md "serve wiring"); o is checked. On
 // success the caller closes ln and calls closeStore.
 func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte) (w *wired, err error) {
+	if o.ipx == nil {
+		return nil, errors.New("serve: the settings were not checked (serveOptions.check)")
+	}
 	w = &wired{}
 	now := o.now
 	if now == nil {
@@ -185,11 +188,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 		return nil, fmt.Errorf("settings pages: %w", err)
 	}
 
-	ipx, err := issuer.TrustedProxies(o.proxies)
-	if err != nil {
-		return nil, fmt.Errorf("--trusted-proxy %w", err)
-	}
-	e := issuer.NewEcho(logger, reg, ipx, w.outage)
+	e := issuer.NewEcho(logger, reg, o.ipx, w.outage)
 	if o.trace.enabled() {
 		e.Use(spanRoute)
 	}

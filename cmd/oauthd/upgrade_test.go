@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"golang.org/x/oauth2"
 
 	"oauthd/consent/consenttest"
@@ -158,6 +159,7 @@ func startUpgrade(t *testing.T, fixture string) *upgradeServer {
 	clock := func() time.Time { return u.fx.MadeAt.Add(time.Second + time.Since(start)) }
 	o := serveOptions{addr: "127.0.0.1:0", baseURL: u.fx.BaseURL, appURL: u.fx.BaseURL,
 		codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, now: clock}
+	o.ipx = echo.ExtractIPDirect() // what check makes of no --trusted-proxy
 	logger := slog.New(slog.DiscardHandler)
 	w, err := o.wire(t.Context(), logger, u.db, mk)
 	if err != nil {
