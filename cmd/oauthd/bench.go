@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/cmd/oauthd/internal/loadgen"
 )
 
@@ -205,7 +206,7 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	defer os.RemoveAll(dir)
 	dbPath := filepath.Join(dir, "bench.db")
-	if backendOf(root.db).shared {
+	if backend.Of(root.db).Shared {
 		// On a shared database the in-process server uses that database
 		// (its schema is migrated; the seeded user, client and grants stay).
 		dbPath = root.db
@@ -243,8 +244,8 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, len(seeded.tokens), o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
 	rep.Target = "in-process " + srv.w.listenURL
-	if backendOf(root.db).shared {
-		rep.Target += " on " + redactDB(root.db)
+	if backend.Of(root.db).Shared {
+		rep.Target += " on " + backend.Redact(root.db)
 	}
 	rep.RSSMiB = loadgen.RSSMiB()
 	return o.print(stdout, rep)

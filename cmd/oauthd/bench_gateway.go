@@ -15,6 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/keys"
 	"oauthd/keys/guard"
@@ -28,7 +29,7 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 	logger := slog.New(slog.DiscardHandler)
 
 	// The issuer: a key manager as serve has it, its JWKS on loopback.
-	km, err := keys.New(ctx, keys.Config{Store: scratchStore()})
+	km, err := keys.New(ctx, keys.Config{Store: backend.Scratch()})
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/data/postgres/pgtest"
 )
@@ -21,10 +22,10 @@ import (
 // chains, every chain used, and the newest tokens written back to the
 // file (a second run on them finds every chain alive).
 func TestBenchSeedThenTarget(t *testing.T) {
-	for _, backend := range []string{"bbolt", "postgres"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, kind := range []string{"bbolt", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
 			c := newCLI(t)
-			if backend == "postgres" {
+			if kind == "postgres" {
 				if testing.Short() {
 					t.Skip("-short: starts PostgreSQL")
 				}
@@ -38,7 +39,7 @@ func TestBenchSeedThenTarget(t *testing.T) {
 				t.Fatalf("emit report %+v; want the seed's figures", em)
 			}
 			if !em.Seed.Bulk {
-				t.Errorf("seed bulk = false on %s; want the backend's SeedFamilies", backend)
+				t.Errorf("seed bulk = false on %s; want the backend's SeedFamilies", kind)
 			}
 			// i%1000 < 100 for i in [0, 2000): 200 families; the codes: every
 			// seeded one and the real grants' (a minute's life).
@@ -48,7 +49,7 @@ func TestBenchSeedThenTarget(t *testing.T) {
 
 			ctx := t.Context()
 			logger := slog.New(slog.DiscardHandler)
-			db, err := openDB(ctx, c.db, forCLIRead, logger)
+			db, err := backend.Open(ctx, c.db, backend.ForCLIRead, logger)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"oauthd/cmd/internal/backend"
 )
 
 // configuredCommands are the commands whose settings a file holds, in the
@@ -149,7 +151,7 @@ func shownValue(f *pflag.Flag) any {
 // maskURL replaces the password of a URL (and a PostgreSQL URL's password
 // parameters).
 func maskURL(v string) string {
-	if r := redactDB(v); r != v {
+	if r := backend.Redact(v); r != v {
 		return r
 	}
 	u, err := url.Parse(v)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/data/password"
 	"oauthd/issuer/admin"
 )
@@ -76,7 +77,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		srvs = append(srvs, dbg)
 		logger.Info("pprof listening on " + dbgURL)
 	}
-	o.adminSocket = adminSocket(root.db)
+	o.adminSocket = backend.AdminSocket(root.db)
 	w, err := o.wire(ctx, logger, root.db, mk) // listens on --addr and the admin socket before it opens the database
 	if err != nil {
 		return err
@@ -122,16 +123,16 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	srv.Handler = o.trace.handler(srv.Handler, "oauthd", o.trusted)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", redactDB(root.db))
+	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", backend.Redact(root.db))
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { km.Run(loopCtx) })
 	wg.Go(func() { w.outage.Run(loopCtx) })
-	if w.db.follow != nil {
+	if w.db.Follow != nil {
 		wg.Go(func() { w.follow(loopCtx, logger) })
 	}
-	wg.Go(func() { gcLoop(loopCtx, logger, store, w.db.gc) })
+	wg.Go(func() { gcLoop(loopCtx, logger, store, w.db.GC) })
 
 	select {
 	case <-ctx.Done():

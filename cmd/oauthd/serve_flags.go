@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/spf13/pflag"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/consent/handover"
 	"oauthd/issuer"
 	"oauthd/keys/verify"
@@ -112,7 +113,7 @@ func (o *serveOptions) check() error {
 	if err := o.checkHandover(); err != nil {
 		return err
 	}
-	if err := checkSessionURL(o.db, o.dbSession); err != nil {
+	if err := backend.CheckSessionURL(o.db, o.dbSession); err != nil {
 		return err
 	}
 	if o.codeTTL <= 0 || o.codeTTL > issuer.MaxCodeTTL {

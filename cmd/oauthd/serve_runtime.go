@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/data"
 	"oauthd/data/password"
 	"oauthd/issuer"
@@ -94,7 +95,7 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store, throttle
 // connected or reconnected, or the periodic resync is due) does both.
 // Grants and families are not cached, so their changes need nothing here.
 func (w *wired) follow(ctx context.Context, logger *slog.Logger) {
-	w.db.follow(ctx, func(ctx context.Context, c change) {
+	w.db.Follow(ctx, func(ctx context.Context, c backend.Change) {
 		if c.Kind == "throttle" {
 			if w.throttle != nil {
 				w.throttle.Learn(c.Row, c.Full)

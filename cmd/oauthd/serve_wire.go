@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/consent"
 	"oauthd/consent/handover"
 	"oauthd/consent/settings"
@@ -32,8 +33,8 @@ import (
 // wired is a server wired as `serve` runs it, listening but not yet
 // serving: serve and bench both start from it.
 type wired struct {
-	db                   *database    // the opened --db
-	store                *cache.Store // the backend with client records cached; every write of this process goes through it
+	db                   *backend.Database // the opened --db
+	store                *cache.Store      // the backend with client records cached; every write of this process goes through it
 	km                   *keys.Manager
 	iss                  *issuer.Server
 	guard                *guard.Guard
@@ -96,15 +97,15 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 			}
 		}()
 	}
-	in, err := inspectDB(ctx, dbPath)
+	in, err := backend.Inspect(ctx, dbPath)
 	if err != nil {
 		return nil, err
 	}
-	if err := keys.CheckMasterKey(in.keys, mk); err != nil {
+	if err := keys.CheckMasterKey(in.Keys, mk); err != nil {
 		return nil, err
 	}
 
-	db, err := openDBWith(ctx, dbPath, forServe, logger, openOptions{sessionURL: o.dbSession})
+	db, err := backend.OpenWith(ctx, dbPath, backend.ForServe, logger, backend.Options{SessionURL: o.dbSession})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.guard = g
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(db.collectors...)
+	reg.MustRegister(db.Collectors...)
 	// Audit records are counted by event (refusals of anonymous callers
 	// included), whatever the log level.
 	logger = slog.New(admin.NewAuditCounter(logger.Handler(), reg))
@@ -158,8 +159,8 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	uiGuard := guard.New(guard.Config{Verifier: me, Table: issuer.UserinfoTable(), Logger: logger, DPoP: dp, PublicURL: base})
 	registerTokenCacheMetrics(reg, v)
 	var shared *throttle.Shared // nil: one process counts alone
-	if db.throttle != nil {
-		shared, w.throttle = sharedThrottle(db.throttle, km.RefreshTokenKey())
+	if db.Throttle != nil {
+		shared, w.throttle = sharedThrottle(db.Throttle, km.RefreshTokenKey())
 	}
 	iss, err := issuer.New(issuer.Config{
 		Store: store, Signer: km, Verifier: v, MeAuth: meGuard.Echo(), UserinfoAuth: uiGuard.Echo(), Logger: logger, Registerer: reg,
@@ -174,8 +175,8 @@ func (o *serveOptions) wire(ctx context.Context, logger *slog.Logger, dbPath str
 	w.iss = iss
 	me.Bind(iss)
 	adminLog := logger
-	if db.audit != nil {
-		adminLog = slog.New(admin.TeeAudit(logger.Handler(), db.audit))
+	if db.Audit != nil {
+		adminLog = slog.New(admin.TeeAudit(logger.Handler(), db.Audit))
 	}
 	w.local = admin.NewLocal(store, km, adminLog, now)
 	pages, err := consent.New(consent.Config{Store: store, Authorizer: iss, Logger: logger, AppURL: app, Registerer: reg,

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"oauthd/cmd/internal/backend"
 )
 
 func newStoreCompactCommand(root *rootOptions) *cobra.Command {
@@ -23,15 +25,15 @@ the file (PATH.compact), made durable and renamed over it; the write-ahead
 log (PATH-wal) stays and applies to the copy.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := backendOf(root.db)
-			if b.compact == nil {
-				return fmt.Errorf("--db %s is not a bbolt file; PostgreSQL returns space by VACUUM", redactDB(root.db))
+			b := backend.Of(root.db)
+			if b.Compact == nil {
+				return fmt.Errorf("--db %s is not a bbolt file; PostgreSQL returns space by VACUUM", backend.Redact(root.db))
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			r, err := b.compact(cmd.Context(), root.db, logger)
+			r, err := b.Compact(cmd.Context(), root.db, logger)
 			if err != nil {
 				return err
 			}

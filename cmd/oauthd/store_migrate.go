@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"oauthd/cmd/internal/backend"
 )
 
 func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
@@ -14,17 +16,17 @@ func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
 		Short: "Create or upgrade the PostgreSQL schema (serve also does it at start, under the same lock)",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := backendOf(root.db)
-			if b.migrate == nil {
+			b := backend.Of(root.db)
+			if b.Migrate == nil {
 				return fmt.Errorf("--db %s is a bbolt file, which needs no migration; pass a postgres:// URL", root.db)
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			from, to, err := b.migrate(cmd.Context(), root.db, logger)
+			from, to, err := b.Migrate(cmd.Context(), root.db, logger)
 			if err != nil {
-				return fmt.Errorf("migrate %s: %w", redactDB(root.db), err)
+				return fmt.Errorf("migrate %s: %w", backend.Redact(root.db), err)
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]int{"from_version": from, "to_version": to})

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"oauthd/cmd/internal/backend"
 )
 
 func newStorePartitionCommand(root *rootOptions) *cobra.Command {
@@ -23,17 +25,17 @@ with the same N does nothing. See docs/SCALE.md and docs/POSTGRESQL.md.`,
 			if !cmd.Flags().Changed("partitions") {
 				return fmt.Errorf("--partitions is required: the number of hash partitions (2–256), or 0 for a plain table")
 			}
-			b := backendOf(root.db)
-			if b.partitionFamilies == nil {
+			b := backend.Of(root.db)
+			if b.PartitionFamilies == nil {
 				return fmt.Errorf("--db %s is a bbolt file, which has no tables to partition (it scales by one file per server); pass the postgres:// URL of the database to partition", root.db)
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			r, err := b.partitionFamilies(cmd.Context(), root.db, partitions, logger)
+			r, err := b.PartitionFamilies(cmd.Context(), root.db, partitions, logger)
 			if err != nil {
-				return fmt.Errorf("partition families in %s: %w", redactDB(root.db), err)
+				return fmt.Errorf("partition families in %s: %w", backend.Redact(root.db), err)
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]any{"from_partitions": r.From, "to_partitions": r.To,

@@ -1,13 +1,4 @@
-package main
-
-// The one backend boundary (docs/DESIGN.md "One backend boundary"): this is
-// the only file of cmd that imports a backend package or knows which one
-// runs. Every command opens --db with openDB and uses what the database
-// offers (metrics, audit trail, shared throttle, change feed) without
-// asking which backend it is. TestOneBackendBoundary keeps it so.
-//
-// To add a backend: give its package an Open, write its entry below
-// (schemes, its opener) and run data/datatest's suite in its package.
+package backend
 
 import (
 	"context"
@@ -27,48 +18,48 @@ import (
 	"oauthd/issuer/throttle"
 )
 
-// backend is a kind of database --db may name.
-type backend struct {
-	// shared: any number of processes use the database at once (a
+// Backend is a kind of database --db may name.
+type Backend struct {
+	// Shared: any number of processes use the database at once (a
 	// database server). The CLI opens it itself and its changes reach the
 	// servers by notification; bench runs on it. Otherwise one process
 	// owns it (a file): serve listens on an admin socket beside it, the
 	// CLI talks to that server, and bench runs on a temporary one.
-	shared bool
+	Shared bool
 	// redact is a --db for messages and logs: no password.
 	redact func(db string) string
-	open   func(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error)
+	open   func(ctx context.Context, db string, mode Mode, logger *slog.Logger, o Options) (*Database, error)
 	// checkSession checks serve's --db-session-url against --db before
 	// anything is opened; nil: the backend has no session URL (one must
 	// not be given).
 	checkSession func(db, session string) error
 	// inspect reads, writing nothing, what serve checks before open may
 	// create or upgrade the database (the schema, the signing keys).
-	inspect func(ctx context.Context, db string) (inspection, error)
+	inspect func(ctx context.Context, db string) (Inspection, error)
 	// migrate creates or upgrades the schema; nil: the backend needs none.
-	migrate func(ctx context.Context, db string, logger *slog.Logger) (from, to int, err error)
+	Migrate func(ctx context.Context, db string, logger *slog.Logger) (from, to int, err error)
 	// partitionFamilies reshapes the families table (hash partitions, or 0:
 	// a plain table); nil: the backend has no tables.
-	partitionFamilies func(ctx context.Context, db string, partitions int, logger *slog.Logger) (partitionResult, error)
+	PartitionFamilies func(ctx context.Context, db string, partitions int, logger *slog.Logger) (PartitionResult, error)
 	// compact rewrites the database without its free pages (offline);
 	// nil: the backend has no such command.
-	compact func(ctx context.Context, db string, logger *slog.Logger) (compactReport, error)
+	Compact func(ctx context.Context, db string, logger *slog.Logger) (CompactReport, error)
 }
 
-// inspectDB reads db's schema and signing keys without writing anything.
-func inspectDB(ctx context.Context, db string) (inspection, error) {
-	return backendOf(db).inspect(ctx, db)
+// Inspect reads db's schema and signing keys without writing anything.
+func Inspect(ctx context.Context, db string) (Inspection, error) {
+	return Of(db).inspect(ctx, db)
 }
 
-// schemaVersions is, for each backend, the schema this build reads and
+// SchemaVersions is, for each backend, the schema this build reads and
 // writes and the older ones it upgrades (`oauthd version`).
-func schemaVersions() []schemaVersion {
+func SchemaVersions() []SchemaVersion {
 	pg := postgres.SchemaVersion()
 	var pgOlder []string
 	for v := 1; v < pg; v++ {
 		pgOlder = append(pgOlder, strconv.Itoa(v))
 	}
-	return []schemaVersion{
+	return []SchemaVersion{
 		{Backend: "bbolt", Reads: bolt.SchemaVersion, Upgrades: slices.Clone(bolt.UpgradableSchemas)},
 		{Backend: "postgres", Reads: strconv.Itoa(pg), Upgrades: pgOlder},
 	}
@@ -76,12 +67,12 @@ func schemaVersions() []schemaVersion {
 
 // schemes maps the scheme of a --db URL to its backend. Any other --db is
 // a bbolt file (fileBackend).
-var schemes = map[string]*backend{"postgres": &pgBackend, "postgresql": &pgBackend}
+var schemes = map[string]*Backend{"postgres": &pgBackend, "postgresql": &pgBackend}
 
 var fileBackend = &boltBackend
 
-// backendOf is the backend --db names.
-func backendOf(db string) *backend {
+// Of is the backend --db names.
+func Of(db string) *Backend {
 	if scheme, _, ok := strings.Cut(db, "://"); ok {
 		if b, ok := schemes[scheme]; ok {
 			return b
@@ -90,43 +81,43 @@ func backendOf(db string) *backend {
 	return fileBackend
 }
 
-// openDB opens db for mode.
-func openDB(ctx context.Context, db string, mode openMode, logger *slog.Logger) (*database, error) {
-	return openDBWith(ctx, db, mode, logger, openOptions{})
+// Open opens db for mode.
+func Open(ctx context.Context, db string, mode Mode, logger *slog.Logger) (*Database, error) {
+	return OpenWith(ctx, db, mode, logger, Options{})
 }
 
-// openOptions are serve's settings of the database beyond --db.
-type openOptions struct {
-	// sessionURL: --db-session-url, where the connections that need a
+// Options are serve's settings of the database beyond --db.
+type Options struct {
+	// SessionURL: --db-session-url, where the connections that need a
 	// session (LISTEN) go when --db is a transaction pool.
-	sessionURL string
+	SessionURL string
 }
 
-// openDBWith is openDB with serve's options.
-func openDBWith(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error) {
-	return backendOf(db).open(ctx, db, mode, logger, o)
+// OpenWith is Open with serve's options.
+func OpenWith(ctx context.Context, db string, mode Mode, logger *slog.Logger, o Options) (*Database, error) {
+	return Of(db).open(ctx, db, mode, logger, o)
 }
 
-// checkSessionURL checks --db-session-url against --db (serve's check,
+// CheckSessionURL checks --db-session-url against --db (serve's check,
 // before any side effect).
-func checkSessionURL(db, session string) error {
-	b := backendOf(db)
+func CheckSessionURL(db, session string) error {
+	b := Of(db)
 	if b.checkSession == nil {
 		if session != "" {
-			return fmt.Errorf("--db-session-url %s: both must be postgres:// URLs (it is for a PostgreSQL --db behind a transaction pool); --db %s needs none", postgres.Redact(session), redactDB(db))
+			return fmt.Errorf("--db-session-url %s: both must be postgres:// URLs (it is for a PostgreSQL --db behind a transaction pool); --db %s needs none", postgres.Redact(session), Redact(db))
 		}
 		return nil
 	}
 	return b.checkSession(db, session)
 }
 
-// redactDB is db for messages and logs: a URL without its password.
-func redactDB(db string) string { return backendOf(db).redact(db) }
+// Redact is db for messages and logs: a URL without its password.
+func Redact(db string) string { return Of(db).redact(db) }
 
-// adminSocket is the path of serve's admin socket for db, or "" when the
+// AdminSocket is the path of serve's admin socket for db, or "" when the
 // backend is shared and the CLI works on the database itself.
-func adminSocket(db string) string {
-	if backendOf(db).shared {
+func AdminSocket(db string) string {
+	if Of(db).Shared {
 		return ""
 	}
 	return socketBeside(db)
@@ -134,46 +125,44 @@ func adminSocket(db string) string {
 
 func socketBeside(file string) string { return file + ".sock" }
 
-// scratchStore is an empty store in memory, for what needs no database
-// (bench's gateway mode, built with -tags bench).
-//
-//lint:ignore U1000 used by the load generator's build (-tags bench)
-func scratchStore() data.Store { return memory.New() }
+// Scratch is an empty store in memory, for what needs no database
+// (oauthd-bench's gateway mode).
+func Scratch() data.Store { return memory.New() }
 
-var pgBackend = backend{
-	shared:  true,
+var pgBackend = Backend{
+	Shared:  true,
 	redact:  postgres.Redact,
-	migrate: postgres.Migrate,
-	partitionFamilies: func(ctx context.Context, db string, partitions int, logger *slog.Logger) (partitionResult, error) {
+	Migrate: postgres.Migrate,
+	PartitionFamilies: func(ctx context.Context, db string, partitions int, logger *slog.Logger) (PartitionResult, error) {
 		r, err := postgres.PartitionFamilies(ctx, db, partitions, logger)
-		return partitionResult{From: r.From.Partitions, To: r.To.Partitions, Converted: r.Converted, Families: r.Families, Took: r.Took}, err
+		return PartitionResult{From: r.From.Partitions, To: r.To.Partitions, Converted: r.Converted, Families: r.Families, Took: r.Took}, err
 	},
 	checkSession: postgres.CheckPooledURL,
-	inspect: func(ctx context.Context, db string) (inspection, error) {
+	inspect: func(ctx context.Context, db string) (Inspection, error) {
 		in, err := postgres.Inspect(ctx, db)
 		if err != nil {
-			return inspection{}, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
+			return Inspection{}, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
 		}
-		return inspection{keys: in.Keys}, nil
+		return Inspection{Keys: in.Keys}, nil
 	},
-	open: func(ctx context.Context, db string, mode openMode, logger *slog.Logger, o openOptions) (*database, error) {
-		opts := postgres.Options{Logger: logger, MaxConns: 4, Migrate: mode == forCopyTo}
-		if mode == forServe {
+	open: func(ctx context.Context, db string, mode Mode, logger *slog.Logger, o Options) (*Database, error) {
+		opts := postgres.Options{Logger: logger, MaxConns: 4, Migrate: mode == ForCopyTo}
+		if mode == ForServe {
 			// Replicas that start together migrate once (advisory lock).
 			// The change listener needs a session: a transaction pool in
 			// the way is refused first, with what to set, rather than
 			// every replica's caches going stale unnoticed (and before
 			// the migration: a refused start changes nothing).
-			opts = postgres.Options{Logger: logger, Migrate: true, SessionURL: o.sessionURL, CheckSession: true}
+			opts = postgres.Options{Logger: logger, Migrate: true, SessionURL: o.SessionURL, CheckSession: true}
 		}
 		s, err := postgres.Open(ctx, db, opts)
 		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", postgres.Redact(db), err)
 		}
-		return &database{Store: s, collectors: s.Collectors(), audit: s, throttle: pgRows{s}, gc: s.ThrottleGC,
-			follow: func(ctx context.Context, fn func(context.Context, change)) {
+		return &Database{Store: s, Collectors: s.Collectors(), Audit: s, Throttle: pgRows{s}, GC: s.ThrottleGC,
+			Follow: func(ctx context.Context, fn func(context.Context, Change)) {
 				s.Listen(ctx, postgres.ListenOptions{}, func(ctx context.Context, e postgres.Event) {
-					c := change{Reset: e.Reset, Kind: e.Kind}
+					c := Change{Reset: e.Reset, Kind: e.Kind}
 					if e.Kind == "throttle" {
 						var ok bool
 						if c.Row, c.Full, ok = postgres.ParseThrottleEvent(e.ID); !ok {
@@ -211,42 +200,42 @@ func throttleKeys(rows [][]byte, rules []throttle.Rule) []postgres.ThrottleKey {
 	return tk
 }
 
-var boltBackend = backend{
+var boltBackend = Backend{
 	redact: func(db string) string { return db },
-	inspect: func(_ context.Context, db string) (inspection, error) {
+	inspect: func(_ context.Context, db string) (Inspection, error) {
 		in, err := bolt.Inspect(db, bolt.Options{Timeout: time.Second})
 		switch {
 		case errors.Is(err, bolt.ErrLocked):
-			return inspection{}, boltInUse(db)
+			return Inspection{}, boltInUse(db)
 		case err != nil:
-			return inspection{}, err
+			return Inspection{}, err
 		}
-		return inspection{keys: in.Keys}, nil
+		return Inspection{Keys: in.Keys}, nil
 	},
-	compact: func(ctx context.Context, db string, logger *slog.Logger) (compactReport, error) {
+	Compact: func(ctx context.Context, db string, logger *slog.Logger) (CompactReport, error) {
 		r, err := bolt.Compact(ctx, db, bolt.Options{Logger: logger})
 		switch {
 		case errors.Is(err, bolt.ErrNoDatabase):
-			return compactReport{}, noDatabase(db, err)
+			return CompactReport{}, noDatabase(db, err)
 		case errors.Is(err, bolt.ErrLocked):
-			return compactReport{}, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
+			return CompactReport{}, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
 		case err != nil:
-			return compactReport{}, err
+			return CompactReport{}, err
 		}
-		return compactReport{BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter, FreePagesBefore: r.FreePagesBefore}, nil
+		return CompactReport{BytesBefore: r.BytesBefore, BytesAfter: r.BytesAfter, FreePagesBefore: r.FreePagesBefore}, nil
 	},
-	open: func(_ context.Context, db string, mode openMode, logger *slog.Logger, _ openOptions) (*database, error) {
+	open: func(_ context.Context, db string, mode Mode, logger *slog.Logger, _ Options) (*Database, error) {
 		opts := bolt.Options{Timeout: time.Second, Logger: logger}
 		switch mode {
-		case forCLI:
+		case ForCLI:
 			opts.MustExist = true
-		case forCLIRead:
+		case ForCLIRead:
 			opts.MustExist, opts.ReadOnly = true, true
-		case forCopyFrom:
+		case ForCopyFrom:
 			if _, err := os.Stat(db); err != nil {
 				return nil, fmt.Errorf("open %s: %w", db, err)
 			}
-		case forCopyTo:
+		case ForCopyTo:
 			if _, err := os.Stat(db); err == nil {
 				return nil, fmt.Errorf("%s exists; copy into a new file", db)
 			}
@@ -255,18 +244,18 @@ var boltBackend = backend{
 		switch {
 		case errors.Is(err, bolt.ErrNoDatabase):
 			return nil, noDatabase(db, err)
-		case errors.Is(err, bolt.ErrLocked) && mode == forServe:
+		case errors.Is(err, bolt.ErrLocked) && mode == ForServe:
 			return nil, boltInUse(db)
-		case errors.Is(err, bolt.ErrLocked) && (mode == forCLI || mode == forCLIRead):
+		case errors.Is(err, bolt.ErrLocked) && (mode == ForCLI || mode == ForCLIRead):
 			return nil, fmt.Errorf("database %s is locked by another process but no admin socket answers at %s; is an older oauthd running?", db, socketBeside(db))
 		case errors.Is(err, bolt.ErrLocked):
 			return nil, fmt.Errorf("%s is in use by a running oauthd serve; stop it first", db)
 		case err != nil:
 			return nil, err // bolt's errors name the file already
 		}
-		d := &database{Store: s, collectors: s.Collectors()}
-		if mode == forCopyTo {
-			d.discard = func(err error) {
+		d := &Database{Store: s, Collectors: s.Collectors()}
+		if mode == ForCopyTo {
+			d.Discard = func(err error) {
 				if !errors.Is(err, bolt.ErrNotEmpty) {
 					os.Remove(db) // half-filled, and new: we made it
 					os.Remove(db + "-wal")
