@@ -243,7 +243,7 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		return o.print(stdout, rep)
 	}
 	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, len(seeded.tokens), o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
-	rep.Target = "in-process " + srv.w.listenURL
+	rep.Target = "in-process " + srv.w.ListenURL
 	if backend.Of(root.db).Shared {
 		rep.Target += " on " + backend.Redact(root.db)
 	}

@@ -79,7 +79,7 @@ func (o *benchOptions) seedLarge(ctx context.Context, s *benchServer, n int) (se
 		return seeded{}, nil, err
 	}
 	sd.tokens = make([]string, n)
-	bulk, _ := s.w.db.Store.(familySeeder)
+	bulk, _ := s.w.DB.Store.(familySeeder)
 	groups := min(n, benchSeedGroups)
 	now, t0 := time.Now(), time.Now()
 	var grantsTime time.Duration
@@ -90,7 +90,7 @@ func (o *benchOptions) seedLarge(ctx context.Context, s *benchServer, n int) (se
 		if k == groups {
 			size = o.seed - done
 		}
-		if err := seedFiller(ctx, s.w.store, bulk, sd.clientID, firstUser, done, size, o.expireShare, now); err != nil {
+		if err := seedFiller(ctx, s.w.Store, bulk, sd.clientID, firstUser, done, size, o.expireShare, now); err != nil {
 			return seeded{}, nil, err
 		}
 		done += size
@@ -106,7 +106,7 @@ func (o *benchOptions) seedLarge(ctx context.Context, s *benchServer, n int) (se
 	r := &seedReport{Families: o.seed, Seconds: sec, PerS: float64(o.seed) / (sec - grantsTime.Seconds()),
 		GrantsSeconds: grantsTime.Seconds(), Bulk: bulk != nil, HeapMiB: heapMiB()}
 	if o.expireShare > 0 {
-		if err := gcSeeded(ctx, s.w.store, now, r); err != nil {
+		if err := gcSeeded(ctx, s.w.Store, now, r); err != nil {
 			return seeded{}, nil, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/wiring"
 	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/keys"
 	"oauthd/keys/guard"
@@ -73,8 +74,8 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 		}
 	}
 
-	gwCfg := &gatewayConfig{upstream: upURL, issuer: issURL, jwksURL: issURL + "/.well-known/jwks.json", audience: []string{issURL},
-		table: guard.DefaultTable(), cache: 0}
+	gwCfg := &wiring.GatewayConfig{Upstream: upURL, Issuer: issURL, JWKSURL: issURL + "/.well-known/jwks.json", Audience: []string{issURL},
+		Table: guard.DefaultTable(), Cache: 0}
 	start := func(ctx context.Context, target string) (loadgen.Proxy, error) {
 		switch target {
 		case loadgen.TargetBare:
@@ -92,17 +93,17 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 		}
 		cfg := *gwCfg
 		if target == loadgen.TargetUncached {
-			cfg.cache = -1
+			cfg.Cache = -1
 		}
-		gw, err := cfg.build(logger, nil)
+		gw, err := cfg.Build(logger, nil)
 		if err != nil {
 			return loadgen.Proxy{}, err
 		}
-		if err := gw.keys.Refresh(ctx); err != nil {
+		if err := gw.Keys.Refresh(ctx); err != nil {
 			return loadgen.Proxy{}, fmt.Errorf("gateway: fetch the JWKS: %w", err)
 		}
-		return loadgen.Proxy{Handler: gw.handler, CloseIdle: gw.proxy.CloseIdleConnections, Cache: func() loadgen.CacheStats {
-			st := gw.verify.CacheStats()
+		return loadgen.Proxy{Handler: gw.Handler, CloseIdle: gw.Proxy.CloseIdleConnections, Cache: func() loadgen.CacheStats {
+			st := gw.Verify.CacheStats()
 			return loadgen.CacheStats{Entries: st.Entries, Bytes: st.Bytes, MaxEntries: st.MaxEntries, Hits: st.Hits, Misses: st.Misses}
 		}}, nil
 	}

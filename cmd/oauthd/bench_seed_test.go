@@ -85,7 +85,7 @@ func TestBenchSeedThenTarget(t *testing.T) {
 			}
 			for run := range 2 {
 				var rep loadgen.RefreshReport
-				oneJSON(t, c.ok("", "bench", "--target", srv.w.listenURL+benchTokenPath, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+				oneJSON(t, c.ok("", "bench", "--target", srv.w.ListenURL+benchTokenPath, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
 					"--tokens", toks, "-c", "2", "-d", "200ms", "--json"), &rep)
 				if rep.Concurrency != 2 || rep.Chains != grants || rep.ChainsUsed != grants || rep.ChainsAlive != grants || rep.Errors != 0 || rep.OK < grants {
 					t.Errorf("target run %d on the seeded database: %+v; want 2 workers over all %d chains, all alive", run+1, rep, grants)

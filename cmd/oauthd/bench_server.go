@@ -14,9 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/oauth2"
 
+	"oauthd/cmd/internal/wiring"
 	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/data"
 	"oauthd/issuer/admin"
@@ -25,7 +25,7 @@ import (
 // benchServer is the real server, wired as serve wires it, serving on a
 // loopback port.
 type benchServer struct {
-	w   *wired
+	w   *wiring.Wired
 	srv *http.Server
 	hc  *http.Client
 }
@@ -39,31 +39,31 @@ func startBenchServer(ctx context.Context, logger *slog.Logger, dbPath string) (
 // serveBench wires a server on dbPath with serve's defaults (defaultServeOptions), on a loopback
 // port, with a client of up to conns connections.
 func serveBench(ctx context.Context, logger *slog.Logger, dbPath string, mk []byte, conns int) (*benchServer, error) {
-	so := defaultServeOptions()
-	so.addr, so.db = "127.0.0.1:0", dbPath
-	if err := so.check(); err != nil {
+	so := wiring.DefaultServeOptions()
+	so.Addr, so.DB = "127.0.0.1:0", dbPath
+	if err := so.Check(); err != nil {
 		return nil, err
 	}
-	w, err := so.wire(ctx, logger, dbPath, mk)
+	w, err := so.Wire(ctx, logger, dbPath, mk)
 	if err != nil {
 		return nil, err
 	}
-	s := &benchServer{w: w, srv: w.httpServer(logger), hc: loadgen.NewHTTPClient(conns)}
-	go s.srv.Serve(w.ln)
+	s := &benchServer{w: w, srv: w.HTTPServer(logger), hc: loadgen.NewHTTPClient(conns)}
+	go s.srv.Serve(w.Ln)
 	return s, nil
 }
 
 func (s *benchServer) stop(ctx context.Context, logger *slog.Logger) {
-	shutdown(ctx, logger, s.srv)
+	wiring.Shutdown(ctx, logger, s.srv)
 	s.hc.CloseIdleConnections()
-	if err := s.w.closeStore(); err != nil {
+	if err := s.w.CloseStore(); err != nil {
 		logger.Error("bench", "err", err)
 	}
 }
 
 // endpoint is the token endpoint of s as the seeded client calls it.
 func (s *benchServer) endpoint(sd seeded) loadgen.Endpoint {
-	return loadgen.Endpoint{HTTP: s.hc, TokenURL: s.w.listenURL + benchTokenPath, ClientID: sd.clientID, ClientSecret: sd.clientSecret}
+	return loadgen.Endpoint{HTTP: s.hc, TokenURL: s.w.ListenURL + benchTokenPath, ClientID: sd.clientID, ClientSecret: sd.clientSecret}
 }
 
 // seeded is what seedBench made.
@@ -133,15 +133,15 @@ func seedClient(ctx context.Context, s *benchServer) (seeded, error) {
 	rand.Read(rb[:])
 	tag := hex.EncodeToString(rb[:])
 	email := "bench-" + tag + "@example.com"
-	u, err := s.w.local.AddUser(ctx, admin.NewUser{Email: email, Username: "bench_" + tag, Name: "Bench User", Password: data.NewSecret("")})
+	u, err := s.w.Local.AddUser(ctx, admin.NewUser{Email: email, Username: "bench_" + tag, Name: "Bench User", Password: data.NewSecret("")})
 	if err != nil {
 		return seeded{}, fmt.Errorf("user: %w", err)
 	}
-	c, err := s.w.local.CreateClient(ctx, admin.NewClient{Owner: email, Name: "oauthd bench " + tag, RedirectURIs: []string{benchRedirectURI}, Scopes: []string{"PROFILE_READ", "BOOKING_READ"}})
+	c, err := s.w.Local.CreateClient(ctx, admin.NewClient{Owner: email, Name: "oauthd bench " + tag, RedirectURIs: []string{benchRedirectURI}, Scopes: []string{"PROFILE_READ", "BOOKING_READ"}})
 	if err != nil {
 		return seeded{}, fmt.Errorf("client: %w", err)
 	}
-	if _, err := s.w.local.ApproveClient(ctx, c.ClientID); err != nil {
+	if _, err := s.w.Local.ApproveClient(ctx, c.ClientID); err != nil {
 		return seeded{}, fmt.Errorf("approve client: %w", err)
 	}
 	return seeded{clientID: c.ClientID, clientSecret: c.ClientSecret, userID: u.ID}, nil
@@ -166,7 +166,7 @@ func benchGrant(ctx context.Context, s *benchServer, sd seeded, i int) (refresh,
 		"code_challenge":        {oauth2.S256ChallengeFromVerifier(verifier)},
 		"code_challenge_method": {"S256"},
 	}
-	redirect, err := s.w.iss.Approve(ctx, q, out.userID)
+	redirect, err := s.w.Iss.Approve(ctx, q, out.userID)
 	if err != nil {
 		return "", "", fmt.Errorf("approve grant %d: %w", i, err)
 	}
@@ -186,12 +186,4 @@ func benchGrant(ctx context.Context, s *benchServer, sd seeded, i int) (refresh,
 		return "", "", fmt.Errorf("exchange code %d: HTTP %d %s", i, status, tr.Error)
 	}
 	return tr.RefreshToken, tr.AccessToken, nil
-}
-
-// defaultServeOptions are serve's options when no flag, variable or file
-// sets them (bench's in-process server runs with them).
-func defaultServeOptions() serveOptions {
-	var o serveOptions
-	o.AddFlags(pflag.NewFlagSet("serve", pflag.ContinueOnError))
-	return o
 }

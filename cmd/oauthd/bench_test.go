@@ -158,7 +158,7 @@ func TestBenchEmitThenTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.stop(context.WithoutCancel(ctx), logger)
-	target := srv.w.listenURL + benchTokenPath
+	target := srv.w.ListenURL + benchTokenPath
 
 	var rep loadgen.RefreshReport
 	// -c 3 over 4 tokens: the 3 workers rotate over all 4 chains.

@@ -30,7 +30,7 @@ func (o *benchOptions) runVerify(ctx context.Context, s *benchServer, token stri
 	if err != nil || json.Unmarshal(hb, &hdr) != nil {
 		return loadgen.VerifyReport{}, errors.New("the seeded access token has a bad header")
 	}
-	pub, alg, err := s.w.km.Key(ctx, hdr.Kid)
+	pub, alg, err := s.w.KM.Key(ctx, hdr.Kid)
 	if err != nil {
 		return loadgen.VerifyReport{}, fmt.Errorf("signing key: %w", err)
 	}
@@ -43,7 +43,7 @@ func (o *benchOptions) runVerify(ctx context.Context, s *benchServer, token stri
 	if err != nil {
 		return loadgen.VerifyReport{}, errors.New("the seeded access token has a bad signature encoding")
 	}
-	h := s.w.guard.HTTP(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := s.w.Guard.HTTP(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 
 	middleware := func() loadgen.Op {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "/v2/me", nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/wiring"
 )
 
 // configuredCommands are the commands whose settings a file holds, in the
@@ -79,7 +80,7 @@ func effectiveSettings(cmd *cobra.Command) (string, []printedSetting, error) {
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
 	})
-	file, _ := envValue(configEnv)
+	file, _ := wiring.EnvValue(configEnv)
 	if f := cmd.Flags().Lookup("config"); f.Changed {
 		file = f.Value.String()
 	}
@@ -103,8 +104,8 @@ func effectiveSettings(cmd *cobra.Command) (string, []printedSetting, error) {
 			}
 			out = append(out, printedSetting{Key: s.key, Value: shownValue(s.flag), Source: s.source, Env: s.env})
 			if s.key == "master-key-file" {
-				mk := printedSetting{Key: "master-key", Value: "", Source: fromDefault, Env: masterKeyEnv}
-				if _, ok := envValue(masterKeyEnv); ok {
+				mk := printedSetting{Key: "master-key", Value: "", Source: fromDefault, Env: wiring.MasterKeyEnv}
+				if _, ok := wiring.EnvValue(wiring.MasterKeyEnv); ok {
 					mk.Value, mk.Source = masked, fromEnv
 				}
 				out = append(out, mk)

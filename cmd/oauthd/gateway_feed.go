@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"oauthd/cmd/internal/wiring"
 	"oauthd/keys/verify"
 )
 
@@ -37,7 +38,7 @@ func (o *feedOptions) check() error {
 		return nil
 	}
 	if o.url != "" {
-		if _, ok := httpURL(o.url); !ok {
+		if _, ok := wiring.HTTPURL(o.url); !ok {
 			return fmt.Errorf("--revocation-feed-url %q must be an absolute http or https URL", o.url)
 		}
 	}

@@ -2,15 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"oauthd/keys"
+	"oauthd/cmd/internal/wiring"
 )
 
 // rootOptions are the persistent flags every command shares.
@@ -110,50 +108,9 @@ func requireSubcommands(root *cobra.Command) {
 
 // logger returns the slog logger for the command's stderr.
 func (o *rootOptions) logger(cmd *cobra.Command, def slog.Level) (*slog.Logger, error) {
-	return newLogger(cmd.ErrOrStderr(), o.logLevel, o.logFormat, def)
+	return wiring.NewLogger(cmd.ErrOrStderr(), o.logLevel, o.logFormat, def)
 }
-
-// newLogger is the logger of --log-level (def when empty) and --log-format
-// writing to w.
-func newLogger(w io.Writer, levelName, format string, def slog.Level) (*slog.Logger, error) {
-	level := def
-	if levelName != "" {
-		if err := level.UnmarshalText([]byte(levelName)); err != nil {
-			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", levelName)
-		}
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch format {
-	case "text", "":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", format)
-}
-
-// masterKeyEnv holds the master key itself (--master-key-file names a
-// file holding it).
-const masterKeyEnv = "OAUTHD_MASTER_KEY"
 
 // masterKey reads the master key from --master-key-file or OAUTHD_MASTER_KEY;
 // nil when neither is set.
-func (o *rootOptions) masterKey() ([]byte, error) {
-	raw, _ := envValue(masterKeyEnv)
-	from := masterKeyEnv
-	if o.masterKeyFile != "" {
-		b, err := os.ReadFile(o.masterKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("read --master-key-file: %w", err)
-		}
-		raw, from = string(b), o.masterKeyFile
-	}
-	if raw == "" {
-		return nil, nil
-	}
-	k, err := keys.ParseMasterKey(raw)
-	if err != nil {
-		return nil, fmt.Errorf("the master key in %s is not usable: %w; generate one with `openssl rand -hex 32`", from, err)
-	}
-	return k, nil
-}
+func (o *rootOptions) masterKey() ([]byte, error) { return wiring.MasterKey(o.masterKeyFile) }

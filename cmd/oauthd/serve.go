@@ -13,9 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/wiring"
 	"oauthd/data/password"
 	"oauthd/issuer/admin"
 )
+
+// serveOptions are the flags of `oauthd serve` (wiring.ServeOptions).
+type serveOptions struct{ wiring.ServeOptions }
 
 func newServeCommand(root *rootOptions) *cobra.Command {
 	var o serveOptions
@@ -45,8 +49,8 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if err != nil {
 		return err
 	}
-	o.db = root.db
-	if err := o.check(); err != nil {
+	o.DB = root.db
+	if err := o.Check(); err != nil {
 		return err
 	}
 	warnUnknownEnv(logger)
@@ -57,19 +61,19 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if mk == nil {
 		logger.Warn("NO MASTER KEY: signing keys are stored unencrypted in the database; set OAUTHD_MASTER_KEY or --master-key-file (e.g. `openssl rand -hex 32`) in production")
 	}
-	o.pwSlots = cmp.Or(o.pwSlots, password.DefaultSlots())
-	limitMemory(o.pwSlots)
+	o.PasswordSlots = cmp.Or(o.PasswordSlots, password.DefaultSlots())
+	limitMemory(o.PasswordSlots)
 
-	stopTracing, err := o.trace.start(ctx, logger)
+	stopTracing, err := o.Trace.Start(ctx, logger)
 	if err != nil {
 		return err
 	}
 	defer stopTracing() // last: the spans of the shutdown are flushed too
-	tracing := o.trace.enabled()
+	tracing := o.Trace.Enabled()
 
 	var srvs []*http.Server
-	if o.debugAddr != "" {
-		dbg, dbgURL, err := listenDebug(o.debugAddr)
+	if o.DebugAddr != "" {
+		dbg, dbgURL, err := listenDebug(o.DebugAddr)
 		if err != nil {
 			return err
 		}
@@ -77,50 +81,50 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		srvs = append(srvs, dbg)
 		logger.Info("pprof listening on " + dbgURL)
 	}
-	o.adminSocket = backend.AdminSocket(root.db)
-	w, err := o.wire(ctx, logger, root.db, mk) // listens on --addr and the admin socket before it opens the database
+	o.AdminSocket = backend.AdminSocket(root.db)
+	w, err := o.Wire(ctx, logger, root.db, mk) // listens on --addr and the admin socket before it opens the database
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := w.closeStore(); cerr != nil && err == nil {
+		if cerr := w.CloseStore(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	defer w.ln.Close()
-	if w.adminLn != nil {
-		defer os.Remove(o.adminSocket)
-		defer w.adminLn.Close() // a no-op after shutdown
+	defer w.Ln.Close()
+	if w.AdminLn != nil {
+		defer os.Remove(o.AdminSocket)
+		defer w.AdminLn.Close() // a no-op after shutdown
 	}
-	store, km, local, listenURL, base, app, ln := w.store, w.km, w.local, w.listenURL, w.base, w.app, w.ln
+	store, km, local, listenURL, base, app, ln := w.Store, w.KM, w.Local, w.ListenURL, w.Base, w.App, w.Ln
 
-	if o.demo {
+	if o.Demo {
 		d, err := seedDemo(ctx, local, store, base, app)
 		if err != nil {
 			return fmt.Errorf("seed the demo: %w", err)
 		}
-		printDemo(cmd.OutOrStdout(), d, demoBanner{CodeTTL: o.codeTTL, LoginURL: o.loginURL})
+		printDemo(cmd.OutOrStdout(), d, demoBanner{CodeTTL: o.CodeTTL, LoginURL: o.LoginURL})
 	}
 
-	if sockPath, adminLn := o.adminSocket, w.adminLn; adminLn != nil {
+	if sockPath, adminLn := o.AdminSocket, w.AdminLn; adminLn != nil {
 		// The admin socket first: once /readyz answers, the CLI can
 		// reach the server too (a CLI call in between would find the
 		// file locked and no socket). On a shared database the CLI
 		// works on the database directly and there is no socket.
 		var h http.Handler = admin.Handler(local)
-		if ex, ok := w.db.Store.(exporter); ok {
+		if ex, ok := w.DB.Store.(exporter); ok {
 			h = withExport(h, ex, logger) // store copy --from while serving
 		}
 		if tracing {
-			h = traceHandler(h, "admin", nil, true)
+			h = wiring.TraceHandler(h, "admin", nil, true)
 		}
 		adminSrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnContext: admin.ConnContext}
 		go adminSrv.Serve(adminLn)
 		logger.Info("admin socket ready", "path", sockPath)
 		srvs = append(srvs, adminSrv)
 	}
-	srv := w.httpServer(logger)
-	srv.Handler = o.trace.handler(srv.Handler, "oauthd", o.trusted)
+	srv := w.HTTPServer(logger)
+	srv.Handler = o.Trace.Handler(srv.Handler, "oauthd", o.Trusted())
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
 	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", backend.Redact(root.db))
@@ -128,11 +132,11 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { km.Run(loopCtx) })
-	wg.Go(func() { w.outage.Run(loopCtx) })
-	if w.db.Follow != nil {
-		wg.Go(func() { w.follow(loopCtx, logger) })
+	wg.Go(func() { w.Outage.Run(loopCtx) })
+	if w.DB.Follow != nil {
+		wg.Go(func() { w.Follow(loopCtx, logger) })
 	}
-	wg.Go(func() { gcLoop(loopCtx, logger, store, w.db.GC) })
+	wg.Go(func() { gcLoop(loopCtx, logger, store, w.DB.GC) })
 
 	select {
 	case <-ctx.Done():
@@ -140,7 +144,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	case err = <-srvErr:
 		err = fmt.Errorf("serve: %w", err)
 	}
-	shutdown(ctx, logger, append([]*http.Server{srv}, srvs...)...)
+	wiring.Shutdown(ctx, logger, append([]*http.Server{srv}, srvs...)...)
 	stopLoops()
 	wg.Wait()
 	return err

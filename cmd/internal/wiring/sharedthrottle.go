@@ -1,4 +1,4 @@
-package main
+package wiring
 
 import (
 	"crypto/hmac"

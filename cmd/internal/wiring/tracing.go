@@ -1,4 +1,4 @@
-package main
+package wiring
 
 import (
 	"cmp"
@@ -41,99 +41,99 @@ const (
 	envSDKDisabled    = "OTEL_SDK_DISABLED"
 )
 
-// tracingOptions are the tracing flags of serve and gateway.
-type tracingOptions struct {
-	exporter, endpoint, protocol string
-	serviceName                  string
-	sampler, samplerArg          string
+// Tracing are the tracing flags of serve and gateway.
+type Tracing struct {
+	Exporter, Endpoint, Protocol string
+	ServiceName                  string
+	Sampler, SamplerArg          string
 
 	defaultService string // "oauthd" or "oauthd-gateway"
-	on             bool   // traces are exported: decided once, by check
+	on             bool   // traces are exported: decided once, by Check
 }
 
 // AddFlags registers the tracing flags; each one's variable is the
 // standard OTEL_* name.
-func (o *tracingOptions) AddFlags(fs *pflag.FlagSet, defaultService string) {
+func (o *Tracing) AddFlags(fs *pflag.FlagSet, defaultService string) {
 	o.defaultService = defaultService
 	flags := []struct {
 		p          *string
 		name, env  string
 		def, usage string
 	}{
-		{&o.exporter, "otel-traces-exporter", "OTEL_TRACES_EXPORTER", "",
+		{&o.Exporter, "otel-traces-exporter", "OTEL_TRACES_EXPORTER", "",
 			"OpenTelemetry traces: otlp (on) or none (off); default: on when an OTLP endpoint is set, else off"},
-		{&o.endpoint, "otel-exporter-otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "",
+		{&o.Endpoint, "otel-exporter-otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "",
 			"the OTLP collector's base URL, e.g. http://127.0.0.1:4318 (http/protobuf) or http://127.0.0.1:4317 (grpc); setting it turns traces on"},
-		{&o.protocol, "otel-exporter-otlp-protocol", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
+		{&o.Protocol, "otel-exporter-otlp-protocol", "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf",
 			"how spans are sent to the collector: http/protobuf or grpc"},
-		{&o.serviceName, "otel-service-name", "OTEL_SERVICE_NAME", "",
+		{&o.ServiceName, "otel-service-name", "OTEL_SERVICE_NAME", "",
 			"the service.name of the spans (default " + defaultService + ", or service.name in OTEL_RESOURCE_ATTRIBUTES)"},
-		{&o.sampler, "otel-traces-sampler", "OTEL_TRACES_SAMPLER", "parentbased_always_on",
+		{&o.Sampler, "otel-traces-sampler", "OTEL_TRACES_SAMPLER", "parentbased_always_on",
 			"which traces are kept: always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio"},
-		{&o.samplerArg, "otel-traces-sampler-arg", "OTEL_TRACES_SAMPLER_ARG", "",
+		{&o.SamplerArg, "otel-traces-sampler-arg", "OTEL_TRACES_SAMPLER_ARG", "",
 			"the ratio of the traceidratio samplers, between 0 and 1 (default 1)"},
 	}
 	for _, f := range flags {
 		fs.StringVar(f.p, f.name, f.def, f.usage)
-		_ = fs.SetAnnotation(f.name, annEnv, []string{f.env})
+		_ = fs.SetAnnotation(f.name, AnnEnv, []string{f.env})
 	}
 }
 
-// enabled reports whether traces are exported (as check found; false
-// before check).
-func (o *tracingOptions) enabled() bool { return o.on }
+// Enabled reports whether traces are exported (as Check found; false
+// before Check).
+func (o *Tracing) Enabled() bool { return o.on }
 
 // decide is whether the settings and the environment turn traces on.
-func (o *tracingOptions) decide() bool {
+func (o *Tracing) decide() bool {
 	if v, _ := strconv.ParseBool(os.Getenv(envSDKDisabled)); v {
 		return false
 	}
-	switch o.exporter {
+	switch o.Exporter {
 	case "otlp":
 		return true
 	case "none":
 		return false
 	}
-	return o.endpoint != "" || os.Getenv(envTracesEndpoint) != ""
+	return o.Endpoint != "" || os.Getenv(envTracesEndpoint) != ""
 }
 
-// check is every rule of the tracing settings; it also decides, once,
-// whether traces are on (enabled).
-func (o *tracingOptions) check() error {
-	switch o.exporter {
+// Check is every rule of the tracing settings; it also decides, once,
+// whether traces are on (Enabled).
+func (o *Tracing) Check() error {
+	switch o.Exporter {
 	case "", "otlp", "none":
 	default:
-		return fmt.Errorf("--otel-traces-exporter (OTEL_TRACES_EXPORTER) %q: use otlp or none (oauthd exports traces over OTLP only)", o.exporter)
+		return fmt.Errorf("--otel-traces-exporter (OTEL_TRACES_EXPORTER) %q: use otlp or none (oauthd exports traces over OTLP only)", o.Exporter)
 	}
-	switch o.protocol {
+	switch o.Protocol {
 	case "http/protobuf", "grpc":
 	default:
-		return fmt.Errorf("--otel-exporter-otlp-protocol (OTEL_EXPORTER_OTLP_PROTOCOL) %q: use http/protobuf or grpc", o.protocol)
+		return fmt.Errorf("--otel-exporter-otlp-protocol (OTEL_EXPORTER_OTLP_PROTOCOL) %q: use http/protobuf or grpc", o.Protocol)
 	}
-	if o.endpoint != "" {
-		if _, ok := httpURL(o.endpoint); !ok {
-			return fmt.Errorf("--otel-exporter-otlp-endpoint (OTEL_EXPORTER_OTLP_ENDPOINT) %q: use an http(s) URL such as http://127.0.0.1:4318", o.endpoint)
+	if o.Endpoint != "" {
+		if _, ok := HTTPURL(o.Endpoint); !ok {
+			return fmt.Errorf("--otel-exporter-otlp-endpoint (OTEL_EXPORTER_OTLP_ENDPOINT) %q: use an http(s) URL such as http://127.0.0.1:4318", o.Endpoint)
 		}
 	}
-	if _, err := o.newSampler(); err != nil {
+	if _, err := o.NewSampler(); err != nil {
 		return err
 	}
 	o.on = o.decide()
 	return nil
 }
 
-// newSampler is the sampler of --otel-traces-sampler (the names and
+// NewSampler is the sampler of --otel-traces-sampler (the names and
 // defaults of the OpenTelemetry specification's OTEL_TRACES_SAMPLER).
-func (o *tracingOptions) newSampler() (sdktrace.Sampler, error) {
+func (o *Tracing) NewSampler() (sdktrace.Sampler, error) {
 	ratio := 1.0
-	if o.samplerArg != "" {
-		r, err := strconv.ParseFloat(o.samplerArg, 64)
+	if o.SamplerArg != "" {
+		r, err := strconv.ParseFloat(o.SamplerArg, 64)
 		if err != nil || r < 0 || r > 1 {
-			return nil, fmt.Errorf("--otel-traces-sampler-arg (OTEL_TRACES_SAMPLER_ARG) %q: use a ratio between 0 and 1, e.g. 0.1", o.samplerArg)
+			return nil, fmt.Errorf("--otel-traces-sampler-arg (OTEL_TRACES_SAMPLER_ARG) %q: use a ratio between 0 and 1, e.g. 0.1", o.SamplerArg)
 		}
 		ratio = r
 	}
-	switch o.sampler {
+	switch o.Sampler {
 	case "always_on":
 		return sdktrace.AlwaysSample(), nil
 	case "always_off":
@@ -148,43 +148,43 @@ func (o *tracingOptions) newSampler() (sdktrace.Sampler, error) {
 		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio)), nil
 	}
 	return nil, fmt.Errorf("--otel-traces-sampler (OTEL_TRACES_SAMPLER) %q: use always_on, always_off, traceidratio, "+
-		"parentbased_always_on, parentbased_always_off or parentbased_traceidratio", o.sampler)
+		"parentbased_always_on, parentbased_always_off or parentbased_traceidratio", o.Sampler)
 }
 
-// start installs the global tracer provider and the W3C trace-context
+// Start installs the global tracer provider and the W3C trace-context
 // propagator when traces are on, and returns the function that flushes
 // and stops them (a no-op when off). Nothing is sent before the first
 // span: a collector that is down costs log lines, never a refused start.
-func (o *tracingOptions) start(ctx context.Context, logger *slog.Logger) (stop func(), err error) {
-	if !o.enabled() {
+func (o *Tracing) Start(ctx context.Context, logger *slog.Logger) (stop func(), err error) {
+	if !o.Enabled() {
 		return func() {}, nil
 	}
 	var exp sdktrace.SpanExporter
 	specific := os.Getenv(envTracesEndpoint) != "" // the exporter reads it, and it wins
-	if o.protocol == "grpc" {
+	if o.Protocol == "grpc" {
 		var opts []otlptracegrpc.Option
-		if o.endpoint != "" && !specific {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(o.endpoint))
+		if o.Endpoint != "" && !specific {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(o.Endpoint))
 		}
 		exp, err = otlptracegrpc.New(ctx, opts...)
 	} else {
 		var opts []otlptracehttp.Option
-		if o.endpoint != "" && !specific {
+		if o.Endpoint != "" && !specific {
 			// The base URL's signal path, as the specification builds it.
-			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(o.endpoint, "/")+"/v1/traces"))
+			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(o.Endpoint, "/")+"/v1/traces"))
 		}
 		exp, err = otlptracehttp.New(ctx, opts...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry exporter: %w (check the OTEL_EXPORTER_OTLP_* settings; docs/TRACING.md)", err)
 	}
-	sampler, err := o.newSampler()
+	sampler, err := o.NewSampler()
 	if err != nil {
 		return nil, err
 	}
 	ropts := []resource.Option{resource.WithAttributes(attribute.String("service.name", o.defaultService)), resource.WithFromEnv()}
-	if o.serviceName != "" {
-		ropts = append(ropts, resource.WithAttributes(attribute.String("service.name", o.serviceName)))
+	if o.ServiceName != "" {
+		ropts = append(ropts, resource.WithAttributes(attribute.String("service.name", o.ServiceName)))
 	}
 	res, err := resource.New(ctx, ropts...)
 	if err != nil {
@@ -196,26 +196,26 @@ func (o *tracingOptions) start(ctx context.Context, logger *slog.Logger) (stop f
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("tracing: "+err.Error(), "hint", "check that the OTLP collector at OTEL_EXPORTER_OTLP_ENDPOINT answers")
 	}))
-	logger.Info("tracing on", "protocol", o.protocol, "endpoint", cmp.Or(os.Getenv(envTracesEndpoint), o.endpoint, "the exporter's default"))
+	logger.Info("tracing on", "protocol", o.Protocol, "endpoint", cmp.Or(os.Getenv(envTracesEndpoint), o.Endpoint, "the exporter's default"))
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := tp.Shutdown(sctx); err != nil {
-			logger.Warn("tracing: flush at shutdown: " + err.Error())
+			logger.Warn("tracing: flush at Shutdown: " + err.Error())
 		}
 	}, nil
 }
 
-// handler is h with a server span per request when traces are on
-// (traceHandler), else h itself.
-func (o *tracingOptions) handler(h http.Handler, name string, trusted []netip.Prefix) http.Handler {
-	if !o.enabled() {
+// Handler is h with a server span per request when traces are on
+// (TraceHandler), else h itself.
+func (o *Tracing) Handler(h http.Handler, name string, trusted []netip.Prefix) http.Handler {
+	if !o.Enabled() {
 		return h
 	}
-	return traceHandler(h, name, trusted, false)
+	return TraceHandler(h, name, trusted, false)
 }
 
-// traceHandler wraps an HTTP server's handler with a server span per
+// TraceHandler wraps an HTTP server's handler with a server span per
 // request (otelhttp). A caller's traceparent is continued only when the
 // TCP peer is one of trusted (the --trusted-proxy networks); anyone else's
 // starts a new trace that links to it, so that no caller decides what is
@@ -223,7 +223,7 @@ func (o *tracingOptions) handler(h http.Handler, name string, trusted []netip.Pr
 // Spans are named by method (serve's are renamed by route, spanRoute), or
 // by method and path when byPath (the admin socket's operations, which
 // hold no identifier).
-func traceHandler(h http.Handler, name string, trusted []netip.Prefix, byPath bool) http.Handler {
+func TraceHandler(h http.Handler, name string, trusted []netip.Prefix, byPath bool) http.Handler {
 	return otelhttp.NewHandler(h, name,
 		otelhttp.WithPublicEndpointFn(func(r *http.Request) bool { return !peerIn(r.RemoteAddr, trusted) }),
 		otelhttp.WithSpanNameFormatter(func(op string, r *http.Request) string {
@@ -251,7 +251,7 @@ func peerIn(addr string, nets []netip.Prefix) bool {
 	return false
 }
 
-// prefixes parses the --trusted-proxy CIDRs (serveOptions.check, which
+// prefixes parses the --trusted-proxy CIDRs (ServeOptions.Check, which
 // checks them first).
 func prefixes(cidrs []string) []netip.Prefix {
 	var out []netip.Prefix

@@ -1,4 +1,4 @@
-package main
+package wiring
 
 import (
 	"net/http"
@@ -24,13 +24,13 @@ type gatewayResources struct {
 }
 
 // resourceMetadata builds the documents of cfg; nil without --public-url.
-func (cfg *gatewayConfig) resourceMetadata() *gatewayResources {
-	if cfg.publicURL == "" {
+func (cfg *GatewayConfig) resourceMetadata() *gatewayResources {
+	if cfg.PublicURL == "" {
 		return nil
 	}
-	base := strings.TrimRight(cfg.publicURL, "/")
+	base := strings.TrimRight(cfg.PublicURL, "/")
 	var scopes []string
-	for _, r := range cfg.table.Routes() {
+	for _, r := range cfg.Table.Routes() {
 		for _, s := range r.Scopes {
 			if !slices.Contains(scopes, s) {
 				scopes = append(scopes, s)
@@ -41,7 +41,7 @@ func (cfg *gatewayConfig) resourceMetadata() *gatewayResources {
 	doc := func(resource string) http.Handler {
 		return verify.ResourceMetadata{
 			Resource:                      resource,
-			AuthorizationServers:          []string{strings.TrimRight(cfg.issuer, "/")},
+			AuthorizationServers:          []string{strings.TrimRight(cfg.Issuer, "/")},
 			ScopesSupported:               scopes,
 			BearerMethodsSupported:        []string{"header"},
 			DPoPSigningAlgValuesSupported: verify.DPoPAlgs(),
@@ -50,7 +50,7 @@ func (cfg *gatewayConfig) resourceMetadata() *gatewayResources {
 	m := &gatewayResources{byPath: map[string]string{}, handlers: map[string]http.Handler{}}
 	m.root = base + verify.WellKnownResourcePath
 	m.handlers[verify.WellKnownResourcePath] = doc(base)
-	for _, a := range cfg.audience {
+	for _, a := range cfg.Audience {
 		p, ok := strings.CutPrefix(a, base+"/")
 		if !ok || p == "" {
 			continue
