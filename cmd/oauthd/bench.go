@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 	"oauthd/cmd/oauthd/internal/loadgen"
 )
 
@@ -242,7 +243,7 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		}
 		return o.print(stdout, rep)
 	}
-	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, len(seeded.tokens), o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
+	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, len(seeded.tokens), o.duration, loadgen.Progress{W: clitext.Lines{W: stderr}, Every: o.progress})
 	rep.Target = "in-process " + srv.w.ListenURL
 	if backend.Of(root.db).Shared {
 		rep.Target += " on " + backend.Redact(root.db)
@@ -254,9 +255,9 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 // print prints a report as one JSON value (--json) or as text.
 func (o *benchOptions) print(w io.Writer, rep interface{ WriteText(io.Writer) error }) error {
 	if o.json {
-		return printJSON(w, rep)
+		return clitext.JSON(w, rep)
 	}
-	return rep.WriteText(linesWriter{w})
+	return rep.WriteText(clitext.Lines{W: w})
 }
 
 // startCPUProfile writes a CPU profile to path until stop is called.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/cmd/oauthd/internal/loadgen"
 )
 
@@ -54,7 +55,7 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 	}
 	rep := emitReport{ClientID: seededGrants.clientID, ClientSecret: seededGrants.clientSecret, TokensFile: o.emitTokens, Grants: n, DB: root.db, Seed: sr}
 	if o.json {
-		return printJSON(stdout, rep)
+		return clitext.JSON(stdout, rep)
 	}
 	kv := []string{"client_id", rep.ClientID, "client_secret", rep.ClientSecret, "tokens_file", rep.TokensFile,
 		"grants", strconv.Itoa(n), "db", rep.DB}
@@ -66,7 +67,7 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 				"gc_idle_s", fmt.Sprintf("%.2f", sr.GCIdleSeconds))
 		}
 	}
-	return fields(stdout, kv...)
+	return clitext.Fields(stdout, kv...)
 }
 
 // seedLarge makes n grants through the real path (benchGrants) and o.seed

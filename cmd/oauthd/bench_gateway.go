@@ -16,6 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 	"oauthd/cmd/internal/wiring"
 	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/keys"
@@ -114,7 +115,7 @@ func (o *benchOptions) runGateway(ctx context.Context, stdout, stderr io.Writer)
 		}
 	}
 	rep, err := loadgen.Gateway(ctx, loadgen.GatewayConfig{Workers: o.concurrency, Duration: o.duration, Reps: o.reps,
-		Targets: o.targets, One: one, Many: many, Start: start, Profile: profile, Progress: linesWriter{stderr}})
+		Targets: o.targets, One: one, Many: many, Start: start, Profile: profile, Progress: clitext.Lines{W: stderr}})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/cmd/oauthd/internal/loadgen"
 )
 
@@ -29,7 +30,7 @@ func (o *benchOptions) runTarget(ctx context.Context, stdout, stderr io.Writer) 
 	hc := loadgen.NewHTTPClient(o.concurrency)
 	defer hc.CloseIdleConnections()
 	ep := loadgen.Endpoint{HTTP: hc, TokenURL: o.target, ClientID: o.clientID, ClientSecret: o.clientSecret}
-	rep, live, _ := ep.Refresh(ctx, toks, o.concurrency, o.duration, loadgen.Progress{W: linesWriter{stderr}, Every: o.progress})
+	rep, live, _ := ep.Refresh(ctx, toks, o.concurrency, o.duration, loadgen.Progress{W: clitext.Lines{W: stderr}, Every: o.progress})
 	rep.Target = o.target
 	// Dead chains are dropped.
 	if err := loadgen.WriteTokens(o.tokens, live); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 	"oauthd/cmd/internal/wiring"
 )
 
@@ -45,10 +46,10 @@ serve and gateway refuse it.`,
 				return err
 			}
 			for _, msg := range unknownEnv() {
-				textf(cmd.ErrOrStderr(), "warning: %s\n", msg)
+				clitext.Textf(cmd.ErrOrStderr(), "warning: %s\n", msg)
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"config_file": file, "settings": sets})
+				return clitext.JSON(cmd.OutOrStdout(), map[string]any{"config_file": file, "settings": sets})
 			}
 			rows := make([][]string, 0, len(sets))
 			for _, s := range sets {
@@ -61,7 +62,7 @@ serve and gateway refuse it.`,
 				}
 				rows = append(rows, []string{s.Key, textValue(s.Value), src})
 			}
-			textf(cmd.OutOrStdout(), "config file: %s\n\n", cmp.Or(file, "none (--config or OAUTHD_CONFIG names one)"))
+			clitext.Textf(cmd.OutOrStdout(), "config file: %s\n\n", cmp.Or(file, "none (--config or OAUTHD_CONFIG names one)"))
 			return table(cmd.OutOrStdout(), []string{"KEY", "VALUE", "SOURCE"}, rows)
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 )
 
 func newStoreCompactCommand(root *rootOptions) *cobra.Command {
@@ -38,9 +39,9 @@ log (PATH-wal) stays and applies to the copy.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), r)
+				return clitext.JSON(cmd.OutOrStdout(), r)
 			}
-			textf(cmd.OutOrStdout(), "compacted %s: %d free pages gone, %d → %d bytes\n", root.db, r.FreePagesBefore, r.BytesBefore, r.BytesAfter)
+			clitext.Textf(cmd.OutOrStdout(), "compacted %s: %d free pages gone, %d → %d bytes\n", root.db, r.FreePagesBefore, r.BytesBefore, r.BytesAfter)
 			return nil
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 )
 
 func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
@@ -29,13 +30,13 @@ func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
 				return fmt.Errorf("migrate %s: %w", backend.Redact(root.db), err)
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]int{"from_version": from, "to_version": to})
+				return clitext.JSON(cmd.OutOrStdout(), map[string]int{"from_version": from, "to_version": to})
 			}
 			if from == to {
-				textf(cmd.OutOrStdout(), "schema is at version %d; nothing to do\n", to)
+				clitext.Textf(cmd.OutOrStdout(), "schema is at version %d; nothing to do\n", to)
 				return nil
 			}
-			textf(cmd.OutOrStdout(), "schema migrated from version %d to %d\n", from, to)
+			clitext.Textf(cmd.OutOrStdout(), "schema migrated from version %d to %d\n", from, to)
 			return nil
 		},
 	}

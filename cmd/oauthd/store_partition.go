@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 )
 
 func newStorePartitionCommand(root *rootOptions) *cobra.Command {
@@ -38,7 +39,7 @@ with the same N does nothing. See docs/SCALE.md and docs/POSTGRESQL.md.`,
 				return fmt.Errorf("partition families in %s: %w", backend.Redact(root.db), err)
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"from_partitions": r.From, "to_partitions": r.To,
+				return clitext.JSON(cmd.OutOrStdout(), map[string]any{"from_partitions": r.From, "to_partitions": r.To,
 					"converted": r.Converted, "families": r.Families, "took_ms": r.Took.Milliseconds()})
 			}
 			shape := func(n int) string {
@@ -48,9 +49,9 @@ with the same N does nothing. See docs/SCALE.md and docs/POSTGRESQL.md.`,
 				return fmt.Sprintf("%d hash partitions", n)
 			}
 			if !r.Converted {
-				return textf(cmd.OutOrStdout(), "families is %s already; nothing to do\n", shape(r.To))
+				return clitext.Textf(cmd.OutOrStdout(), "families is %s already; nothing to do\n", shape(r.To))
 			}
-			return textf(cmd.OutOrStdout(), "families: %s → %s, %d families copied in %s\n", shape(r.From), shape(r.To), r.Families, r.Took.Round(1e6))
+			return clitext.Textf(cmd.OutOrStdout(), "families: %s → %s, %d families copied in %s\n", shape(r.From), shape(r.To), r.Families, r.Took.Round(1e6))
 		},
 	}
 	cmd.Flags().IntVar(&partitions, "partitions", 0, "hash partitions (2–256), or 0 for a plain table")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 	"oauthd/data"
 )
 
@@ -127,9 +128,9 @@ running server's database is backed up.`,
 			rep := countCopy(d, read)
 			rep.From, rep.To = backend.Redact(from), backend.Redact(to)
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), rep)
+				return clitext.JSON(cmd.OutOrStdout(), rep)
 			}
-			textf(cmd.OutOrStdout(), "copied %d users, %d clients, %d grants and %d signing keys; live: %d authorization codes, %d refresh families and %d sessions; "+
+			clitext.Textf(cmd.OutOrStdout(), "copied %d users, %d clients, %d grants and %d signing keys; live: %d authorization codes, %d refresh families and %d sessions; "+
 				"expired, not yet swept (the sweep removes them): %d authorization codes, %d refresh families and %d sessions; from %s to %s\n",
 				rep.Users, rep.Clients, rep.Grants, rep.Keys, rep.AuthCodes, rep.Families, rep.Sessions,
 				rep.Expired.AuthCodes, rep.Expired.Families, rep.Expired.Sessions, rep.From, rep.To)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 )
 
 // versionInfo is what `oauthd version` and `oauthd --version` print: the
@@ -83,10 +84,10 @@ func newVersionCommand(v versionInfo) *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), v)
+				return clitext.JSON(cmd.OutOrStdout(), v)
 			}
 			for _, line := range strings.SplitAfter(strings.TrimSuffix(v.text(), "\n"), "\n") {
-				if err := textf(cmd.OutOrStdout(), "%s\n", strings.TrimSuffix(line, "\n")); err != nil {
+				if err := clitext.Textf(cmd.OutOrStdout(), "%s\n", strings.TrimSuffix(line, "\n")); err != nil {
 					return err
 				}
 			}
