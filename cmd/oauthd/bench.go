@@ -207,10 +207,10 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	defer os.RemoveAll(dir)
 	dbPath := filepath.Join(dir, "bench.db")
-	if backend.Of(root.db).Shared {
+	if backend.Of(root.DB).Shared {
 		// On a shared database the in-process server uses that database
 		// (its schema is migrated; the seeded user, client and grants stay).
-		dbPath = root.db
+		dbPath = root.DB
 	}
 	srv, err := startBenchServer(ctx, logger, dbPath)
 	if err != nil {
@@ -245,8 +245,8 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	}
 	rep, _, _ := srv.endpoint(seeded).Refresh(ctx, seeded.tokens, len(seeded.tokens), o.duration, loadgen.Progress{W: clitext.Lines{W: stderr}, Every: o.progress})
 	rep.Target = "in-process " + srv.w.ListenURL
-	if backend.Of(root.db).Shared {
-		rep.Target += " on " + backend.Redact(root.db)
+	if backend.Of(root.DB).Shared {
+		rep.Target += " on " + backend.Redact(root.DB)
 	}
 	rep.RSSMiB = loadgen.RSSMiB()
 	return o.print(stdout, rep)

@@ -31,11 +31,11 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 	if n == 0 {
 		n = o.concurrency
 	}
-	mk, err := root.masterKey()
+	mk, err := root.MasterKey()
 	if err != nil {
 		return err
 	}
-	s, err := serveBench(ctx, logger, root.db, mk, benchGrantWorkers)
+	s, err := serveBench(ctx, logger, root.DB, mk, benchGrantWorkers)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *r
 	if err := loadgen.WriteTokens(o.emitTokens, seededGrants.tokens); err != nil {
 		return err
 	}
-	rep := emitReport{ClientID: seededGrants.clientID, ClientSecret: seededGrants.clientSecret, TokensFile: o.emitTokens, Grants: n, DB: root.db, Seed: sr}
+	rep := emitReport{ClientID: seededGrants.clientID, ClientSecret: seededGrants.clientSecret, TokensFile: o.emitTokens, Grants: n, DB: root.DB, Seed: sr}
 	if o.json {
 		return clitext.JSON(stdout, rep)
 	}

@@ -25,7 +25,7 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if sock := backend.AdminSocket(o.db); sock != "" {
+	if sock := backend.AdminSocket(o.DB); sock != "" {
 		// One process owns the database: a running server answers on
 		// its admin socket. On a shared database the CLI works on it
 		// directly, and its changes reach the servers by notification.
@@ -37,7 +37,7 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 	if isReadOnly(cmd) {
 		mode = backend.ForCLIRead
 	}
-	store, err := backend.Open(cmd.Context(), o.db, mode, logger)
+	store, err := backend.Open(cmd.Context(), o.DB, mode, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,7 +45,7 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 		logger = slog.New(admin.TeeAudit(logger.Handler(), store.Audit))
 	}
 	lk := &lazyKeys{store: store, open: func(ctx context.Context) (*keys.Manager, error) {
-		mk, err := o.masterKey()
+		mk, err := o.MasterKey()
 		if err != nil {
 			return nil, err
 		}

@@ -6,27 +6,16 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"oauthd/cmd/internal/wiring"
 )
 
-// rootOptions are the persistent flags every command shares.
+// rootOptions are the persistent flags every command shares: the global
+// settings (wiring.Globals; their variables, OAUTHD_DB, …, and file keys
+// follow from their names, config.go) and --config.
 type rootOptions struct {
-	db            string
-	masterKeyFile string
-	logLevel      string
-	logFormat     string
-	config        string // --config, read by configure
-}
-
-// AddFlags registers the persistent flags. Their variables (OAUTHD_DB, …)
-// and file keys follow from their names (config.go).
-func (o *rootOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.db, "db", "./oauthd.db", "the bbolt database file, or a postgres:// URL (libpq variables such as PGPASSWORD apply)")
-	fs.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key that encrypts signing keys (64 hex digits or base64); env OAUTHD_MASTER_KEY holds the key itself")
-	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info for serve, warn otherwise)")
-	fs.StringVar(&o.logFormat, "log-format", "text", "text (logfmt) or json")
+	wiring.Globals
+	config string // --config, read by configure
 }
 
 // NewRootCommand returns the oauthd command with every subcommand.
@@ -108,9 +97,5 @@ func requireSubcommands(root *cobra.Command) {
 
 // logger returns the slog logger for the command's stderr.
 func (o *rootOptions) logger(cmd *cobra.Command, def slog.Level) (*slog.Logger, error) {
-	return wiring.NewLogger(cmd.ErrOrStderr(), o.logLevel, o.logFormat, def)
+	return o.Logger(cmd.ErrOrStderr(), def)
 }
-
-// masterKey reads the master key from --master-key-file or OAUTHD_MASTER_KEY;
-// nil when neither is set.
-func (o *rootOptions) masterKey() ([]byte, error) { return wiring.MasterKey(o.masterKeyFile) }

@@ -49,12 +49,12 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	if err != nil {
 		return err
 	}
-	o.DB = root.db
+	o.DB = root.DB
 	if err := o.Check(); err != nil {
 		return err
 	}
 	warnUnknownEnv(logger)
-	mk, err := root.masterKey()
+	mk, err := root.MasterKey()
 	if err != nil {
 		return err
 	}
@@ -81,8 +81,8 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 		srvs = append(srvs, dbg)
 		logger.Info("pprof listening on " + dbgURL)
 	}
-	o.AdminSocket = backend.AdminSocket(root.db)
-	w, err := o.Wire(ctx, logger, root.db, mk) // listens on --addr and the admin socket before it opens the database
+	o.AdminSocket = backend.AdminSocket(root.DB)
+	w, err := o.Wire(ctx, logger, root.DB, mk) // listens on --addr and the admin socket before it opens the database
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (o *serveOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOp
 	srv.Handler = o.Trace.Handler(srv.Handler, "oauthd", o.Trusted())
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
-	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", backend.Redact(root.db))
+	logger.Info("oauthd listening on "+listenURL, "base_url", base, "app_url", app, "db", backend.Redact(root.DB))
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup

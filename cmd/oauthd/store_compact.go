@@ -26,22 +26,22 @@ the file (PATH.compact), made durable and renamed over it; the write-ahead
 log (PATH-wal) stays and applies to the copy.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := backend.Of(root.db)
+			b := backend.Of(root.DB)
 			if b.Compact == nil {
-				return fmt.Errorf("--db %s is not a bbolt file; PostgreSQL returns space by VACUUM", backend.Redact(root.db))
+				return fmt.Errorf("--db %s is not a bbolt file; PostgreSQL returns space by VACUUM", backend.Redact(root.DB))
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			r, err := b.Compact(cmd.Context(), root.db, logger)
+			r, err := b.Compact(cmd.Context(), root.DB, logger)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return clitext.JSON(cmd.OutOrStdout(), r)
 			}
-			clitext.Textf(cmd.OutOrStdout(), "compacted %s: %d free pages gone, %d → %d bytes\n", root.db, r.FreePagesBefore, r.BytesBefore, r.BytesAfter)
+			clitext.Textf(cmd.OutOrStdout(), "compacted %s: %d free pages gone, %d → %d bytes\n", root.DB, r.FreePagesBefore, r.BytesBefore, r.BytesAfter)
 			return nil
 		},
 	}

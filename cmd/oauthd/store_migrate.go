@@ -17,17 +17,17 @@ func newStoreMigrateCommand(root *rootOptions) *cobra.Command {
 		Short: "Create or upgrade the PostgreSQL schema (serve also does it at start, under the same lock)",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := backend.Of(root.db)
+			b := backend.Of(root.DB)
 			if b.Migrate == nil {
-				return fmt.Errorf("--db %s is a bbolt file, which needs no migration; pass a postgres:// URL", root.db)
+				return fmt.Errorf("--db %s is a bbolt file, which needs no migration; pass a postgres:// URL", root.DB)
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			from, to, err := b.Migrate(cmd.Context(), root.db, logger)
+			from, to, err := b.Migrate(cmd.Context(), root.DB, logger)
 			if err != nil {
-				return fmt.Errorf("migrate %s: %w", backend.Redact(root.db), err)
+				return fmt.Errorf("migrate %s: %w", backend.Redact(root.DB), err)
 			}
 			if asJSON {
 				return clitext.JSON(cmd.OutOrStdout(), map[string]int{"from_version": from, "to_version": to})

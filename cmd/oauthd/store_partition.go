@@ -26,17 +26,17 @@ with the same N does nothing. See docs/SCALE.md and docs/POSTGRESQL.md.`,
 			if !cmd.Flags().Changed("partitions") {
 				return fmt.Errorf("--partitions is required: the number of hash partitions (2–256), or 0 for a plain table")
 			}
-			b := backend.Of(root.db)
+			b := backend.Of(root.DB)
 			if b.PartitionFamilies == nil {
-				return fmt.Errorf("--db %s is a bbolt file, which has no tables to partition (it scales by one file per server); pass the postgres:// URL of the database to partition", root.db)
+				return fmt.Errorf("--db %s is a bbolt file, which has no tables to partition (it scales by one file per server); pass the postgres:// URL of the database to partition", root.DB)
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			r, err := b.PartitionFamilies(cmd.Context(), root.db, partitions, logger)
+			r, err := b.PartitionFamilies(cmd.Context(), root.DB, partitions, logger)
 			if err != nil {
-				return fmt.Errorf("partition families in %s: %w", backend.Redact(root.db), err)
+				return fmt.Errorf("partition families in %s: %w", backend.Redact(root.DB), err)
 			}
 			if asJSON {
 				return clitext.JSON(cmd.OutOrStdout(), map[string]any{"from_partitions": r.From, "to_partitions": r.To,

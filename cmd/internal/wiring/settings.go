@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/spf13/pflag"
+
 	"oauthd/keys"
 )
 
@@ -24,6 +26,33 @@ func EnvValue(name string) (string, bool) {
 	v := os.Getenv(name)
 	return v, v != ""
 }
+
+// Globals are the global settings of oauthd (its persistent flags) that
+// oauthd-bench takes too.
+type Globals struct {
+	DB            string
+	MasterKeyFile string
+	LogLevel      string
+	LogFormat     string
+}
+
+// AddFlags registers the global settings' flags.
+func (g *Globals) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&g.DB, "db", "./oauthd.db", "the bbolt database file, or a postgres:// URL (libpq variables such as PGPASSWORD apply)")
+	fs.StringVar(&g.MasterKeyFile, "master-key-file", "", "file holding the 32-byte master key that encrypts signing keys (64 hex digits or base64); env "+MasterKeyEnv+" holds the key itself")
+	fs.StringVar(&g.LogLevel, "log-level", "", "debug, info, warn or error (default info for serve, warn otherwise)")
+	fs.StringVar(&g.LogFormat, "log-format", "text", "text (logfmt) or json")
+}
+
+// Logger is the logger of --log-level (def when not set) and --log-format
+// writing to w.
+func (g *Globals) Logger(w io.Writer, def slog.Level) (*slog.Logger, error) {
+	return NewLogger(w, g.LogLevel, g.LogFormat, def)
+}
+
+// MasterKey reads the master key from --master-key-file or
+// OAUTHD_MASTER_KEY; nil when neither is set.
+func (g *Globals) MasterKey() ([]byte, error) { return MasterKey(g.MasterKeyFile) }
 
 // NewLogger is the logger of --log-level (def when empty) and --log-format
 // writing to w.
