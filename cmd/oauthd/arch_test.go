@@ -73,7 +73,7 @@ func TestImportsPointDownward(t *testing.T) {
 	}
 	// The test-only end-to-end package is checked as well: its tests'
 	// imports are on the lines above.
-	for _, pkg := range []string{"oauthd/cmd/oauthd", "oauthd/cmd/oauthd/e2e"} {
+	for _, pkg := range []string{"oauthd/cmd/oauthd", "oauthd/cmd/oauthd/e2e", "oauthd/cmd/oauthd-bench", "oauthd/cmd/oauthd-bench/internal/loadgen"} {
 		if !listed[pkg] {
 			t.Errorf("go list did not name %s; the check must cover it", pkg)
 		}

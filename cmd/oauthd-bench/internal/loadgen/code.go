@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// CodeReport is the result of [Endpoint.CodeVsRefresh] (`oauthd bench
+// CodeReport is the result of [Endpoint.CodeVsRefresh] (`oauthd-bench
 // --mode code --json`): authorization_code exchanges against refresh
 // grants on the same server, in alternating slices.
 type CodeReport struct {

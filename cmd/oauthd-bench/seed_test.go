@@ -1,15 +1,14 @@
-//go:build bench
-
 package main
 
 import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"oauthd/cmd/internal/backend"
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 	"oauthd/data/postgres/pgtest"
 )
 
@@ -24,17 +23,17 @@ import (
 func TestBenchSeedThenTarget(t *testing.T) {
 	for _, kind := range []string{"bbolt", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
-			c := newCLI(t)
+			c := newBench(t)
 			if kind == "postgres" {
 				if testing.Short() {
 					t.Skip("-short: starts PostgreSQL")
 				}
-				c = &cli{t: t, db: pgtest.New(t)}
+				c = &bench{t: t, db: pgtest.New(t)}
 			}
 			const seed, grants = 2000, 8
 			toks := filepath.Join(t.TempDir(), "toks.txt")
 			var em emitReport
-			oneJSON(t, c.ok("", "bench", "--emit-tokens", toks, "--grants", "8", "--seed", "2000", "--expire-share", "0.1", "--json"), &em)
+			oneJSON(t, c.ok("--emit-tokens", toks, "--grants", "8", "--seed", "2000", "--expire-share", "0.1", "--json"), &em)
 			if em.Seed == nil || em.Seed.Families != seed || em.Seed.PerS <= 0 || em.Seed.GCIdleSeconds <= 0 || em.Seed.GrantsSeconds <= 0 {
 				t.Fatalf("emit report %+v; want the seed's figures", em)
 			}
@@ -85,7 +84,7 @@ func TestBenchSeedThenTarget(t *testing.T) {
 			}
 			for run := range 2 {
 				var rep loadgen.RefreshReport
-				oneJSON(t, c.ok("", "bench", "--target", srv.w.ListenURL+benchTokenPath, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+				oneJSON(t, c.ok("--target", srv.w.ListenURL+benchTokenPath, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
 					"--tokens", toks, "-c", "2", "-d", "200ms", "--json"), &rep)
 				if rep.Concurrency != 2 || rep.Chains != grants || rep.ChainsUsed != grants || rep.ChainsAlive != grants || rep.Errors != 0 || rep.OK < grants {
 					t.Errorf("target run %d on the seeded database: %+v; want 2 workers over all %d chains, all alive", run+1, rep, grants)
@@ -105,5 +104,37 @@ func TestBenchSeedThenTarget(t *testing.T) {
 				before = after
 			}
 		})
+	}
+}
+
+// TestBenchPostgres: oauthd-bench --db postgres://… drives refresh chains
+// on that database (the in-process server uses it); every request succeeds,
+// every chain stays alive, and the chains' families are in the database.
+func TestBenchPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
+	c := &bench{t: t, db: pgtest.New(t)}
+	var rep loadgen.RefreshReport
+	oneJSON(t, c.ok("-c", "4", "-d", "300ms", "--json"), &rep)
+	if rep.Chains != 4 || rep.ChainsAlive != 4 || rep.Errors != 0 || rep.OK < 4 || rep.OK != rep.Requests {
+		t.Fatalf("bench on PostgreSQL = %+v; want every request 200 and 4 chains alive", rep)
+	}
+	if !strings.Contains(rep.Target, "postgres://") {
+		t.Fatalf("target %q does not name the database", rep.Target)
+	}
+	ctx := t.Context()
+	db, err := backend.Open(ctx, c.db, backend.ForCLIRead, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	clients, err := db.ListClients(ctx, "")
+	if err != nil || len(clients) != 1 {
+		t.Fatalf("clients %v, %v; want the bench's one", clients, err)
+	}
+	fams, err := db.ListFamilies(ctx, clients[0].ID)
+	if err != nil || len(fams) != 4 {
+		t.Fatalf("%d families in the database (%v); want the bench's 4", len(fams), err)
 	}
 }

@@ -1,5 +1,3 @@
-//go:build bench
-
 package main
 
 import (
@@ -18,7 +16,7 @@ import (
 	"oauthd/cmd/internal/backend"
 	"oauthd/cmd/internal/clitext"
 	"oauthd/cmd/internal/wiring"
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 	"oauthd/keys"
 	"oauthd/keys/guard"
 )

@@ -1,5 +1,3 @@
-//go:build bench
-
 package main
 
 import (
@@ -12,7 +10,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 	"oauthd/data"
 )
 

@@ -1,5 +1,3 @@
-//go:build bench
-
 package main
 
 import (
@@ -17,7 +15,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"oauthd/cmd/internal/wiring"
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 	"oauthd/data"
 	"oauthd/issuer/admin"
 )

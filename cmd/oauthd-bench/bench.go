@@ -1,5 +1,3 @@
-//go:build bench
-
 package main
 
 import (
@@ -18,10 +16,11 @@ import (
 
 	"oauthd/cmd/internal/backend"
 	"oauthd/cmd/internal/clitext"
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/internal/wiring"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 )
 
-// Bounds of `oauthd bench`: it always stops by itself.
+// Bounds of oauthd-bench: it always stops by itself.
 const (
 	benchMaxDuration    = 10 * time.Minute
 	benchMaxConcurrency = 1024
@@ -30,7 +29,7 @@ const (
 	benchRedirectURI    = "http://127.0.0.1:9/bench/cb"
 )
 
-// benchOptions are the flags of `oauthd bench`.
+// benchOptions are the flags of oauthd-bench (with wiring.Globals).
 type benchOptions struct {
 	concurrency  int
 	duration     time.Duration
@@ -53,12 +52,18 @@ type benchOptions struct {
 	progress time.Duration // 1s; tests shorten it
 }
 
-func newBenchCommand(root *rootOptions) *cobra.Command {
+// newRootCommand is the oauthd-bench command: the bench flags and the
+// global settings oauthd's commands take (--db, --master-key-file,
+// --log-level, --log-format; flags only: no variable or file sets them).
+func newRootCommand() *cobra.Command {
+	root := &wiring.Globals{}
 	o := benchOptions{progress: time.Second}
 	cmd := &cobra.Command{
-		Use:   "bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify|gateway] [--json]",
+		Use:   "oauthd-bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify|gateway] [--json]",
 		Short: "Measure refresh grants/s and latency (or code exchanges/s, or JWT verifications/s) on this machine",
-		Long: `bench measures the token endpoint the way clients use it.
+		Long: `oauthd-bench measures oauthd's token endpoint the way clients use it. It
+is the load generator, a command of its own: the product binary, oauthd,
+links none of it.
 
 By default it starts the real server in-process on a temporary database,
 seeds a user, an approved confidential client and one grant per worker
@@ -113,12 +118,18 @@ second on stderr.
       with --distinct-tokens tokens in turn. Each run starts fresh proxies
       (an empty token cache). Prints req/s, p50, p99 and non-2xx per run and
       the medians of the reps' gateway ÷ bare ratios.`,
-		Args: exactArgs(),
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), cmd, root)
 		},
 	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
+	})
 	fs := cmd.Flags()
+	root.AddFlags(fs)
 	fs.IntVarP(&o.concurrency, "concurrency", "c", 16, "concurrent workers (refresh chains, or verifying goroutines)")
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "measured duration (at most 10m)")
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON value")
@@ -182,11 +193,11 @@ func (o *benchOptions) validate() error {
 	return nil
 }
 
-func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *rootOptions) error {
+func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *wiring.Globals) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	logger, err := root.logger(cmd, slog.LevelWarn)
+	logger, err := root.Logger(cmd.ErrOrStderr(), slog.LevelWarn)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,3 @@
-//go:build bench
-
 package main
 
 import (
@@ -8,7 +6,7 @@ import (
 	"io"
 
 	"oauthd/cmd/internal/clitext"
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 )
 
 // runTarget drives a running server with every token of o.tokens, one

@@ -1,5 +1,3 @@
-//go:build bench
-
 package main
 
 import (
@@ -11,7 +9,8 @@ import (
 	"time"
 
 	"oauthd/cmd/internal/clitext"
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/internal/wiring"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 )
 
 // emitReport is what --emit-tokens prints.
@@ -26,7 +25,7 @@ type emitReport struct {
 
 // runEmit seeds grants into --db through an in-process server and writes
 // the refresh tokens.
-func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *rootOptions, stdout io.Writer) error {
+func (o *benchOptions) runEmit(ctx context.Context, logger *slog.Logger, root *wiring.Globals, stdout io.Writer) error {
 	n := o.grants
 	if n == 0 {
 		n = o.concurrency

@@ -1,5 +1,3 @@
-//go:build bench
-
 package main
 
 import (
@@ -14,7 +12,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"oauthd/cmd/oauthd/internal/loadgen"
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 )
 
 // runVerify measures the guard middleware with a real access token of the

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// RefreshReport is the result of a refresh run (`oauthd bench --json`,
+// RefreshReport is the result of a refresh run (`oauthd-bench --json`,
 // mode refresh).
 type RefreshReport struct {
 	Mode        string           `json:"mode"`

@@ -57,7 +57,7 @@ type GatewayRun struct {
 	WarmupNon2xx int64   `json:"warmup_non_2xx"`
 }
 
-// GatewayReport is the result of [Gateway] (`oauthd bench --mode gateway
+// GatewayReport is the result of [Gateway] (`oauthd-bench --mode gateway
 // --json`).
 type GatewayReport struct {
 	Mode           string       `json:"mode"`

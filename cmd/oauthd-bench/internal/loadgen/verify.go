@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// VerifyReport is the result of [Verify] (`oauthd bench --mode verify
+// VerifyReport is the result of [Verify] (`oauthd-bench --mode verify
 // --json`).
 type VerifyReport struct {
 	Mode              string  `json:"mode"`

@@ -1,16 +1,73 @@
-//go:build bench
-
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
-	"oauthd/cmd/oauthd/internal/loadgen"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"oauthd/cmd/oauthd-bench/internal/loadgen"
 )
+
+// bench runs oauthd-bench in-process (through run) with --db db.
+type bench struct {
+	t  *testing.T
+	db string
+}
+
+// newBench is a bench on a database path that does not exist yet.
+func newBench(t *testing.T) *bench {
+	t.Setenv("OAUTHD_MASTER_KEY", "")
+	return &bench{t: t, db: filepath.Join(t.TempDir(), "o.db")}
+}
+
+// run returns stdout, stderr and the error.
+func (c *bench) run(args ...string) (string, string, error) {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	err := run(c.t.Context(), append([]string{"--db", c.db}, args...), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// ok runs oauthd-bench, which must succeed, and returns its stdout.
+func (c *bench) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, err := c.run(args...)
+	if err != nil {
+		c.t.Fatalf("oauthd-bench %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// fails runs oauthd-bench, which must fail with stderr containing want.
+func (c *bench) fails(want string, args ...string) {
+	c.t.Helper()
+	out, errOut, err := c.run(args...)
+	if err == nil {
+		c.t.Fatalf("oauthd-bench %s succeeded (stdout %q); want an error", strings.Join(args, " "), out)
+	}
+	if !strings.Contains(errOut, want) || !strings.HasPrefix(errOut, "oauthd-bench: ") {
+		c.t.Errorf("oauthd-bench %s: stderr %q; want an \"oauthd-bench: \" line containing %q", strings.Join(args, " "), errOut, want)
+	}
+}
+
+// oneJSON decodes out, which must hold exactly one JSON value, into v.
+func oneJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("stdout %q is not JSON: %v", out, err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
+		t.Fatalf("stdout %q holds more than one JSON value", out)
+	}
+}
 
 // The bench tests run for a few hundred milliseconds and assert what does
 // not depend on speed: every request succeeded, every chain is alive, the
@@ -18,12 +75,9 @@ import (
 // each verify goroutine verifies at least 64 times, whatever the clock.
 
 func TestBenchInProcess(t *testing.T) {
-	c := newCLI(t)
-	if err := os.Remove(c.db); err != nil { // bench must not need, nor create, --db
-		t.Fatal(err)
-	}
+	c := newBench(t) // bench must not need, nor create, --db
 	var rep loadgen.RefreshReport
-	oneJSON(t, c.ok("", "bench", "--concurrency", "3", "--duration", "200ms", "--json"), &rep)
+	oneJSON(t, c.ok("--concurrency", "3", "--duration", "200ms", "--json"), &rep)
 	if rep.Mode != "refresh" || rep.Chains != 3 || rep.ChainsAlive != 3 {
 		t.Errorf("mode %q, chains %d alive %d; want refresh, 3 alive of 3", rep.Mode, rep.Chains, rep.ChainsAlive)
 	}
@@ -39,8 +93,8 @@ func TestBenchInProcess(t *testing.T) {
 }
 
 func TestBenchTextAndProgress(t *testing.T) {
-	c := newCLI(t)
-	out, _, err := c.run("", "bench", "-c", "2", "-d", "50ms")
+	c := newBench(t)
+	out, _, err := c.run("-c", "2", "-d", "50ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +106,9 @@ func TestBenchTextAndProgress(t *testing.T) {
 }
 
 func TestBenchVerify(t *testing.T) {
-	c := newCLI(t)
+	c := newBench(t)
 	var rep loadgen.VerifyReport
-	oneJSON(t, c.ok("", "bench", "--mode", "verify", "-c", "2", "-d", "50ms", "--json"), &rep)
+	oneJSON(t, c.ok("--mode", "verify", "-c", "2", "-d", "50ms", "--json"), &rep)
 	if rep.Alg != "ES256" || rep.MiddlewareErrors != 0 || rep.RawErrors != 0 {
 		t.Errorf("report %+v; want ES256 and no errors", rep)
 	}
@@ -67,9 +121,12 @@ func TestBenchVerify(t *testing.T) {
 // the many-tokens gateway verified (and cached) every distinct token, and
 // the ratios are the medians of the reps' ratios.
 func TestBenchGateway(t *testing.T) {
-	c := newCLI(t)
+	if testing.Short() {
+		t.Skip("-short: 12 proxy runs and two more take about 3 s")
+	}
+	c := newBench(t)
 	var rep loadgen.GatewayReport
-	oneJSON(t, c.ok("", "bench", "--mode", "gateway", "-c", "4", "-d", "200ms", "--reps", "3", "--distinct-tokens", "40", "--json"), &rep)
+	oneJSON(t, c.ok("--mode", "gateway", "-c", "4", "-d", "200ms", "--reps", "3", "--distinct-tokens", "40", "--json"), &rep)
 	if rep.Mode != "gateway" || rep.Reps != 3 || len(rep.Runs) != 3*4 {
 		t.Fatalf("report %+v; want 3 reps of 4 targets", rep)
 	}
@@ -91,7 +148,7 @@ func TestBenchGateway(t *testing.T) {
 		t.Errorf("gateway-1/bare rps = %v; want the median of %v", got, ratios)
 	}
 	prof := filepath.Join(t.TempDir(), "cpu")
-	out, _, err := c.run("", "bench", "--mode", "gateway", "-c", "2", "-d", "100ms", "--reps", "1", "--distinct-tokens", "10",
+	out, _, err := c.run("--mode", "gateway", "-c", "2", "-d", "100ms", "--reps", "1", "--distinct-tokens", "10",
 		"--targets", "bare-tuned,gateway-N", "--cpuprofile", prof)
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +169,12 @@ func TestBenchGateway(t *testing.T) {
 }
 
 func TestBenchCode(t *testing.T) {
-	c := newCLI(t)
+	if testing.Short() {
+		t.Skip("-short: 8 alternating slices, twice, take about 1.5 s")
+	}
+	c := newBench(t)
 	var rep loadgen.CodeReport
-	oneJSON(t, c.ok("", "bench", "--mode", "code", "-c", "2", "-d", "200ms", "--json"), &rep)
+	oneJSON(t, c.ok("--mode", "code", "-c", "2", "-d", "200ms", "--json"), &rep)
 	if rep.Mode != "code" || rep.CodeErrors != 0 || rep.RefreshErrors != 0 {
 		t.Errorf("report %+v; want mode code and no errors", rep)
 	}
@@ -124,7 +184,7 @@ func TestBenchCode(t *testing.T) {
 	if got := 100 * rep.CodesPerS / rep.GrantsPerS; rep.CodeToRefresh < got-0.01 || rep.CodeToRefresh > got+0.01 {
 		t.Errorf("ratio %.2f%%; want %.2f%%", rep.CodeToRefresh, got)
 	}
-	out, _, err := c.run("", "bench", "--mode", "code", "-c", "2", "-d", "100ms")
+	out, _, err := c.run("--mode", "code", "-c", "2", "-d", "100ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +199,10 @@ func TestBenchCode(t *testing.T) {
 // drives it with --target; the tokens file then holds each chain's newest
 // token, which still works.
 func TestBenchEmitThenTarget(t *testing.T) {
-	c := newCLI(t)
+	c := newBench(t)
 	toks := filepath.Join(t.TempDir(), "toks.txt")
 	var em emitReport
-	oneJSON(t, c.ok("", "bench", "--emit-tokens", toks, "--grants", "4", "--json"), &em)
+	oneJSON(t, c.ok("--emit-tokens", toks, "--grants", "4", "--json"), &em)
 	before, err := loadgen.ReadTokens(toks)
 	if err != nil || len(before) != 4 || em.ClientID == "" || !strings.HasPrefix(em.ClientSecret, "oauthd_cs_") {
 		t.Fatalf("emit: %+v, %d tokens, %v", em, len(before), err)
@@ -162,7 +222,7 @@ func TestBenchEmitThenTarget(t *testing.T) {
 
 	var rep loadgen.RefreshReport
 	// -c 3 over 4 tokens: the 3 workers rotate over all 4 chains.
-	oneJSON(t, c.ok("", "bench", "--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+	oneJSON(t, c.ok("--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
 		"--tokens", toks, "-c", "3", "-d", "100ms", "--json"), &rep)
 	if rep.Concurrency != 3 || rep.ChainsUsed != 4 || rep.ChainsAlive != 4 || rep.Errors != 0 || rep.OK < 4 {
 		t.Fatalf("target run: %+v; want 3 workers over all 4 chains", rep)
@@ -177,7 +237,7 @@ func TestBenchEmitThenTarget(t *testing.T) {
 		}
 	}
 	// The newest token is live: one more run continues every chain.
-	oneJSON(t, c.ok("", "bench", "--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
+	oneJSON(t, c.ok("--target", target, "--client-id", em.ClientID, "--client-secret", em.ClientSecret,
 		"--tokens", toks, "-c", "4", "-d", "50ms", "--json"), &rep)
 	if rep.ChainsAlive != 4 || rep.Errors != 0 {
 		t.Errorf("second target run: %+v", rep)
@@ -185,7 +245,7 @@ func TestBenchEmitThenTarget(t *testing.T) {
 }
 
 func TestBenchFlags(t *testing.T) {
-	c := newCLI(t)
+	c := newBench(t)
 	tests := []struct {
 		args []string
 		want string
@@ -212,7 +272,7 @@ func TestBenchFlags(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			c.fails(tc.want, "", append([]string{"bench"}, tc.args...)...)
+			c.fails(tc.want, tc.args...)
 		})
 	}
 }
