@@ -158,6 +158,8 @@ func (o *gatewayOptions) config() (*wiring.GatewayConfig, error) {
 	return c, nil
 }
 
+// run checks the settings, wires the gateway, fetches the issuer's keys
+// and feed once, then serves until ctx is done.
 func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if _, err := configure(cmd); err != nil {
 		return err
@@ -172,19 +174,10 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	warnUnknownEnv(logger)
-	var feed *verify.RevocationFeed
-	gw, err := cfg.Build(logger, func(keySet verify.KeySource) (verify.RevokedGrants, error) {
-		f, err := o.feed.follower(cfg.Issuer, keySet, logger)
-		if f == nil || err != nil {
-			return nil, err // a nil *RevocationFeed must not become a non-nil interface
-		}
-		feed = f
-		return f, nil
-	})
+	gw, feed, err := o.build(cfg, logger)
 	if err != nil {
 		return err
 	}
-	keySet := gw.Keys
 
 	stopTracing, err := o.trace.Start(ctx, logger)
 	if err != nil {
@@ -205,7 +198,7 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 
 	// Warm the key cache; an issuer that is not up yet is not fatal, the
 	// key set fetches again on the first token.
-	if err := keySet.Refresh(ctx); err != nil {
+	if err := gw.Keys.Refresh(ctx); err != nil {
 		logger.WarnContext(ctx, "jwks not fetched yet", "url", cfg.JWKSURL, "err", err)
 	}
 	if feed != nil {
@@ -223,7 +216,27 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if o.ready != nil {
 		o.ready(ln.Addr())
 	}
+	return serveGateway(ctx, srv, ln, logger)
+}
 
+// build wires the gateway of cfg with the issuer's revoked-grants feed
+// when it is on (the feed is nil otherwise).
+func (o *gatewayOptions) build(cfg *wiring.GatewayConfig, logger *slog.Logger) (*wiring.Gateway, *verify.RevocationFeed, error) {
+	var feed *verify.RevocationFeed
+	gw, err := cfg.Build(logger, func(keySet verify.KeySource) (verify.RevokedGrants, error) {
+		f, err := o.feed.follower(cfg.Issuer, keySet, logger)
+		if f == nil || err != nil {
+			return nil, err // a nil *RevocationFeed must not become a non-nil interface
+		}
+		feed = f
+		return f, nil
+	})
+	return gw, feed, err
+}
+
+// serveGateway serves srv on ln until ctx is done, then shuts it down
+// with a fresh 10 s deadline.
+func serveGateway(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
