@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"oauthd/cmd/internal/backend"
 	"oauthd/cmd/internal/clitext"
@@ -52,16 +53,8 @@ type benchOptions struct {
 	progress time.Duration // 1s; tests shorten it
 }
 
-// newRootCommand is the oauthd-bench command: the bench flags and the
-// global settings oauthd's commands take (--db, --master-key-file,
-// --log-level, --log-format; flags only: no variable or file sets them).
-func newRootCommand() *cobra.Command {
-	root := &wiring.Globals{}
-	o := benchOptions{progress: time.Second}
-	cmd := &cobra.Command{
-		Use:   "oauthd-bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify|gateway] [--json]",
-		Short: "Measure refresh grants/s and latency (or code exchanges/s, or JWT verifications/s) on this machine",
-		Long: `oauthd-bench measures oauthd's token endpoint the way clients use it. It
+// benchLong is the help of oauthd-bench.
+const benchLong = `oauthd-bench measures oauthd's token endpoint the way clients use it. It
 is the load generator, a command of its own: the product binary, oauthd,
 links none of it.
 
@@ -117,7 +110,18 @@ second on stderr.
       gateway wires it, over a real JWKS) with one token, and the gateway
       with --distinct-tokens tokens in turn. Each run starts fresh proxies
       (an empty token cache). Prints req/s, p50, p99 and non-2xx per run and
-      the medians of the reps' gateway ÷ bare ratios.`,
+      the medians of the reps' gateway ÷ bare ratios.`
+
+// newRootCommand is the oauthd-bench command: the bench flags and the
+// global settings oauthd's commands take (--db, --master-key-file,
+// --log-level, --log-format; flags only: no variable or file sets them).
+func newRootCommand() *cobra.Command {
+	root := &wiring.Globals{}
+	o := benchOptions{progress: time.Second}
+	cmd := &cobra.Command{
+		Use:           "oauthd-bench [--concurrency 16] [--duration 10s] [--mode refresh|code|verify|gateway] [--json]",
+		Short:         "Measure refresh grants/s and latency (or code exchanges/s, or JWT verifications/s) on this machine",
+		Long:          benchLong,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -128,8 +132,13 @@ second on stderr.
 	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w; see `%s --help`", err, cmd.CommandPath())
 	})
-	fs := cmd.Flags()
-	root.AddFlags(fs)
+	root.AddFlags(cmd.Flags())
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// AddFlags registers the bench's flags.
+func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVarP(&o.concurrency, "concurrency", "c", 16, "concurrent workers (refresh chains, or verifying goroutines)")
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "measured duration (at most 10m)")
 	fs.BoolVar(&o.json, "json", false, "print the report as one JSON value")
@@ -146,7 +155,6 @@ second on stderr.
 	fs.IntVar(&o.seed, "seed", 0, "with --emit-tokens: also write this many refresh-token families (with their codes' tombstones) directly through the store, spread around the --grants ones, to measure a large database")
 	fs.Float64Var(&o.expireShare, "expire-share", 0, "with --seed: this share (0 to 1) of the seeded families expires in an hour; then one expiry sweep, run as if two hours later, is timed")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase (server and load, in-process runs) to this file (--mode gateway: FILE.TARGET.REP, one per run)")
-	return cmd
 }
 
 func (o *benchOptions) validate() error {
