@@ -82,90 +82,23 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, workers int, d t
 	if workers < 1 || workers > n {
 		workers = n
 	}
-	var (
-		ok, reqs, fails atomic.Int64
-		alive, unsent   atomic.Int64
-		mu              sync.Mutex
-		byStatus        = map[string]int64{}
-		hist            = new(Histogram)
-		newest          = slices.Clone(tokens) // a chain's entry is written only by the worker holding it
-		dead            = make([]bool, n)
-		idle            = make(chan int, n) // the chains no worker holds, longest idle first
-	)
-	for i := range n {
-		idle <- i
-	}
-	alive.Store(int64(n))
-	unsent.Store(int64(n))
+	r := newRefreshRun(ctx, tokens)
 	prefix := e.clientPrefix("refresh_token") + "&refresh_token="
 	start := time.Now()
-	deadline := start.Add(d)
+	r.deadline = start.Add(d)
 	// Requests are not cancelled at the deadline (see above): they get
 	// their own bounded context.
 	reqCtx := context.WithoutCancel(ctx)
-	sent := make([]bool, n)
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Go(func() {
-			var h Histogram
-			local := map[string]int64{}
-			post := e.poster(reqCtx, prefix)
-			defer post.close()
-		run:
-			for unsent.Load() > 0 || (time.Now().Before(deadline) && ctx.Err() == nil) {
-				var i int
-				select {
-				case i = <-idle:
-				default:
-					// Every live chain is in another worker's hands
-					// (fewer live chains than workers): this one is not needed.
-					break run
-				}
-				switch {
-				case !sent[i]:
-					sent[i] = true
-					unsent.Add(-1)
-				case !time.Now().Before(deadline) || ctx.Err() != nil:
-					// Past the deadline only the chains never sent are
-					// refreshed (one each): this one waits for the next run.
-					idle <- i
-					runtime.Gosched()
-					continue
-				}
-				t0 := time.Now()
-				status, tr, err := post.post(newest[i])
-				h.Add(time.Since(t0))
-				reqs.Add(1)
-				local[statusKey(status)]++
-				switch {
-				case status == http.StatusOK && err == nil:
-					ok.Add(1)
-					newest[i] = tr.RefreshToken
-				case status == 0 || status == http.StatusTooManyRequests || status >= 500:
-					fails.Add(1)
-					time.Sleep(retryPause)
-				default:
-					fails.Add(1)
-					dead[i] = true
-					alive.Add(-1)
-					continue // not back in the queue
-				}
-				idle <- i
-			}
-			mu.Lock()
-			hist.Merge(&h)
-			for k, v := range local {
-				byStatus[k] += v
-			}
-			mu.Unlock()
-		})
+		wg.Go(func() { r.work(e.poster(reqCtx, prefix)) })
 	}
 	stop := make(chan struct{})
 	var last int64
 	pwg := p.tick(start, stop, func(now time.Time) {
-		cur := ok.Load()
+		cur := r.ok.Load()
 		fmt.Fprintf(p.W, "bench: %5.1fs  ok %d (%.0f/s now)  errors %d  chains alive %d/%d\n",
-			now.Sub(start).Seconds(), cur, float64(cur-last)/p.Every.Seconds(), fails.Load(), alive.Load(), n)
+			now.Sub(start).Seconds(), cur, float64(cur-last)/p.Every.Seconds(), r.fails.Load(), r.alive.Load(), n)
 		last = cur
 	})
 	wg.Wait()
@@ -175,20 +108,118 @@ func (e Endpoint) Refresh(ctx context.Context, tokens []string, workers int, d t
 
 	var live []string
 	used := 0
-	for i, t := range newest {
-		if sent[i] {
+	for i, t := range r.newest {
+		if r.sent[i] {
 			used++
 		}
-		if !dead[i] {
+		if !r.dead[i] {
 			live = append(live, t)
 		}
 	}
 	return RefreshReport{
 		Mode: "refresh", Concurrency: workers, DurationS: elapsed.Seconds(),
-		Requests: reqs.Load(), OK: ok.Load(), GrantsPerS: float64(ok.Load()) / elapsed.Seconds(),
-		LatencyMS: hist.Latency(),
-		ByStatus:  byStatus, Errors: fails.Load(), ChainsAlive: int(alive.Load()), Chains: n, ChainsUsed: used,
-	}, live, hist
+		Requests: r.reqs.Load(), OK: r.ok.Load(), GrantsPerS: float64(r.ok.Load()) / elapsed.Seconds(),
+		LatencyMS: r.hist.Latency(),
+		ByStatus:  r.byStatus, Errors: r.fails.Load(), ChainsAlive: int(r.alive.Load()), Chains: n, ChainsUsed: used,
+	}, live, r.hist
+}
+
+// refreshRun is the state the workers of one [Endpoint.Refresh] share.
+type refreshRun struct {
+	ctx             context.Context
+	deadline        time.Time
+	ok, reqs, fails atomic.Int64
+	alive, unsent   atomic.Int64
+	idle            chan int // the chains no worker holds, longest idle first
+	// A chain's entries are read and written only by the worker holding
+	// it (taken from idle).
+	newest     []string
+	dead, sent []bool
+
+	mu       sync.Mutex // guards the merged results below
+	byStatus map[string]int64
+	hist     *Histogram
+}
+
+// newRefreshRun is the run of one chain per token, every chain idle and
+// unsent.
+func newRefreshRun(ctx context.Context, tokens []string) *refreshRun {
+	n := len(tokens)
+	r := &refreshRun{ctx: ctx, idle: make(chan int, n), newest: slices.Clone(tokens), dead: make([]bool, n), sent: make([]bool, n),
+		byStatus: map[string]int64{}, hist: new(Histogram)}
+	for i := range n {
+		r.idle <- i
+	}
+	r.alive.Store(int64(n))
+	r.unsent.Store(int64(n))
+	return r
+}
+
+// work is one worker: it takes the chain idle longest, refreshes it once
+// and puts it back, until the run ends ([Endpoint.Refresh]); then it adds
+// its latencies and statuses to the run's.
+func (r *refreshRun) work(post *chainPoster) {
+	defer post.close()
+	var h Histogram
+	local := map[string]int64{}
+run:
+	for r.unsent.Load() > 0 || (time.Now().Before(r.deadline) && r.ctx.Err() == nil) {
+		var i int
+		select {
+		case i = <-r.idle:
+		default:
+			// Every live chain is in another worker's hands
+			// (fewer live chains than workers): this one is not needed.
+			break run
+		}
+		switch {
+		case !r.sent[i]:
+			r.sent[i] = true
+			r.unsent.Add(-1)
+		case !time.Now().Before(r.deadline) || r.ctx.Err() != nil:
+			// Past the deadline only the chains never sent are
+			// refreshed (one each): this one waits for the next run.
+			r.idle <- i
+			runtime.Gosched()
+			continue
+		}
+		if r.refresh(post, i, &h, local) {
+			r.idle <- i
+		}
+	}
+	r.mu.Lock()
+	r.hist.Merge(&h)
+	for k, v := range local {
+		r.byStatus[k] += v
+	}
+	r.mu.Unlock()
+}
+
+// refresh sends chain i's newest refresh token once, counting the answer
+// in h and local, and reports whether the chain goes on: after a 200 with
+// the new token, or after a pause when the answer was a 429, a 5xx or a
+// transport error (the same token is sent again); any other answer ends
+// it.
+func (r *refreshRun) refresh(post *chainPoster, i int, h *Histogram, local map[string]int64) bool {
+	t0 := time.Now()
+	status, tr, err := post.post(r.newest[i])
+	h.Add(time.Since(t0))
+	r.reqs.Add(1)
+	local[statusKey(status)]++
+	switch {
+	case status == http.StatusOK && err == nil:
+		r.ok.Add(1)
+		r.newest[i] = tr.RefreshToken
+	case status == 0 || status == http.StatusTooManyRequests || status >= 500:
+		r.fails.Add(1)
+		time.Sleep(retryPause)
+	default:
+		r.fails.Add(1)
+		r.dead[i] = true
+		r.alive.Add(-1)
+		return false
+	}
+	return true
 }
 
 // chainPoster sends one chain's refresh requests: form prefix + the
