@@ -27,130 +27,174 @@ const warmMin = 20
 // on raw connections, like wrk, so that the load generator costs as
 // little CPU as it can.
 func driveProxy(ctx context.Context, h http.Handler, toks []string, workers int, d time.Duration, profile func() (func(), error)) (GatewayRun, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stopServer, err := serveLoopback(ctx, h)
 	if err != nil {
 		return GatewayRun{}, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelError)}
-	go srv.Serve(ln)
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	addr := ln.Addr().String()
-	reqs := make([][]byte, len(toks))
-	for i, t := range toks {
-		reqs[i] = []byte("GET " + GatewayPath + " HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + t +
-			"\r\nUser-Agent: oauthd-bench\r\nAccept: */*\r\n\r\n")
-	}
+	defer stopServer()
 	runtime.GC() // the previous run's garbage is not this one's
-	var (
-		total, non2xx, netErrs atomic.Int64
-		warmNon2xx             atomic.Int64
-		mu                     sync.Mutex
-		hist                   = new(Histogram)
-		wg, warm               sync.WaitGroup
-		measure                = make(chan struct{})
-		startAt, deadline      time.Time
-	)
-	warmN := max(warmMin, (len(reqs)+workers-1)/workers)
+	r := &proxyRun{ctx: ctx, addr: addr, reqs: gatewayRequests(addr, toks), workers: workers, hist: new(Histogram), measure: make(chan struct{})}
+	warmN := max(warmMin, (len(r.reqs)+workers-1)/workers)
 	warmStart := time.Now()
-	warm.Add(workers)
+	r.warm.Add(workers)
+	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() {
-			var hl Histogram
-			var conn net.Conn
-			var br *bufio.Reader
-			defer func() {
-				if conn != nil {
-					conn.Close()
-				}
-			}()
-			next := w % len(reqs)
-			// one sends the next request; false when the run must stop.
-			one := func(measured bool) bool {
-				if ctx.Err() != nil {
-					return false
-				}
-				if conn == nil {
-					c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-					if err != nil {
-						netErrs.Add(1)
-						time.Sleep(10 * time.Millisecond)
-						return true
-					}
-					conn, br = c, bufio.NewReaderSize(c, 16<<10)
-				}
-				t0 := time.Now()
-				conn.SetDeadline(t0.Add(RequestTimeout))
-				status, keep, err := roundTrip(conn, br, reqs[next])
-				if err != nil {
-					netErrs.Add(1)
-					conn.Close()
-					conn = nil
-					return true
-				}
-				if !keep {
-					conn.Close()
-					conn = nil
-				}
-				bad := status < 200 || status > 299
-				if measured {
-					hl.Add(time.Since(t0))
-					total.Add(1)
-					if bad {
-						non2xx.Add(1)
-					}
-				} else if bad {
-					warmNon2xx.Add(1)
-				}
-				if next += workers; next >= len(reqs) {
-					next = w % workers % len(reqs)
-				}
-				return true
-			}
-			for range warmN {
-				if !one(false) {
-					break
-				}
-			}
-			warm.Done()
-			<-measure
-			for time.Now().Before(deadline) && one(true) {
-			}
-			mu.Lock()
-			hist.Merge(&hl)
-			mu.Unlock()
-		})
+		wg.Go(func() { r.work(w, warmN) })
 	}
-	warm.Wait()
+	r.warm.Wait()
 	warmElapsed := time.Since(warmStart)
 	stopProfile := func() {}
 	if profile != nil {
 		stop, err := profile()
 		if err != nil {
-			close(measure) // deadline is zero: the workers stop at once
+			close(r.measure) // deadline is zero: the workers stop at once
 			wg.Wait()
 			return GatewayRun{}, err
 		}
 		stopProfile = stop
 	}
 	cpu0 := processCPU()
-	startAt = time.Now()
-	deadline = startAt.Add(d)
-	close(measure)
+	startAt := time.Now()
+	r.deadline = startAt.Add(d)
+	close(r.measure)
 	wg.Wait()
 	elapsed := time.Since(startAt)
 	cpu := processCPU() - cpu0
 	stopProfile()
-	if total.Load() == 0 {
+	total := r.total.Load()
+	if total == 0 {
 		return GatewayRun{}, errors.New("no request completed")
 	}
-	return GatewayRun{Requests: total.Load(), PerS: float64(total.Load()) / elapsed.Seconds(), LatencyMS: hist.Latency(),
-		Non2xx: non2xx.Load(), NetErrors: netErrs.Load(), CPUPerReqUS: float64(cpu.Microseconds()) / float64(total.Load()), WarmupS: warmElapsed.Seconds(),
-		WarmupPerS: float64(warmN*workers) / warmElapsed.Seconds(), WarmupNon2xx: warmNon2xx.Load()}, nil
+	return GatewayRun{Requests: total, PerS: float64(total) / elapsed.Seconds(), LatencyMS: r.hist.Latency(),
+		Non2xx: r.non2xx.Load(), NetErrors: r.netErrs.Load(), CPUPerReqUS: float64(cpu.Microseconds()) / float64(total), WarmupS: warmElapsed.Seconds(),
+		WarmupPerS: float64(warmN*workers) / warmElapsed.Seconds(), WarmupNon2xx: r.warmNon2xx.Load()}, nil
+}
+
+// serveLoopback serves h on a fresh loopback listener at addr until stop
+// is called (which shuts it down, waiting up to 5 s).
+func serveLoopback(ctx context.Context, h http.Handler) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelError)}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}, nil
+}
+
+// gatewayRequests are the request bytes of GET GatewayPath at addr, one
+// per token.
+func gatewayRequests(addr string, toks []string) [][]byte {
+	reqs := make([][]byte, len(toks))
+	for i, t := range toks {
+		reqs[i] = []byte("GET " + GatewayPath + " HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + t +
+			"\r\nUser-Agent: oauthd-bench\r\nAccept: */*\r\n\r\n")
+	}
+	return reqs
+}
+
+// proxyRun is the state the workers of one driveProxy share.
+type proxyRun struct {
+	ctx     context.Context
+	addr    string
+	reqs    [][]byte
+	workers int
+	warm    sync.WaitGroup // done when every worker has warmed up
+	measure chan struct{}  // closed when the clock starts
+	// deadline is set before measure is closed, and read after.
+	deadline time.Time
+
+	total, non2xx, netErrs, warmNon2xx atomic.Int64
+
+	mu   sync.Mutex // guards hist
+	hist *Histogram
+}
+
+// work is worker w: warmN warm-up requests, then, once the clock starts,
+// requests until the deadline; then it adds its latencies to the run's.
+func (r *proxyRun) work(w, warmN int) {
+	c := &proxyConn{r: r, w: w, next: w % len(r.reqs)}
+	defer c.close()
+	for range warmN {
+		if !c.one(false) {
+			break
+		}
+	}
+	r.warm.Done()
+	<-r.measure
+	for time.Now().Before(r.deadline) && c.one(true) {
+	}
+	r.mu.Lock()
+	r.hist.Merge(&c.hist)
+	r.mu.Unlock()
+}
+
+// proxyConn is one worker's keep-alive connection and its place in the
+// requests.
+type proxyConn struct {
+	r    *proxyRun
+	w    int
+	next int
+	conn net.Conn
+	br   *bufio.Reader
+	hist Histogram
+}
+
+// one sends the next request (dialling first when the connection is
+// closed), counting it as measured or warm-up; false when the run must
+// stop.
+func (c *proxyConn) one(measured bool) bool {
+	r := c.r
+	if r.ctx.Err() != nil {
+		return false
+	}
+	if c.conn == nil {
+		conn, err := net.DialTimeout("tcp", r.addr, 5*time.Second)
+		if err != nil {
+			r.netErrs.Add(1)
+			time.Sleep(10 * time.Millisecond)
+			return true
+		}
+		c.conn, c.br = conn, bufio.NewReaderSize(conn, 16<<10)
+	}
+	t0 := time.Now()
+	c.conn.SetDeadline(t0.Add(RequestTimeout))
+	status, keep, err := roundTrip(c.conn, c.br, r.reqs[c.next])
+	if err != nil {
+		r.netErrs.Add(1)
+		c.close()
+		return true
+	}
+	if !keep {
+		c.close()
+	}
+	bad := status < 200 || status > 299
+	if measured {
+		c.hist.Add(time.Since(t0))
+		r.total.Add(1)
+		if bad {
+			r.non2xx.Add(1)
+		}
+	} else if bad {
+		r.warmNon2xx.Add(1)
+	}
+	if c.next += r.workers; c.next >= len(r.reqs) {
+		c.next = c.w % r.workers % len(r.reqs)
+	}
+	return true
+}
+
+// close closes the connection, if open.
+func (c *proxyConn) close() {
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
 }
 
 // processCPU is the user and system CPU time this process has used.
