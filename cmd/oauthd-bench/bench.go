@@ -250,13 +250,13 @@ func (o *benchOptions) run(ctx context.Context, cmd *cobra.Command, root *wiring
 	}
 	switch o.mode {
 	case "verify":
-		rep, err := o.runVerify(ctx, srv, seeded.accessToken, stderr)
+		rep, err := o.runVerify(ctx, srv, seeded.accessToken, clitext.Lines{W: stderr})
 		if err != nil {
 			return err
 		}
 		return o.print(stdout, rep)
 	case "code":
-		rep, err := o.runCode(ctx, srv, seeded, stderr)
+		rep, err := o.runCode(ctx, srv, seeded, clitext.Lines{W: stderr})
 		if err != nil {
 			return err
 		}
