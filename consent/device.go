@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"oauthd/data"
 	"oauthd/issuer"
 	"oauthd/issuer/throttle"
 )
@@ -59,10 +60,7 @@ func (h *Handler) showDevice(c echo.Context) error {
 	if _, ok := h.deviceAuthz(); !ok {
 		return h.errorPage(c, http.StatusNotFound, "Not found", "There is no device sign-in here.")
 	}
-	typed := c.QueryParam("user_code")
-	if len(typed) > 20 {
-		typed = ""
-	}
+	typed := typedCode(c.QueryParam("user_code"))
 	s, user, err := h.session(c.Request().Context(), c.Request())
 	if errors.Is(err, errNoSession) {
 		back := devicePath
@@ -101,10 +99,7 @@ func (h *Handler) postDevice(c echo.Context) error {
 		return h.errorPage(c, http.StatusForbidden, "Request refused",
 			"This did not come from this site's device page, so nothing was granted. Open the page again.")
 	}
-	typed := r.PostForm.Get("user_code")
-	if len(typed) > 20 {
-		typed = typed[:20]
-	}
+	typed := typedCode(r.PostForm.Get("user_code"))
 	v := view{Title: "Connect a device", User: user, CSRF: s.CSRF, UserCode: typed, DeviceStep: "enter"}
 	addr := c.RealIP()
 	var ks throttle.Keys
@@ -132,7 +127,7 @@ func (h *Handler) postDevice(c echo.Context) error {
 	case err != nil:
 		return h.internalError(c, "device page", err)
 	}
-	v.UserCode = showCode(dr.UserCode)
+	v.UserCode = data.ShowUserCode(dr.UserCode)
 	v.ClientName = dr.Client.Name
 	switch r.PostForm.Get("action") {
 	case "allow":
@@ -157,10 +152,12 @@ func (h *Handler) postDevice(c echo.Context) error {
 	return h.render(c, http.StatusOK, pageDevice, v, "")
 }
 
-// showCode is a canonical user code as shown: XXXX-XXXX.
-func showCode(c string) string {
-	if len(c) != 8 {
-		return c
+// typedCode is what the page keeps of a typed user code: all of it, or
+// nothing when it is longer than a user code is typed
+// ([data.MaxTypedUserCode]; the code form's field holds no more).
+func typedCode(s string) string {
+	if len(s) > data.MaxTypedUserCode {
+		return ""
 	}
-	return c[:4] + "-" + c[4:]
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,10 @@ func TestDevicePage(t *testing.T) {
 	if rec.Code != 200 || !strings.Contains(body, "Room &lt;display&gt;") || !strings.Contains(body, "BCDF-GHJK") || !strings.Contains(body, `value="allow"`) {
 		t.Fatalf("consent page: %d\n%s", rec.Code, body)
 	}
+	// The scopes as the consent page lists them (the template "scopes").
+	if !strings.Contains(body, `to:</p>`) || !strings.Contains(body, `<ul class="scopes">`) || !strings.Contains(body, "<code>BOOKING_READ</code></li>") {
+		t.Errorf("the device's consent page does not list its scope:\n%s", body)
+	}
 	if len(df.decided) != 0 {
 		t.Fatalf("the lookup decided: %v", df.decided)
 	}
@@ -175,4 +180,33 @@ func decisionCSRF(t *testing.T, body string) string {
 	}
 	t.Fatalf("no CSRF token in the page:\n%s", body)
 	return ""
+}
+
+// TestDeviceTypedCodeLimit: the page applies data.MaxTypedUserCode one
+// way: the code field holds that many characters, and a longer input (on
+// the link or typed) is no code: not prefilled, not cut to a code that
+// looks up (it once was cut, so a longer input could match), not shown
+// again.
+func TestDeviceTypedCodeLimit(t *testing.T) {
+	en, df := deviceEnv(t)
+	sess := en.login("alice", alicePassword)
+	max := data.MaxTypedUserCode
+	long := "BCDF-GHJK" + strings.Repeat(" ", max-9) + "X" // its first max characters are the pending code
+	rec := en.get(devicePath+"?"+url.Values{"user_code": {long}}.Encode(), sess)
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `maxlength="`+strconv.Itoa(max)+`"`) || strings.Contains(body, "BCDF-GHJK") {
+		t.Fatalf("code form for a link with %d characters: %d\n%s", len(long), rec.Code, body)
+	}
+	csrf := decisionCSRF(t, body)
+	rec = devicePost(en, sess, "", url.Values{"user_code": {long}, "action": {"lookup"}, csrfField: {csrf}})
+	if rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "BCDF-GHJK") {
+		t.Fatalf("lookup of %d characters: %d; want 400 and the input not shown\n%s", len(long), rec.Code, rec.Body)
+	}
+	exact := "BCDF-GHJK" + strings.Repeat(" ", max-9)
+	if rec := devicePost(en, sess, "", url.Values{"user_code": {exact}, "action": {"lookup"}, csrfField: {csrf}}); rec.Code != 200 {
+		t.Fatalf("lookup of %d characters: %d; want the consent page", len(exact), rec.Code)
+	}
+	if len(df.decided) != 0 {
+		t.Fatalf("decided: %v", df.decided)
+	}
 }

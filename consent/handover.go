@@ -262,40 +262,9 @@ func (h *Handler) checkAssertion(ctx context.Context, r *http.Request) (handover
 // email the platform changed keeps everything (clients, grants, sessions
 // belong to the user's ID).
 func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data.User, int, string, error) {
-	email := strings.TrimSpace(a.Email)
-	if ad, err := mail.ParseAddress(email); err != nil || ad.Address != email {
-		return data.User{}, http.StatusBadRequest, "The platform sent no valid email address for your account.", nil
-	}
-	// The rule of every other entry (users add, users import): at most 254
-	// bytes, and a canonical form (no control or bidi character, a domain
-	// IDNA takes), else it could show as another address.
-	if err := admin.CheckEmail(email); err != nil {
-		return data.User{}, http.StatusBadRequest, "The platform sent an email address for your account that cannot be used here: " + err.Error() + ".", nil
-	}
-	name := strings.TrimSpace(a.Name)
-	// A name that could disguise itself on the operator's screen, or that
-	// shows as nothing, refuses the login (after a disabling assertion has
-	// taken effect): the rule of users add (ident.Name).
-	badName := ""
-	if name != "" {
-		if err := ident.Name(name); err != nil {
-			badName = "The platform sent a name for your account that cannot be shown as it is (" +
-				strings.TrimPrefix(err.Error(), ident.ErrInvalid.Error()+": ") +
-				"): it could disguise itself on the administrator's screen, so the login is refused. Ask the platform to correct your name."
-		}
-	}
-	if name == "" || len(name) > data.MaxNameLen {
-		name = email
-	}
-	// time_zone is optional (UTC); one given must be an IANA zone name,
-	// never "Local" (this server's zone) nor empty.
-	tz := "UTC"
-	if a.TimeZone != nil {
-		tz = *a.TimeZone
-		if err := admin.CheckTimeZone(tz); err != nil && badName == "" {
-			badName = "The platform sent a time zone for your account that cannot be used here: " + err.Error() +
-				", so the login is refused. Ask the platform to correct it, or to leave it out (UTC)."
-		}
+	p, status, msg := profileOf(a)
+	if status != 0 {
+		return data.User{}, status, msg, nil
 	}
 	now := h.now().UTC()
 	u, err := h.store.GetUserByExternalID(ctx, a.Subject)
@@ -304,10 +273,10 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 		if a.Disabled {
 			return data.User{}, http.StatusForbidden, "Your account is disabled.", nil
 		}
-		if badName != "" {
-			return data.User{}, http.StatusBadRequest, badName, nil
+		if p.refusal != "" {
+			return data.User{}, http.StatusBadRequest, p.refusal, nil
 		}
-		u, err = h.store.CreateUser(ctx, data.User{Email: email, Name: name, TimeZone: tz, ExternalID: a.Subject, CreatedAt: now})
+		u, err = h.store.CreateUser(ctx, data.User{Email: p.email, Name: p.name, TimeZone: p.timeZone, ExternalID: a.Subject, CreatedAt: now})
 		if errors.Is(err, data.ErrExists) {
 			return data.User{}, http.StatusConflict, "An account with your email address already exists here and is not linked to your platform account. Ask the administrator to resolve it.", nil
 		}
@@ -337,12 +306,12 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 			slog.String("via", "platform assertion"))
 		return u, http.StatusForbidden, "Your account is disabled.", nil
 	}
-	if badName != "" {
-		return u, http.StatusBadRequest, badName, nil
+	if p.refusal != "" {
+		return u, http.StatusBadRequest, p.refusal, nil
 	}
-	if u.Email != email || u.Name != name || u.TimeZone != tz {
+	if u.Email != p.email || u.Name != p.name || u.TimeZone != p.timeZone {
 		u, err = h.store.UpdateUser(ctx, u.ID, func(u data.User) (data.User, error) {
-			u.Email, u.Name, u.TimeZone = email, name, tz
+			u.Email, u.Name, u.TimeZone = p.email, p.name, p.timeZone
 			u.ProfileUpdatedAt = now.UTC()
 			return u, nil
 		})
@@ -354,4 +323,55 @@ func (h *Handler) provisionUser(ctx context.Context, a handover.Assertion) (data
 		}
 	}
 	return u, 0, "", nil
+}
+
+// assertedProfile is the profile a login handover's assertion states for
+// its user, as it is stored.
+type assertedProfile struct {
+	email, name, timeZone string
+	// refusal, when not "", refuses the login once a disabling assertion
+	// has taken effect: a name or time zone that cannot be used as it is.
+	refusal string
+}
+
+// profileOf reads the profile that a asserts. A status != 0 refuses the
+// login at once with msg (no usable email address); p.refusal refuses it
+// after a disabling assertion has taken effect.
+func profileOf(a handover.Assertion) (p assertedProfile, status int, msg string) {
+	email := strings.TrimSpace(a.Email)
+	if ad, err := mail.ParseAddress(email); err != nil || ad.Address != email {
+		return p, http.StatusBadRequest, "The platform sent no valid email address for your account."
+	}
+	// The rule of every other entry (users add, users import): at most 254
+	// bytes, and a canonical form (no control or bidi character, a domain
+	// IDNA takes), else it could show as another address.
+	if err := admin.CheckEmail(email); err != nil {
+		return p, http.StatusBadRequest, "The platform sent an email address for your account that cannot be used here: " + err.Error() + "."
+	}
+	name := strings.TrimSpace(a.Name)
+	// A name that could disguise itself on the operator's screen, or that
+	// shows as nothing, refuses the login (after a disabling assertion has
+	// taken effect): the rule of users add (ident.Name).
+	badName := ""
+	if name != "" {
+		if err := ident.Name(name); err != nil {
+			badName = "The platform sent a name for your account that cannot be shown as it is (" +
+				strings.TrimPrefix(err.Error(), ident.ErrInvalid.Error()+": ") +
+				"): it could disguise itself on the administrator's screen, so the login is refused. Ask the platform to correct your name."
+		}
+	}
+	if name == "" || len(name) > data.MaxNameLen {
+		name = email
+	}
+	// time_zone is optional (UTC); one given must be an IANA zone name,
+	// never "Local" (this server's zone) nor empty.
+	tz := "UTC"
+	if a.TimeZone != nil {
+		tz = *a.TimeZone
+		if err := admin.CheckTimeZone(tz); err != nil && badName == "" {
+			badName = "The platform sent a time zone for your account that cannot be used here: " + err.Error() +
+				", so the login is refused. Ask the platform to correct it, or to leave it out (UTC)."
+		}
+	}
+	return assertedProfile{email: email, name: name, timeZone: tz, refusal: badName}, 0, ""
 }

@@ -139,46 +139,19 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		return h.internalError(c, "login", err)
 	}
 	ks := h.loginKeys(user, known, login, throttle.ParseAddr(addr))
-	// A limited key is refused before it can queue for a password check.
-	if wait, ok := h.limiter.Check(ctx, ks); !ok {
+	ok, upgraded, wait, err := h.rationedCheck(c, ks, user, known, pw)
+	switch {
+	case errors.Is(err, throttle.ErrLimited):
 		return h.throttled(c, v, addr, wait)
-	}
-	// At most a few password checks run at once (19 MiB each); past a
-	// short queue the login is turned away with 503 and is not counted.
-	_, queued := data.StartSpan(ctx, tracer, "", "password slot wait")
-	err = h.gate.Enter(ctx)
-	data.EndSpan(queued, err)
-	if err != nil {
+	case err != nil:
 		return h.loginBusy(c, v, addr, err)
 	}
-	leave := sync.OnceFunc(h.gate.Leave) // after the check, and on every return
-	defer leave()
-	// Counted only once the check has its slot, so that attempts queued
-	// for a slot hold no budget; attempts in flight do, and one that finds
-	// the rest of the budget held by them waits for them to end (a right
-	// password gives its place back): right passwords never refuse each
-	// other.
-	res, wait, err := h.limiter.Reserve(ctx, ks, loginReserveWait)
-	if err != nil {
-		if errors.Is(err, throttle.ErrLimited) {
-			return h.throttled(c, v, addr, wait)
-		}
-		return h.loginBusy(c, v, addr, err)
-	}
-	defer res.Refund() // a no-op after Fail; ends the attempt on a panic
-	_, check := data.StartSpan(ctx, tracer, "", "password check")
-	ok := h.checkPassword(c, user, known, pw)
-	upgraded := upgradedHash(ok, user, pw)
-	check.End()
-	leave()
 	if !ok {
-		res.Fail()
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_failed"),
 			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
 		v.Message = msgWrongLogin
 		return h.render(c, http.StatusUnauthorized, pageLogin, v, "")
 	}
-	res.Refund()
 	if user.Disabled {
 		h.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("event", "login_refused_disabled"),
 			slog.Int64("user_id", user.ID), slog.String("remote_addr", addr))
@@ -189,6 +162,52 @@ func (h *Handler) checkLogin(c echo.Context) error {
 		h.upgradeHash(ctx, user, upgraded)
 	}
 	return h.openSession(c, user, "login_succeeded", v.ReturnTo, h.now())
+}
+
+// rationedCheck runs the password check of a login attempt within its
+// rations: the failure limits of its keys ks and the gate of the checks
+// running at once. It reports whether pw is right (the attempt counts as
+// a failure under ks when it is not, and gives its place back when it is)
+// and, right, the upgraded hash of a weaker one (or ""). An error wrapping
+// [throttle.ErrLimited] says the keys are limited for wait; any other,
+// that the check found no slot: then the attempt is not counted.
+func (h *Handler) rationedCheck(c echo.Context, ks throttle.Keys, user data.User, known bool, pw string) (ok bool, upgraded string, wait time.Duration, err error) {
+	ctx := c.Request().Context()
+	// A limited key is refused before it can queue for a password check.
+	if wait, ok := h.limiter.Check(ctx, ks); !ok {
+		return false, "", wait, throttle.ErrLimited
+	}
+	// At most a few password checks run at once (19 MiB each); past a
+	// short queue the login is turned away with 503 and is not counted.
+	_, queued := data.StartSpan(ctx, tracer, "", "password slot wait")
+	err = h.gate.Enter(ctx)
+	data.EndSpan(queued, err)
+	if err != nil {
+		return false, "", 0, err
+	}
+	leave := sync.OnceFunc(h.gate.Leave) // after the check, and on every return
+	defer leave()
+	// Counted only once the check has its slot, so that attempts queued
+	// for a slot hold no budget; attempts in flight do, and one that finds
+	// the rest of the budget held by them waits for them to end (a right
+	// password gives its place back): right passwords never refuse each
+	// other.
+	res, wait, err := h.limiter.Reserve(ctx, ks, loginReserveWait)
+	if err != nil {
+		return false, "", wait, err
+	}
+	defer res.Refund() // a no-op after Fail; ends the attempt on a panic
+	_, check := data.StartSpan(ctx, tracer, "", "password check")
+	ok = h.checkPassword(c, user, known, pw)
+	upgraded = upgradedHash(ok, user, pw)
+	check.End()
+	leave()
+	if !ok {
+		res.Fail()
+		return false, "", 0, nil
+	}
+	res.Refund()
+	return true, upgraded, 0, nil
 }
 
 // loginKeys are the failure-limit keys of a login attempt: the account's

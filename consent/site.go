@@ -48,7 +48,7 @@ func NewPage(name string, fsys fs.FS, files ...string) (*Page, error) {
 
 // parseLayout parses templates/layout.html with the pages' functions.
 func parseLayout() (*template.Template, error) {
-	base, err := template.New("layout.html").Funcs(template.FuncMap{"initial": initial}).ParseFS(templateFS, "templates/layout.html")
+	base, err := template.New("layout.html").Funcs(template.FuncMap{"initial": initial, "maxTypedUserCode": func() int { return data.MaxTypedUserCode }}).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("consent: parse layout: %w", err)
 	}

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"oauthd/data/scope"
 )
 
 // AgentHost is the operator's review of the AI assistants of one host:
@@ -58,18 +56,7 @@ func ValidateAgentHost(h AgentHost) error {
 	if c != h.Host {
 		return ruleErr("host", "%q is not in its canonical form %q", h.Host, c)
 	}
-	if len(h.Scopes) == 0 {
-		return ruleErr("scopes", "at least one scope is required")
-	}
-	for i, s := range h.Scopes {
-		if !scope.Known(s) {
-			return ruleErr("scopes", "%q is not a scope; see docs/SCOPES.md", s)
-		}
-		if slices.Contains(h.Scopes[:i], s) {
-			return ruleErr("scopes", "%q is listed twice", s)
-		}
-	}
-	return nil
+	return validateScopes(h.Scopes)
 }
 
 // CanonicalAgentHost is the one canonical form of a host of client ID

@@ -21,6 +21,12 @@ const UserCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
 // UserCodeLen is the number of letters of a user code.
 const UserCodeLen = 8
 
+// MaxTypedUserCode bounds what a user may type as a user code: its
+// [UserCodeLen] letters with dashes and spaces between them. A longer
+// input is no user code ([CanonicalUserCode]); the device page neither
+// looks it up nor shows it again, and its field holds no more.
+const MaxTypedUserCode = 20
+
 // DeviceState is where a device authorization stands.
 type DeviceState string
 
@@ -70,9 +76,10 @@ func NewUserCode() string {
 
 // CanonicalUserCode reads what a user typed as a user code: letters in
 // any case, dashes and spaces ignored (RFC 8628 §6.1). It returns "" when
-// the result is not [UserCodeLen] letters of [UserCodeAlphabet].
+// the result is not [UserCodeLen] letters of [UserCodeAlphabet] or s is
+// longer than [MaxTypedUserCode].
 func CanonicalUserCode(s string) string {
-	if len(s) > 64 {
+	if len(s) > MaxTypedUserCode {
 		return ""
 	}
 	var b strings.Builder
@@ -122,6 +129,19 @@ func DeviceCodeUser(dc string) string {
 // SHA-256, as [AuthCodeKey], so that the authorization code stored for
 // it on approval sorts with the other codes.
 func DeviceCodeKey(dc string) []byte { return codeKey(PrefixDeviceCode, dc) }
+
+// ValidateDeviceCode checks a new device code as [Store.CreateDeviceCode]
+// stores it: under its canonical user code, with the key of its
+// device_code.
+func ValidateDeviceCode(d DeviceCode) error {
+	if d.UserCode == "" || CanonicalUserCode(d.UserCode) != d.UserCode {
+		return ruleErr("user_code", "%q is not a canonical user code (%d letters of %s)", d.UserCode, UserCodeLen, UserCodeAlphabet)
+	}
+	if len(d.Hash) == 0 {
+		return ruleErr("hash", "a device code needs the key of its device_code (DeviceCodeKey)")
+	}
+	return nil
+}
 
 // ValidateDeviceUpdate checks what an update of [Store.UpdateDeviceCode]
 // returned against the stored record: the same user code, key and

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ func TestUserCodes(t *testing.T) {
 	for typed, want := range map[string]string{
 		"BCDF-GHJK": "BCDFGHJK", "bcdf ghjk": "BCDFGHJK", " bcdfghjk\t": "BCDFGHJK", "BcDf-GhJk": "BCDFGHJK",
 		"BCDF-GHJA": "", "BCDF-GHJ": "", "BCDF-GHJKL": "", "ＢCDF-GHJK": "", "BCDF_GHJK": "", strings.Repeat("-", 70) + "BCDFGHJK": "",
+		"BCDF-GHJK" + strings.Repeat(" ", MaxTypedUserCode-9): "BCDFGHJK", "BCDF-GHJK" + strings.Repeat(" ", MaxTypedUserCode-8): "",
 	} {
 		if got := CanonicalUserCode(typed); got != want {
 			t.Errorf("CanonicalUserCode(%q) = %q; want %q", typed, got, want)
@@ -37,5 +39,26 @@ func TestUserCodes(t *testing.T) {
 	}
 	if string(DeviceCodeKey(dc)) == string(DeviceCodeKey(NewDeviceCode("BCDFGHJK", now))) {
 		t.Error("two device codes share a key")
+	}
+}
+
+func TestValidateDeviceCode(t *testing.T) {
+	ok := DeviceCode{UserCode: "BCDFGHJK", Hash: DeviceCodeKey(NewDeviceCode("BCDFGHJK", time.Now()))}
+	if err := ValidateDeviceCode(ok); err != nil {
+		t.Fatalf("ValidateDeviceCode(ok) = %v", err)
+	}
+	for name, tc := range map[string]struct {
+		d     DeviceCode
+		field string
+	}{
+		"typed, not canonical": {DeviceCode{UserCode: "BCDF-GHJK", Hash: ok.Hash}, "user_code"},
+		"lower case":           {DeviceCode{UserCode: "bcdfghjk", Hash: ok.Hash}, "user_code"},
+		"empty user code":      {DeviceCode{Hash: ok.Hash}, "user_code"},
+		"no key":               {DeviceCode{UserCode: "BCDFGHJK"}, "hash"},
+	} {
+		var re *RuleError
+		if err := ValidateDeviceCode(tc.d); !errors.As(err, &re) || re.Field != tc.field {
+			t.Errorf("%s: ValidateDeviceCode = %v; want a RuleError on %s", name, err, tc.field)
+		}
 	}
 }

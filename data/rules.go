@@ -131,45 +131,81 @@ func ValidateClient(c Client) error {
 	if err := validateGrantTypes(c); err != nil {
 		return err
 	}
+	if err := validateRedirectURIs(c); err != nil {
+		return err
+	}
+	if len(c.Scopes) > 0 || !c.Legacy {
+		if err := validateScopes(c.Scopes); err != nil {
+			return err
+		}
+	}
+	if err := validateStatus(c); err != nil {
+		return err
+	}
+	if err := validateCredentials(c); err != nil {
+		return err
+	}
+	if c.Pending != nil {
+		if err := validatePending(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRedirectURIs checks a client's redirect URIs and post-logout
+// redirect URIs: each valid and listed once, at most [MaxRedirectURIs],
+// and at least one when the client uses the authorization_code grant.
+func validateRedirectURIs(c Client) error {
 	if len(c.RedirectURIs) == 0 && c.AllowsGrant(GrantAuthorizationCode) {
 		return ruleErr("redirect_uris", "at least one redirect URI is required (for the authorization_code grant)")
 	}
-	if len(c.RedirectURIs) > MaxRedirectURIs {
-		return ruleErr("redirect_uris", "%d given; a client has at most %d", len(c.RedirectURIs), MaxRedirectURIs)
+	if err := validateURIList("redirect_uris", "redirect_uri", c.RedirectURIs); err != nil {
+		return err
 	}
-	for i, u := range c.RedirectURIs {
+	return validateURIList("post_logout_redirect_uris", "post_logout_redirect_uris", c.PostLogoutRedirectURIs)
+}
+
+// validateURIList checks the redirect URIs of field: at most
+// [MaxRedirectURIs], each valid ([ValidateRedirectURI], its error on
+// itemField) and listed once.
+func validateURIList(field, itemField string, uris []string) error {
+	if len(uris) > MaxRedirectURIs {
+		return ruleErr(field, "%d given; a client has at most %d", len(uris), MaxRedirectURIs)
+	}
+	for i, u := range uris {
 		if err := ValidateRedirectURI(u); err != nil {
-			return err
-		}
-		if slices.Contains(c.RedirectURIs[:i], u) {
-			return ruleErr("redirect_uris", "%q is listed twice", u)
-		}
-	}
-	if len(c.PostLogoutRedirectURIs) > MaxRedirectURIs {
-		return ruleErr("post_logout_redirect_uris", "%d given; a client has at most %d", len(c.PostLogoutRedirectURIs), MaxRedirectURIs)
-	}
-	for i, u := range c.PostLogoutRedirectURIs {
-		if err := ValidateRedirectURI(u); err != nil {
-			if re, ok := err.(*RuleError); ok {
-				return &RuleError{Field: "post_logout_redirect_uris", Reason: re.Reason}
+			if re, ok := err.(*RuleError); ok && re.Field != itemField {
+				return &RuleError{Field: itemField, Reason: re.Reason}
 			}
 			return err
 		}
-		if slices.Contains(c.PostLogoutRedirectURIs[:i], u) {
-			return ruleErr("post_logout_redirect_uris", "%q is listed twice", u)
+		if slices.Contains(uris[:i], u) {
+			return ruleErr(field, "%q is listed twice", u)
 		}
 	}
-	if len(c.Scopes) == 0 && !c.Legacy {
+	return nil
+}
+
+// validateScopes checks a list of scopes a client or an assistants' host
+// is allowed: at least one, each known ([scope.Known]) and listed once.
+func validateScopes(scopes []string) error {
+	if len(scopes) == 0 {
 		return ruleErr("scopes", "at least one scope is required")
 	}
-	for i, s := range c.Scopes {
+	for i, s := range scopes {
 		if !scope.Known(s) {
 			return ruleErr("scopes", "%q is not a scope; see the scope list in docs/SCOPES.md", s)
 		}
-		if slices.Contains(c.Scopes[:i], s) {
+		if slices.Contains(scopes[:i], s) {
 			return ruleErr("scopes", "%q is listed twice", s)
 		}
 	}
+	return nil
+}
+
+// validateStatus checks a client's status: a rejection has its reason.
+func validateStatus(c Client) error {
 	switch c.Status {
 	case StatusPending, StatusApproved:
 	case StatusRejected:
@@ -179,6 +215,14 @@ func ValidateClient(c Client) error {
 	default:
 		return ruleErr("status", "%q is not a client status", c.Status)
 	}
+	return nil
+}
+
+// validateCredentials checks how a client authenticates: a confidential
+// client by its secrets (at most [MaxActiveSecrets], IDs unique) or its
+// keys (inline or by URL, not both, nor with a secret); a public client
+// by neither.
+func validateCredentials(c Client) error {
 	switch {
 	case len(c.Secrets) > MaxActiveSecrets:
 		return fmt.Errorf("%w: revoke one first", ErrTooManySecrets)
@@ -202,11 +246,6 @@ func ValidateClient(c Client) error {
 	for i, cs := range c.Secrets {
 		if slices.ContainsFunc(c.Secrets[:i], func(o ClientSecret) bool { return o.ID == cs.ID }) {
 			return ruleErr("secrets", "secret ID %q is listed twice", cs.ID)
-		}
-	}
-	if c.Pending != nil {
-		if err := validatePending(c); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -412,6 +451,25 @@ func validateMetadataClient(c Client) error {
 		return ruleErr("owner", "a client of a metadata document has no owner: its host's review decides")
 	case c.Pending != nil || c.Legacy:
 		return ruleErr("pending", "a client of a metadata document has no pending change and is not legacy")
+	}
+	return nil
+}
+
+// ValidateAuthCode checks a new authorization code as
+// [Store.CreateAuthCode] and [Store.CreateConsentedCode] store it: under
+// its hash ([AuthCodeKey]).
+func ValidateAuthCode(c AuthCode) error {
+	if len(c.Hash) == 0 {
+		return ruleErr("hash", "an authorization code needs its hash")
+	}
+	return nil
+}
+
+// ValidateSession checks a new session as [Store.CreateSession] stores
+// it: under its hash.
+func ValidateSession(s Session) error {
+	if len(s.Hash) == 0 {
+		return ruleErr("hash", "a session needs its hash")
 	}
 	return nil
 }

@@ -175,7 +175,6 @@ const (
 // authzValidate is ParseAuthorize, CheckAuthorize, Approve's and Deny's
 // validation, and the pushed authorization request endpoint's (mode).
 func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode) (*AuthorizeRequest, error) {
-	countUsage := mode == modeParse
 	// 0. A pushed request (RFC 9126 §4): its parameters replace q; the
 	// consent form carries the continuation (orig) instead.
 	var orig url.Values
@@ -188,75 +187,19 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	}
 	// 1. The client and its redirect_uri: nothing may redirect before both
 	// are trusted (RFC 6749 §4.1.2.1, §10.15).
-	switch {
-	case len(q["client_id"]) > 1:
-		return nil, NewPageError("Invalid authorization request",
-			"The client_id parameter was given more than once. The application that sent you here must fix its authorization link.")
-	case len(q["redirect_uri"]) > 1:
-		return nil, NewPageError("Invalid authorization request",
-			"The redirect_uri parameter was given more than once. The application that sent you here must fix its authorization link.")
-	}
-	clientID := q.Get("client_id")
-	if clientID == "" {
-		return nil, NewPageError("Invalid authorization request",
-			"The client_id parameter is missing. The application that sent you here must fix its authorization link.")
-	}
-	if !authzCleanValue(clientID) || len(clientID) > 200 {
-		return nil, NewPageError("Unknown application",
-			"The client_id parameter is not a valid client ID.")
-	}
-	var client data.Client
-	var err error
-	if data.IsMetadataClientID(clientID) {
-		// An AI assistant's metadata document (clientmeta.go).
-		if client, err = s.metadataClient(ctx, clientID); err != nil {
-			return nil, err
-		}
-	} else {
-		client, err = s.store.GetClient(ctx, clientID)
-	}
-	if errors.Is(err, data.ErrNotFound) {
-		return nil, NewPageError("Unknown application",
-			fmt.Sprintf("No application is registered under the client ID %s.", authzQuote(clientID)))
-	}
+	client, err := s.authzClient(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("authorize: get client: %w", err)
+		return nil, err
 	}
-	redirectURI := q.Get("redirect_uri")
-	if redirectURI == "" {
-		return nil, NewPageError("Invalid authorization request",
-			"The redirect_uri parameter is missing. The application that sent you here must fix its authorization link.")
-	}
-	// Exact string comparison (RFC 6749 §3.1.2.3, RFC 9700 §4.1.3): no
-	// normalisation, no prefix or pattern matching; a public client's
-	// loopback IP redirect URI on any port (RFC 8252 §7.3).
-	if !data.RedirectURIMatches(client.RedirectURIs, redirectURI, client.Type == data.Public) {
-		if client.Pending != nil && slices.Contains(client.Pending.AddRedirectURIs, redirectURI) {
-			// Asked for by the owner, not approved: never a redirect there.
-			return nil, NewPageError("Redirect URI not approved yet",
-				"The redirect_uri was added to "+authzQuote(client.Name)+" recently and is waiting for a platform administrator's review. It cannot be used until it is approved.")
-		}
-		return nil, NewPageError("Unregistered redirect URI",
-			"The redirect_uri is not one of the redirect URIs registered for "+authzQuote(client.Name)+". It must match a registered URI exactly.")
-	}
-	switch client.Status {
-	case data.StatusApproved:
-	case data.StatusPending:
-		return nil, NewPageError("Application not approved yet",
-			authzQuote(client.Name)+" is waiting for review and cannot be used to sign in yet.")
-	default:
-		return nil, NewPageError("Application not available",
-			authzQuote(client.Name)+" was not approved and cannot be used to sign in.")
+	redirectURI, err := authzRedirectURI(q, client)
+	if err != nil {
+		return nil, err
 	}
 	hasScope := authzHasScope(q["scope"])
-	if !client.Legacy && !hasScope {
-		// The seed: a client whose scopes were saved before its
-		// authorization URL carried scope fails to authorize.
-		return nil, NewPageError("Invalid authorization request",
-			"The authorization link of "+authzQuote(client.Name)+" does not say which permissions (scope) it asks for. The application must add a scope parameter.")
+	if err := authzClientUsable(client, hasScope); err != nil {
+		return nil, err
 	}
-
-	if countUsage && client.Legacy {
+	if mode == modeParse && client.Legacy {
 		s.authzCountUsage(ctx, client.ID, hasScope)
 	}
 	if client.RequirePAR && orig == nil && mode != modePush {
@@ -265,91 +208,27 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 	}
 
 	// 2. From here on, errors go back to the client by redirect.
-	state, stateOK := "", true
-	if st := q["state"]; len(st) == 1 {
-		if authzCleanValue(st[0]) && len(st[0]) <= authzMaxState {
-			state = st[0]
-		} else {
-			stateOK = false
-		}
-	}
-	fail := func(e *Error, desc string) error {
-		return s.redirectError(redirectURI, state, WithDescription(e, "%s", desc))
-	}
-
-	for _, name := range slices.Sorted(maps.Keys(q)) {
-		vals := q[name]
-		if len(vals) > 1 && name != "resource" { // RFC 8707 §2: resource may repeat
-			// RFC 6749 §3.1: request parameters must not be repeated.
-			return nil, fail(ErrInvalidRequest, "the "+authzParamName(name)+" parameter was given more than once")
-		}
-		for _, v := range vals {
-			if !authzCleanValue(v) {
-				return nil, fail(ErrInvalidRequest, "the "+authzParamName(name)+" parameter contains invalid UTF-8 or control characters")
-			}
-		}
-	}
-	if !stateOK {
-		return nil, fail(ErrInvalidRequest, fmt.Sprintf("state is longer than %d bytes", authzMaxState))
-	}
-	// Request objects (OpenID Connect Core §6) are not supported; a
-	// request_uri is accepted only as a pushed request's (RFC 9126).
-	if q.Has("request") {
-		return nil, fail(ErrRequestNotSupported, "request objects are not supported; send the parameters themselves or push them (PAR)")
-	}
-	if q.Has("request_uri") && orig == nil {
-		return nil, fail(ErrRequestURINotSupported, "request_uri is accepted only from the pushed authorization request endpoint")
-	}
-
-	if rt, ok := q["response_type"]; ok && rt[0] != "code" {
-		return nil, fail(ErrUnsupportedResponseType, "only response_type=code is supported")
+	state, stateOK := authzState(q)
+	fail := func(e *Error) error { return s.redirectError(redirectURI, state, e) }
+	if e := authzCheckParams(q, stateOK, orig != nil); e != nil {
+		return nil, fail(e)
 	}
 	if !client.AllowsGrant(data.GrantAuthorizationCode) {
 		// RFC 6749 §4.1.2.1: the client may not use the authorization
 		// code grant (its grant types are reviewed).
-		return nil, fail(ErrUnauthorizedClient, "the client may not use the authorization_code grant")
+		return nil, fail(WithDescription(ErrUnauthorizedClient, "the client may not use the authorization_code grant"))
 	}
-
-	scopes, err := scope.Parse(q.Get("scope"))
-	if u, ok := errors.AsType[*scope.UnknownError](err); ok {
-		desc := "unknown scope " + authzNames(u.Names)
-		if len(u.Names) == 1 {
-			if sug := scope.Suggest(u.Names[0]); len(sug) > 0 {
-				desc += " (did you mean " + strings.Join(sug, " or ") + "?)"
-			}
-		}
-		return nil, fail(ErrInvalidScope, desc)
-	} else if err != nil {
-		return nil, fail(ErrInvalidScope, "scope cannot be parsed")
+	scopes, e := authzScopes(q.Get("scope"), client)
+	if e != nil {
+		return nil, fail(e)
 	}
-	if !client.Legacy {
-		if outside, ok := scope.Subset(scopes, client.Scopes); !ok {
-			if client.Pending != nil && !slices.ContainsFunc(outside, func(s string) bool { return !slices.Contains(client.Pending.AddScopes, s) }) {
-				return nil, fail(ErrInvalidScope, "scope "+authzNames(outside)+" is waiting for review and not approved for this client yet")
-			}
-			return nil, fail(ErrInvalidScope, "scope "+authzNames(outside)+" is not registered for this client")
-		}
-	}
-
 	resources, e := s.requestedResources(q["resource"])
 	if e != nil {
-		return nil, s.redirectError(redirectURI, state, e)
+		return nil, fail(e)
 	}
-
-	// PKCE, RFC 7636 §4.3 and §4.4.1; S256 only (OAuth 2.1 §4.1.1).
-	switch m, ok := q["code_challenge_method"]; {
-	case !ok || m[0] == "S256":
-	case m[0] == "plain":
-		return nil, fail(ErrInvalidRequest, "code_challenge_method plain is not supported; use S256")
-	default:
-		return nil, fail(ErrInvalidRequest, "code_challenge_method must be S256")
-	}
-	challenge, hasChallenge := q.Get("code_challenge"), q.Has("code_challenge")
-	switch {
-	case hasChallenge && !authzValidChallenge(challenge):
-		return nil, fail(ErrInvalidRequest, "code_challenge must be the 43-character base64url SHA-256 of the code_verifier (S256)")
-	case !hasChallenge && client.Type == data.Public:
-		return nil, fail(ErrInvalidRequest, "a public client must send code_challenge (PKCE, S256)")
+	challenge, e := authzPKCE(q, client.Type)
+	if e != nil {
+		return nil, fail(e)
 	}
 
 	if orig == nil {
@@ -366,9 +245,190 @@ func (s *Server) authzValidate(ctx context.Context, q url.Values, mode authzMode
 		Query:         orig,
 	}
 	if e := s.oidcParams(ctx, q, client, req); e != nil {
-		return nil, s.redirectError(redirectURI, state, e)
+		return nil, fail(e)
 	}
 	return req, nil
+}
+
+// authzClient returns the client that q names (a registered client or an
+// AI assistant's metadata document), or the *[PageError] that says why
+// there is none. It refuses a repeated client_id or redirect_uri first.
+func (s *Server) authzClient(ctx context.Context, q url.Values) (data.Client, error) {
+	switch {
+	case len(q["client_id"]) > 1:
+		return data.Client{}, NewPageError("Invalid authorization request",
+			"The client_id parameter was given more than once. The application that sent you here must fix its authorization link.")
+	case len(q["redirect_uri"]) > 1:
+		return data.Client{}, NewPageError("Invalid authorization request",
+			"The redirect_uri parameter was given more than once. The application that sent you here must fix its authorization link.")
+	}
+	clientID := q.Get("client_id")
+	if clientID == "" {
+		return data.Client{}, NewPageError("Invalid authorization request",
+			"The client_id parameter is missing. The application that sent you here must fix its authorization link.")
+	}
+	if !authzCleanValue(clientID) || len(clientID) > 200 {
+		return data.Client{}, NewPageError("Unknown application",
+			"The client_id parameter is not a valid client ID.")
+	}
+	var client data.Client
+	var err error
+	if data.IsMetadataClientID(clientID) {
+		// An AI assistant's metadata document (clientmeta.go).
+		if client, err = s.metadataClient(ctx, clientID); err != nil {
+			return data.Client{}, err
+		}
+	} else {
+		client, err = s.store.GetClient(ctx, clientID)
+	}
+	if errors.Is(err, data.ErrNotFound) {
+		return data.Client{}, NewPageError("Unknown application",
+			fmt.Sprintf("No application is registered under the client ID %s.", authzQuote(clientID)))
+	}
+	if err != nil {
+		return data.Client{}, fmt.Errorf("authorize: get client: %w", err)
+	}
+	return client, nil
+}
+
+// authzRedirectURI returns q's redirect_uri when it is one of client's
+// (exact string comparison, RFC 6749 §3.1.2.3, RFC 9700 §4.1.3: no
+// normalisation, no prefix or pattern matching; a public client's
+// loopback IP redirect URI on any port, RFC 8252 §7.3), or the
+// *[PageError] that says why it is not.
+func authzRedirectURI(q url.Values, client data.Client) (string, error) {
+	redirectURI := q.Get("redirect_uri")
+	if redirectURI == "" {
+		return "", NewPageError("Invalid authorization request",
+			"The redirect_uri parameter is missing. The application that sent you here must fix its authorization link.")
+	}
+	if !data.RedirectURIMatches(client.RedirectURIs, redirectURI, client.Type == data.Public) {
+		if client.Pending != nil && slices.Contains(client.Pending.AddRedirectURIs, redirectURI) {
+			// Asked for by the owner, not approved: never a redirect there.
+			return "", NewPageError("Redirect URI not approved yet",
+				"The redirect_uri was added to "+authzQuote(client.Name)+" recently and is waiting for a platform administrator's review. It cannot be used until it is approved.")
+		}
+		return "", NewPageError("Unregistered redirect URI",
+			"The redirect_uri is not one of the redirect URIs registered for "+authzQuote(client.Name)+". It must match a registered URI exactly.")
+	}
+	return redirectURI, nil
+}
+
+// authzClientUsable decides whether client may sign users in now: it is
+// approved, and (unless legacy) its authorization link carries a scope.
+func authzClientUsable(client data.Client, hasScope bool) error {
+	switch client.Status {
+	case data.StatusApproved:
+	case data.StatusPending:
+		return NewPageError("Application not approved yet",
+			authzQuote(client.Name)+" is waiting for review and cannot be used to sign in yet.")
+	default:
+		return NewPageError("Application not available",
+			authzQuote(client.Name)+" was not approved and cannot be used to sign in.")
+	}
+	if !client.Legacy && !hasScope {
+		// The seed: a client whose scopes were saved before its
+		// authorization URL carried scope fails to authorize.
+		return NewPageError("Invalid authorization request",
+			"The authorization link of "+authzQuote(client.Name)+" does not say which permissions (scope) it asks for. The application must add a scope parameter.")
+	}
+	return nil
+}
+
+// authzState returns the state parameter to echo back ("" when absent or
+// repeated) and ok false when it is unfit to echo (control characters,
+// invalid UTF-8, longer than authzMaxState): then none is echoed.
+func authzState(q url.Values) (state string, ok bool) {
+	st := q["state"]
+	if len(st) != 1 {
+		return "", true
+	}
+	if authzCleanValue(st[0]) && len(st[0]) <= authzMaxState {
+		return st[0], true
+	}
+	return "", false
+}
+
+// authzCheckParams decides the rules every parameter of an authorization
+// request obeys: none repeated but resource (RFC 6749 §3.1, RFC 8707 §2),
+// clean values, a state fit to echo (stateOK), no request object, a
+// request_uri only from a pushed request (pushed), and response_type code.
+func authzCheckParams(q url.Values, stateOK, pushed bool) *Error {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		vals := q[name]
+		if len(vals) > 1 && name != "resource" { // RFC 8707 §2: resource may repeat
+			// RFC 6749 §3.1: request parameters must not be repeated.
+			return WithDescription(ErrInvalidRequest, "%s", "the "+authzParamName(name)+" parameter was given more than once")
+		}
+		for _, v := range vals {
+			if !authzCleanValue(v) {
+				return WithDescription(ErrInvalidRequest, "%s", "the "+authzParamName(name)+" parameter contains invalid UTF-8 or control characters")
+			}
+		}
+	}
+	if !stateOK {
+		return WithDescription(ErrInvalidRequest, "state is longer than %d bytes", authzMaxState)
+	}
+	// Request objects (OpenID Connect Core §6) are not supported; a
+	// request_uri is accepted only as a pushed request's (RFC 9126).
+	if q.Has("request") {
+		return WithDescription(ErrRequestNotSupported, "request objects are not supported; send the parameters themselves or push them (PAR)")
+	}
+	if q.Has("request_uri") && !pushed {
+		return WithDescription(ErrRequestURINotSupported, "request_uri is accepted only from the pushed authorization request endpoint")
+	}
+	if rt, ok := q["response_type"]; ok && rt[0] != "code" {
+		return WithDescription(ErrUnsupportedResponseType, "only response_type=code is supported")
+	}
+	return nil
+}
+
+// authzScopes returns the scopes that raw (the scope parameter) asks of
+// client: known names (with a suggestion for a misspelt one), each among
+// the client's reviewed scopes unless the client is legacy.
+func authzScopes(raw string, client data.Client) ([]string, *Error) {
+	scopes, err := scope.Parse(raw)
+	if u, ok := errors.AsType[*scope.UnknownError](err); ok {
+		desc := "unknown scope " + authzNames(u.Names)
+		if len(u.Names) == 1 {
+			if sug := scope.Suggest(u.Names[0]); len(sug) > 0 {
+				desc += " (did you mean " + strings.Join(sug, " or ") + "?)"
+			}
+		}
+		return nil, WithDescription(ErrInvalidScope, "%s", desc)
+	} else if err != nil {
+		return nil, WithDescription(ErrInvalidScope, "scope cannot be parsed")
+	}
+	if !client.Legacy {
+		if outside, ok := scope.Subset(scopes, client.Scopes); !ok {
+			if client.Pending != nil && !slices.ContainsFunc(outside, func(s string) bool { return !slices.Contains(client.Pending.AddScopes, s) }) {
+				return nil, WithDescription(ErrInvalidScope, "%s", "scope "+authzNames(outside)+" is waiting for review and not approved for this client yet")
+			}
+			return nil, WithDescription(ErrInvalidScope, "%s", "scope "+authzNames(outside)+" is not registered for this client")
+		}
+	}
+	return scopes, nil
+}
+
+// authzPKCE returns q's PKCE code_challenge (RFC 7636 §4.3 and
+// §4.4.1; S256 only, OAuth 2.1 §4.1.1), "" when there is none, which only
+// a confidential client may omit.
+func authzPKCE(q url.Values, typ data.ClientType) (string, *Error) {
+	switch m, ok := q["code_challenge_method"]; {
+	case !ok || m[0] == "S256":
+	case m[0] == "plain":
+		return "", WithDescription(ErrInvalidRequest, "code_challenge_method plain is not supported; use S256")
+	default:
+		return "", WithDescription(ErrInvalidRequest, "code_challenge_method must be S256")
+	}
+	challenge, hasChallenge := q.Get("code_challenge"), q.Has("code_challenge")
+	switch {
+	case hasChallenge && !authzValidChallenge(challenge):
+		return "", WithDescription(ErrInvalidRequest, "code_challenge must be the 43-character base64url SHA-256 of the code_verifier (S256)")
+	case !hasChallenge && typ == data.Public:
+		return "", WithDescription(ErrInvalidRequest, "a public client must send code_challenge (PKCE, S256)")
+	}
+	return challenge, nil
 }
 
 // authzRedirect returns redirectURI with params, state (when not empty) and

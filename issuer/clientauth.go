@@ -48,24 +48,9 @@ var tokenLimits = throttle.Rules{
 func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *tokenRequest) (data.Client, error) {
 	ctx, span := data.StartSpan(ctx, tracer, "", "client authentication")
 	defer span.End()
-	id, secret := req.ClientID, req.ClientSecret
-	assertion := req.Form.Get("client_assertion") != "" || req.Form.Get("client_assertion_type") != ""
-	if assertion {
-		var e *Error
-		if id, e = assertionClientID(req); e != nil {
-			return data.Client{}, e
-		}
-	} else if req.Basic {
-		if req.ClientSecret != "" {
-			return data.Client{}, tokBadRequest("use one client authentication method: HTTP Basic or client_secret in the body, not both")
-		}
-		if req.ClientID != "" && req.ClientID != req.BasicID {
-			return data.Client{}, tokBadRequest("client_id in the body differs from the HTTP Basic client ID")
-		}
-		id, secret = req.BasicID, req.BasicSecret
-	}
-	if id == "" {
-		return data.Client{}, WithDescription(ErrInvalidClient, "client authentication is required: send client_id (and client_secret) or use HTTP Basic")
+	id, secret, assertion, e := presentedClient(req)
+	if e != nil {
+		return data.Client{}, e
 	}
 	now := s.now()
 	addr := c.RealIP()
@@ -106,24 +91,9 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 		if e != nil {
 			return fail(e)
 		}
-	case client.HasKeys():
-		return fail(WithDescription(ErrInvalidClient, "the client authenticates with private_key_jwt: send client_assertion_type and client_assertion"))
-	case client.Type == data.Public:
-		if secret != "" {
-			return fail(WithDescription(ErrInvalidClient, "a public client has no secret; send only client_id"))
-		}
 	default:
-		if secret == "" {
-			return fail(WithDescription(ErrInvalidClient, "client_secret is required"))
-		}
-		h := data.Hash(secret)
-		for i := range client.Secrets { // every secret, no early exit
-			if data.Equal(h, client.Secrets[i].Hash) {
-				matched = i
-			}
-		}
-		if matched < 0 {
-			return fail(WithDescription(ErrInvalidClient, "wrong client credentials"))
+		if matched, e = checkSecret(client, secret); e != nil {
+			return fail(e)
 		}
 	}
 	if client.Status != data.StatusApproved {
@@ -134,6 +104,62 @@ func (s *Server) authenticateClient(ctx context.Context, c echo.Context, req *to
 	}
 	s.allowOrigin(c, client)
 	return client, nil
+}
+
+// presentedClient returns the client ID and secret that req presents
+// (HTTP Basic or the body, never both with differing IDs or two secrets)
+// and whether it presents a client assertion (private_key_jwt) instead of
+// a secret; an *Error when it presents no usable client credentials.
+func presentedClient(req *tokenRequest) (id, secret string, assertion bool, e *Error) {
+	id, secret = req.ClientID, req.ClientSecret
+	assertion = req.Form.Get("client_assertion") != "" || req.Form.Get("client_assertion_type") != ""
+	if assertion {
+		if id, e = assertionClientID(req); e != nil {
+			return "", "", true, e
+		}
+	} else if req.Basic {
+		if req.ClientSecret != "" {
+			return "", "", false, tokBadRequest("use one client authentication method: HTTP Basic or client_secret in the body, not both")
+		}
+		if req.ClientID != "" && req.ClientID != req.BasicID {
+			return "", "", false, tokBadRequest("client_id in the body differs from the HTTP Basic client ID")
+		}
+		id, secret = req.BasicID, req.BasicSecret
+	}
+	if id == "" {
+		return "", "", assertion, WithDescription(ErrInvalidClient, "client authentication is required: send client_id (and client_secret) or use HTTP Basic")
+	}
+	return id, secret, assertion, nil
+}
+
+// checkSecret decides the authentication of client by secret (a public
+// client by its client_id alone): the index of the secret of client that
+// matches (-1 for a public client), or the invalid_client error. Every
+// stored secret is compared, in constant time, with no early exit.
+func checkSecret(client data.Client, secret string) (matched int, e *Error) {
+	switch {
+	case client.HasKeys():
+		return -1, WithDescription(ErrInvalidClient, "the client authenticates with private_key_jwt: send client_assertion_type and client_assertion")
+	case client.Type == data.Public:
+		if secret != "" {
+			return -1, WithDescription(ErrInvalidClient, "a public client has no secret; send only client_id")
+		}
+		return -1, nil
+	}
+	if secret == "" {
+		return -1, WithDescription(ErrInvalidClient, "client_secret is required")
+	}
+	matched = -1
+	h := data.Hash(secret)
+	for i := range client.Secrets { // every secret, no early exit
+		if data.Equal(h, client.Secrets[i].Hash) {
+			matched = i
+		}
+	}
+	if matched < 0 {
+		return -1, WithDescription(ErrInvalidClient, "wrong client credentials")
+	}
+	return matched, nil
 }
 
 // touchSecret sets a secret's LastUsedAt. A failure is logged, not

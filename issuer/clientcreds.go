@@ -29,26 +29,9 @@ func (s *Server) clientCredentials(ctx context.Context, c echo.Context, client d
 		// client; a second line of defence.
 		return tokenResponse{}, WithDescription(ErrUnauthorizedClient, "client_credentials is for confidential clients only")
 	}
-	if client.Legacy {
-		return tokenResponse{}, WithDescription(ErrUnauthorizedClient, "a legacy client has no reviewed scopes; migrate it to scopes first")
-	}
-	// openid names a user (OpenID Connect): never in a token without one.
-	scopes := slices.DeleteFunc(slices.Clone(client.Scopes), func(sc string) bool { return sc == scope.OpenID })
-	if req.Scope != "" {
-		asked, err := scope.Parse(req.Scope)
-		if err != nil {
-			return tokenResponse{}, WithDescription(ErrInvalidScope, "scope names an unknown scope")
-		}
-		if slices.Contains(asked, scope.OpenID) {
-			return tokenResponse{}, WithDescription(ErrInvalidScope, "openid needs a user; a client_credentials token has none")
-		}
-		if outside, ok := scope.Subset(asked, client.Scopes); !ok {
-			return tokenResponse{}, WithDescription(ErrInvalidScope, "%s is not among the client's approved scopes", strings.Join(outside, " "))
-		}
-		scopes = asked
-	}
-	if len(scopes) == 0 {
-		return tokenResponse{}, WithDescription(ErrInvalidScope, "the client has no approved scope a token without a user can carry")
+	scopes, e := reviewedScopes(client, req.Scope, true)
+	if e != nil {
+		return tokenResponse{}, e
 	}
 	jkt := proofJKT(proof) // tokenProof required one of a DPoP-bound client
 	if proof != nil {
@@ -68,4 +51,42 @@ func (s *Server) clientCredentials(ctx context.Context, c echo.Context, client d
 	}
 	s.audit(ctx, c, "client_credentials", client.ID, 0)
 	return s.newTokenResponse(tok, "", scopes, false, jkt), nil
+}
+
+// reviewedScopes returns the scopes a client asks for itself, without a
+// user's consent to them (the client_credentials grant, the device
+// authorization request): those of raw (the scope parameter), each among
+// the client's reviewed scopes, or all of them when raw is empty (RFC 6749
+// §3.3: the documented default). A legacy client has no reviewed scopes
+// (unauthorized_client). userless is a token without a user
+// (client_credentials): openid, which names a user (OpenID Connect), is
+// never in it.
+func reviewedScopes(client data.Client, raw string, userless bool) ([]string, *Error) {
+	if client.Legacy {
+		return nil, WithDescription(ErrUnauthorizedClient, "a legacy client has no reviewed scopes; migrate it to scopes first")
+	}
+	scopes := client.Scopes
+	if userless {
+		scopes = slices.DeleteFunc(slices.Clone(client.Scopes), func(sc string) bool { return sc == scope.OpenID })
+	}
+	if raw != "" {
+		asked, err := scope.Parse(raw)
+		if err != nil {
+			return nil, WithDescription(ErrInvalidScope, "scope names an unknown scope")
+		}
+		if userless && slices.Contains(asked, scope.OpenID) {
+			return nil, WithDescription(ErrInvalidScope, "openid needs a user; a client_credentials token has none")
+		}
+		if outside, ok := scope.Subset(asked, client.Scopes); !ok {
+			return nil, WithDescription(ErrInvalidScope, "%s is not among the client's approved scopes", strings.Join(outside, " "))
+		}
+		scopes = asked
+	}
+	if len(scopes) == 0 {
+		if userless {
+			return nil, WithDescription(ErrInvalidScope, "the client has no approved scope a token without a user can carry")
+		}
+		return nil, WithDescription(ErrInvalidScope, "the client has no approved scope")
+	}
+	return scopes, nil
 }

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -111,22 +110,9 @@ func (s *Server) deviceAuthorize(c echo.Context) (deviceAuthResponse, error) {
 	if !client.AllowsGrant(data.GrantDeviceCode) {
 		return deviceAuthResponse{}, WithDescription(ErrUnauthorizedClient, "the client may not use the device authorization grant; its owner adds the grant type %s (reviewed like a scope)", data.GrantDeviceCode)
 	}
-	if client.Legacy {
-		return deviceAuthResponse{}, WithDescription(ErrUnauthorizedClient, "a legacy client has no reviewed scopes; migrate it to scopes first")
-	}
-	scopes := client.Scopes
-	if req.Scope != "" {
-		asked, err := scope.Parse(req.Scope)
-		if err != nil {
-			return deviceAuthResponse{}, WithDescription(ErrInvalidScope, "scope names an unknown scope")
-		}
-		if outside, ok := scope.Subset(asked, client.Scopes); !ok {
-			return deviceAuthResponse{}, WithDescription(ErrInvalidScope, "%s is not among the client's approved scopes", strings.Join(outside, " "))
-		}
-		scopes = asked
-	}
-	if len(scopes) == 0 {
-		return deviceAuthResponse{}, WithDescription(ErrInvalidScope, "the client has no approved scope")
+	scopes, e := reviewedScopes(client, req.Scope, false)
+	if e != nil {
+		return deviceAuthResponse{}, e
 	}
 	var ks throttle.Keys
 	ks.Add(throttle.AddrKey(throttle.ParseAddr(c.RealIP())))
@@ -267,29 +253,36 @@ var ErrDeviceCode = errors.New("no pending device authorization has this code")
 // FindDevice returns the pending device authorization of what the user
 // typed (case, dashes and spaces ignored), or ErrDeviceCode.
 func (s *Server) FindDevice(ctx context.Context, typed string) (DeviceRequest, error) {
+	dr, _, err := s.findDevice(ctx, typed)
+	return dr, err
+}
+
+// findDevice is [Server.FindDevice], and returns the stored device code
+// too (ApproveDevice makes its authorization code from it).
+func (s *Server) findDevice(ctx context.Context, typed string) (DeviceRequest, data.DeviceCode, error) {
 	uc := data.CanonicalUserCode(typed)
 	if uc == "" {
-		return DeviceRequest{}, ErrDeviceCode
+		return DeviceRequest{}, data.DeviceCode{}, ErrDeviceCode
 	}
 	d, err := s.store.GetDeviceCode(ctx, uc)
 	switch {
 	case errors.Is(err, data.ErrNotFound):
-		return DeviceRequest{}, ErrDeviceCode
+		return DeviceRequest{}, data.DeviceCode{}, ErrDeviceCode
 	case err != nil:
-		return DeviceRequest{}, err
+		return DeviceRequest{}, data.DeviceCode{}, err
 	case d.State != data.DevicePending || !s.now().Before(d.ExpiresAt):
-		return DeviceRequest{}, ErrDeviceCode
+		return DeviceRequest{}, data.DeviceCode{}, ErrDeviceCode
 	}
 	client, err := s.store.GetClient(ctx, d.ClientID)
 	switch {
 	case errors.Is(err, data.ErrNotFound):
-		return DeviceRequest{}, ErrDeviceCode
+		return DeviceRequest{}, data.DeviceCode{}, ErrDeviceCode
 	case err != nil:
-		return DeviceRequest{}, err
+		return DeviceRequest{}, data.DeviceCode{}, err
 	case client.Status != data.StatusApproved:
-		return DeviceRequest{}, ErrDeviceCode
+		return DeviceRequest{}, data.DeviceCode{}, ErrDeviceCode
 	}
-	return DeviceRequest{UserCode: uc, Client: client, Scopes: d.Scopes}, nil
+	return DeviceRequest{UserCode: uc, Client: client, Scopes: d.Scopes}, d, nil
 }
 
 // ApproveDevice records the user's consent to the device authorization
@@ -298,11 +291,7 @@ func (s *Server) FindDevice(ctx context.Context, typed string) (DeviceRequest, e
 // device code's state. Of two decisions on one code, the first wins; the
 // second gets ErrDeviceCode.
 func (s *Server) ApproveDevice(ctx context.Context, userCode string, login Login) error {
-	dr, err := s.FindDevice(ctx, userCode)
-	if err != nil {
-		return err
-	}
-	d, err := s.store.GetDeviceCode(ctx, dr.UserCode)
+	dr, d, err := s.findDevice(ctx, userCode)
 	if err != nil {
 		return err
 	}

@@ -252,3 +252,103 @@ func TestClientCredentialsDPoP(t *testing.T) {
 		t.Errorf("replayed proof: %s; want invalid_dpop_proof", got)
 	}
 }
+
+// TestGrantRequiredParams: a grant's required parameter (the table of
+// grants, grant.params) missing or empty is invalid_request naming it,
+// whether the body is a form or JSON: the table's check is the only one
+// (the grants' handlers do not check them again).
+func TestGrantRequiredParams(t *testing.T) {
+	env := newTkEnv(t)
+	code := env.code(tkCodeOpts{client: "conf"})
+	rt := env.exchange().RefreshToken
+	full := map[string]map[string]string{
+		"authorization_code": {"code": code, "redirect_uri": tkRedirect},
+		"refresh_token":      {"refresh_token": rt},
+	}
+	for gt, params := range full {
+		for missing := range params {
+			for _, empty := range []bool{false, true} {
+				for _, isJSON := range []bool{false, true} {
+					name := gt + "/" + missing + map[bool]string{false: "/absent", true: "/empty"}[empty] + map[bool]string{false: "/form", true: "/json"}[isJSON]
+					t.Run(name, func(t *testing.T) {
+						p := map[string]string{"grant_type": gt, "client_id": "conf", "client_secret": env.secretA}
+						for k, v := range params {
+							p[k] = v
+						}
+						delete(p, missing)
+						if empty {
+							p[missing] = ""
+						}
+						var r tkReq
+						if isJSON {
+							b, err := json.Marshal(p)
+							if err != nil {
+								t.Fatal(err)
+							}
+							r = tkReq{ct: "application/json", body: string(b)}
+						} else {
+							var kv []string
+							for k, v := range p {
+								kv = append(kv, k, v)
+							}
+							r = tkReq{body: tkForm(kv...)}
+						}
+						rec := env.do(r)
+						if rec.Code != http.StatusBadRequest {
+							t.Errorf("status = %d; want 400 (body %s)", rec.Code, rec.Body)
+						}
+						var body struct {
+							Error string `json:"error"`
+							Desc  string `json:"error_description"`
+						}
+						if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+							t.Fatalf("body %q: %v", rec.Body, err)
+						}
+						if body.Error != "invalid_request" || body.Desc != missing+" is required" {
+							t.Errorf("error = %q %q; want invalid_request %q", body.Error, body.Desc, missing+" is required")
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestReviewedScopes: the scopes a client asks for itself (the
+// client_credentials grant, the device authorization request), one table
+// for both.
+func TestReviewedScopes(t *testing.T) {
+	c := data.Client{Scopes: []string{"openid", "PROFILE_READ", "EVENT_TYPE_READ"}}
+	onlyOpenID := data.Client{Scopes: []string{"openid"}}
+	tests := []struct {
+		name     string
+		client   data.Client
+		raw      string
+		userless bool
+		want     []string
+		wantErr  string // error_description; "" for none
+	}{
+		{"default: all reviewed", c, "", false, []string{"openid", "PROFILE_READ", "EVENT_TYPE_READ"}, ""},
+		{"default without a user: no openid", c, "", true, []string{"PROFILE_READ", "EVENT_TYPE_READ"}, ""},
+		{"asked within", c, "PROFILE_READ", true, []string{"PROFILE_READ"}, ""},
+		{"asked openid with a user", c, "openid", false, []string{"openid"}, ""},
+		{"asked openid without a user", c, "openid PROFILE_READ", true, nil, "openid needs a user; a client_credentials token has none"},
+		{"asked outside", c, "BOOKING_WRITE", false, nil, "BOOKING_WRITE is not among the client's approved scopes"},
+		{"unknown", c, "ROOT", true, nil, "scope names an unknown scope"},
+		{"none left without a user", onlyOpenID, "", true, nil, "the client has no approved scope a token without a user can carry"},
+		{"none at all", data.Client{}, "", false, nil, "the client has no approved scope"},
+		{"legacy", data.Client{Legacy: true}, "PROFILE_READ", false, nil, "a legacy client has no reviewed scopes; migrate it to scopes first"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, e := reviewedScopes(tc.client, tc.raw, tc.userless)
+			gotErr := ""
+			if e != nil {
+				gotErr = e.Description
+			}
+			if gotErr != tc.wantErr || !slices.Equal(got, tc.want) {
+				t.Errorf("reviewedScopes(%q, userless %v) = %q, %q; want %q, %q", tc.raw, tc.userless, got, gotErr, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"oauthd/data"
 	"oauthd/data/scope"
+	"oauthd/keys/verify"
 )
 
 // introspection is an RFC 7662 §2.2 response.
@@ -58,14 +60,13 @@ func (s *Server) handleIntrospect(c echo.Context) error {
 
 func (s *Server) introspect(c echo.Context) (introspection, error) {
 	ctx := c.Request().Context()
-	inactive := introspection{}
 	req, perr := parseTokenRequest(c.Request())
 	if perr != nil {
-		return inactive, perr
+		return introspection{}, perr
 	}
 	client, err := s.authenticateClient(ctx, c, &req)
 	if err != nil {
-		return inactive, err
+		return introspection{}, err
 	}
 	if client.Type == data.Public {
 		// RFC 7662 §2.1: introspection needs client authentication, and a
@@ -73,65 +74,83 @@ func (s *Server) introspect(c echo.Context) (introspection, error) {
 		// anyone who knows a public client's ID, it would let a thief of a
 		// refresh token learn, without tripping reuse detection, whether
 		// the token is still current.
-		return inactive, WithDescription(ErrInvalidClient, "introspection needs client authentication; a public client has no secret")
+		return introspection{}, WithDescription(ErrInvalidClient, "introspection needs client authentication; a public client has no secret")
 	}
 	if req.Token == "" {
-		return inactive, tokBadRequest("token is required")
+		return introspection{}, tokBadRequest("token is required")
 	}
-	familyID, ok := data.ParseRefreshToken(req.Token)
-	if !ok {
-		claims, err := s.cfg.Verifier.Verify(ctx, req.Token)
-		if err != nil || claims.ClientID != client.ID {
-			return inactive, nil
-		}
-		switch live, err := s.grantLive(ctx, claims); {
-		case err != nil:
-			return inactive, fmt.Errorf("introspect: %w", err)
-		case !live:
-			s.metrics.grantRefused.Inc()
-			return inactive, nil
-		}
-		r := introspection{
-			Active:       true,
-			ClientID:     claims.ClientID,
-			Subject:      claims.Subject,
-			ExpiresAt:    claims.ExpiresAt.Unix(),
-			IssuedAt:     claims.IssuedAt.Unix(),
-			Issuer:       claims.Issuer,
-			ID:           claims.ID,
-			TokenType:    tokenTypeOf(claims.JKT),
-			Unrestricted: claims.Unrestricted,
-			Cnf:          cnfOf(claims.JKT),
-		}
-		if !claims.Unrestricted {
-			r.Scope = scope.Join(claims.Scopes)
-		}
-		switch len(claims.Audience) {
-		case 0:
-		case 1:
-			r.Audience = claims.Audience[0]
-		default:
-			r.Audience = claims.Audience
-		}
-		return r, nil
+	if familyID, ok := data.ParseRefreshToken(req.Token); ok {
+		return s.introspectRefresh(ctx, client, familyID, req.Token)
 	}
+	return s.introspectAccess(ctx, client, req.Token)
+}
+
+// introspectAccess introspects an access token for client: active when
+// it verifies, was issued to client and its grant is live.
+func (s *Server) introspectAccess(ctx context.Context, client data.Client, token string) (introspection, error) {
+	claims, err := s.cfg.Verifier.Verify(ctx, token)
+	if err != nil || claims.ClientID != client.ID {
+		return introspection{}, nil
+	}
+	switch live, err := s.grantLive(ctx, claims); {
+	case err != nil:
+		return introspection{}, fmt.Errorf("introspect: %w", err)
+	case !live:
+		s.metrics.grantRefused.Inc()
+		return introspection{}, nil
+	}
+	return accessIntrospection(claims), nil
+}
+
+// accessIntrospection is the active answer for a verified access token.
+func accessIntrospection(claims *verify.Claims) introspection {
+	r := introspection{
+		Active:       true,
+		ClientID:     claims.ClientID,
+		Subject:      claims.Subject,
+		ExpiresAt:    claims.ExpiresAt.Unix(),
+		IssuedAt:     claims.IssuedAt.Unix(),
+		Issuer:       claims.Issuer,
+		ID:           claims.ID,
+		TokenType:    tokenTypeOf(claims.JKT),
+		Unrestricted: claims.Unrestricted,
+		Cnf:          cnfOf(claims.JKT),
+	}
+	if !claims.Unrestricted {
+		r.Scope = scope.Join(claims.Scopes)
+	}
+	switch len(claims.Audience) {
+	case 0:
+	case 1:
+		r.Audience = claims.Audience[0]
+	default:
+		r.Audience = claims.Audience
+	}
+	return r
+}
+
+// introspectRefresh introspects the refresh token of family familyID
+// for client: active when the family is client's, unexpired, token is
+// the one the token endpoint would rotate now, and the grant keeps a
+// scope the client still has.
+func (s *Server) introspectRefresh(ctx context.Context, client data.Client, familyID, token string) (introspection, error) {
 	fam, err := s.store.GetFamily(ctx, familyID)
 	switch {
 	case errors.Is(err, data.ErrNotFound):
-		return inactive, nil
+		return introspection{}, nil
 	case err != nil:
-		return inactive, fmt.Errorf("introspect: %w", err)
+		return introspection{}, fmt.Errorf("introspect: %w", err)
 	}
 	now := s.now()
-	if fam.ClientID != client.ID || fam.Expired(now) || !s.refreshesNow(&fam, req.Token, now) {
-		return inactive, nil
+	if fam.ClientID != client.ID || fam.Expired(now) || !s.refreshesNow(&fam, token, now) {
+		return introspection{}, nil
 	}
 	scopes := fam.Scopes
 	if !fam.Unrestricted && !client.Legacy {
 		// As the next refresh will see it: narrowed to the client's
 		// scopes, and revoked when none is left (refresh).
 		if scopes = keptScopes(fam.Scopes, client.Scopes); len(scopes) == 0 {
-			return inactive, nil
+			return introspection{}, nil
 		}
 	}
 	r := introspection{

@@ -191,7 +191,7 @@ type refreshRotation struct {
 	client    data.Client
 	p         presentedRefresh
 	narrowed  []string      // the scope parameter, or nil
-	resources []string      // the resource parameters (RFC 8707), or nil
+	resources []string      // the resource parameters (RFC 8707), checked, or nil
 	proof     *verify.Proof // the DPoP proof, or nil
 	jkt       string        // its key's thumbprint, or ""
 	now       time.Time
@@ -202,11 +202,9 @@ type refreshRotation struct {
 	lostScopes   bool
 }
 
-// readRefresh reads and checks the request before any store access.
+// readRefresh reads and checks the request before any store access (the
+// table of grants has checked that refresh_token is present).
 func (s *Server) readRefresh(client data.Client, req *tokenRequest, proof *verify.Proof) (*refreshRotation, error) {
-	if req.RefreshToken == "" {
-		return nil, tokBadRequest("refresh_token is required")
-	}
 	p, ok := s.readRefreshToken(req.RefreshToken)
 	if !ok {
 		return nil, WithDescription(ErrInvalidGrant, "the refresh token is invalid")
@@ -223,10 +221,11 @@ func (s *Server) readRefresh(client data.Client, req *tokenRequest, proof *verif
 			return nil, WithDescription(ErrInvalidScope, "scope names an unknown scope")
 		}
 	}
-	if _, e := s.requestedResources(req.Resources); e != nil {
+	resources, e := s.requestedResources(req.Resources)
+	if e != nil {
 		return nil, e
 	}
-	return &refreshRotation{s: s, client: client, p: p, narrowed: narrowed, resources: req.Resources, proof: proof, jkt: proofJKT(proof), now: s.now()}, nil
+	return &refreshRotation{s: s, client: client, p: p, narrowed: narrowed, resources: resources, proof: proof, jkt: proofJKT(proof), now: s.now()}, nil
 }
 
 // update is the refresh grant's [data.Store.RotateRefreshToken] update:
@@ -269,7 +268,7 @@ func (r *refreshRotation) update(ctx context.Context, f data.Family) (data.Famil
 	}
 	// RFC 8707 §2.2: the grant keeps its resources; a token may be for
 	// fewer.
-	resources, e := s.tokenResources(r.resources, f.Resources)
+	resources, e := tokenResources(r.resources, f.Resources)
 	if e != nil {
 		return data.Family{}, e
 	}

@@ -88,13 +88,10 @@ func (s *Server) requestedResources(vals []string) ([]string, *Error) {
 }
 
 // tokenResources returns the resources of a token issued from a grant
-// whose resources are granted: those the token request named (each one
-// the grant must have) or, without resource, all of the grant's.
-func (s *Server) tokenResources(asked, granted []string) ([]string, *Error) {
-	rs, e := s.requestedResources(asked)
-	if e != nil {
-		return nil, e
-	}
+// whose resources are granted: those the token request named, rs (as
+// requestedResources returned them, before the store's transaction), each
+// one the grant must have; or, without resource (nil), all of the grant's.
+func tokenResources(rs, granted []string) ([]string, *Error) {
 	if rs == nil {
 		return granted, nil
 	}

@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -54,29 +55,19 @@ func (s *Server) revoke(c echo.Context) error {
 		}
 		return nil
 	}
-	fam, err := s.store.GetFamily(ctx, familyID)
-	switch {
-	case errors.Is(err, data.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("revoke: %w", err)
+	fam, ok, err := s.familyOf(ctx, familyID, client)
+	if err != nil || !ok {
+		return err
 	}
 	// Only a token that still refreshes revokes: the current one, or the
 	// previous one within the reuse grace (it would refresh once more, so a
 	// client that lost the rotation's response revokes with it). An older
 	// token is not treated as reuse here: revocation must not become a way
 	// to revoke others' grants.
-	if fam.ClientID != client.ID {
-		return nil
-	}
 	if v := s.judgeToken(&fam, req.Token, s.now()); v != rotateCurrent && v != rotateGrace && v != rotateAhead {
 		return nil
 	}
-	if err := s.store.DeleteFamily(ctx, familyID); err != nil && !errors.Is(err, data.ErrNotFound) {
-		return fmt.Errorf("revoke: %w", err)
-	}
-	s.audit(ctx, c, "token_revoked", client.ID, fam.UserID)
-	return nil
+	return s.revokeFamily(ctx, c, client, fam)
 }
 
 // revokeAccessToken revokes the grant of an access token issued to client.
@@ -94,16 +85,29 @@ func (s *Server) revokeAccessToken(c echo.Context, client data.Client, token str
 	if claims.GrantID == "" {
 		return WithDescription(ErrUnsupportedTokenType, "this access token was issued before access tokens named their grant; revoke the refresh token (the access token expires within 30 minutes)")
 	}
-	fam, err := s.store.GetFamily(ctx, claims.GrantID)
+	fam, ok, err := s.familyOf(ctx, claims.GrantID, client)
+	if err != nil || !ok {
+		return err
+	}
+	return s.revokeFamily(ctx, c, client, fam)
+}
+
+// familyOf returns the family id if it is a grant of client; ok is false
+// when it is unknown or another client's (revocation answers 200 and
+// changes nothing, RFC 7009 §2.2).
+func (s *Server) familyOf(ctx context.Context, id string, client data.Client) (fam data.Family, ok bool, err error) {
+	fam, err = s.store.GetFamily(ctx, id)
 	switch {
 	case errors.Is(err, data.ErrNotFound):
-		return nil
+		return data.Family{}, false, nil
 	case err != nil:
-		return fmt.Errorf("revoke: %w", err)
+		return data.Family{}, false, fmt.Errorf("revoke: %w", err)
 	}
-	if fam.ClientID != client.ID {
-		return nil
-	}
+	return fam, fam.ClientID == client.ID, nil
+}
+
+// revokeFamily revokes fam, a grant of client, with every token it issued.
+func (s *Server) revokeFamily(ctx context.Context, c echo.Context, client data.Client, fam data.Family) error {
 	if err := s.store.DeleteFamily(ctx, fam.ID); err != nil && !errors.Is(err, data.ErrNotFound) {
 		return fmt.Errorf("revoke: %w", err)
 	}

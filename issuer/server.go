@@ -157,12 +157,63 @@ type Server struct {
 
 // New checks cfg, fills in defaults and returns a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.Signer == nil || cfg.Verifier == nil || cfg.MeAuth == nil {
-		return nil, errors.New("issuer: Config needs Store, Signer, Verifier and MeAuth")
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
 	}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now,
+		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
+	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
+	s.defaultAud = audience{cfg.Audience}
+	s.meta = newMetaDocs(cfg)
+	s.par = newPARState(cfg)
+	s.device = newDeviceLimiter(cfg)
+	s.clientKeys = &clientKeyCache{fetch: cfg.Fetcher, m: map[string]*clientKeys{}}
+	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
+	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
+	s.metrics = newMetrics(cfg.Registerer)
+	s.tok = newTokenState(cfg)
+	s.approvals = newApprovalLimiter(cfg)
+	return s, nil
+}
+
+// withDefaults checks cfg and returns it with every default filled in:
+// the Config a Server keeps and builds its parts from.
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.Store == nil || cfg.Signer == nil || cfg.Verifier == nil || cfg.MeAuth == nil {
+		return cfg, errors.New("issuer: Config needs Store, Signer, Verifier and MeAuth")
+	}
+	cfg, err := withAddresses(cfg)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Fetcher == nil {
+		cfg.Fetcher = netsafe.New(netsafe.Options{})
+	}
+	if cfg.UserinfoAuth == nil {
+		cfg.UserinfoAuth = cfg.MeAuth
+	}
+	if cfg.IDSigner == nil {
+		cfg.IDSigner, _ = cfg.Signer.(IDTokenSigner)
+	}
+	if cfg.Keys == nil {
+		cfg.Keys, _ = cfg.Signer.(verify.KeySource)
+	}
+	return withTokenRules(cfg)
+}
+
+// withAddresses checks the issuer URL and the resources of cfg and fills
+// in AppURL and Audience.
+func withAddresses(cfg Config) (Config, error) {
 	u, err := url.Parse(cfg.Issuer)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, errors.New("issuer: Config.Issuer must be an http(s) URL without query or fragment")
+		return cfg, errors.New("issuer: Config.Issuer must be an http(s) URL without query or fragment")
 	}
 	cfg.Issuer = strings.TrimSuffix(cfg.Issuer, "/")
 	if cfg.AppURL == "" {
@@ -173,32 +224,21 @@ func New(cfg Config) (*Server, error) {
 		cfg.Audience = cfg.Issuer
 	}
 	if err := CheckResources(cfg.Resources); err != nil {
-		return nil, fmt.Errorf("issuer: Config.Resources: %w", err)
+		return cfg, fmt.Errorf("issuer: Config.Resources: %w", err)
 	}
 	cfg.Resources = slices.Clone(cfg.Resources)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Fetcher == nil {
-		cfg.Fetcher = netsafe.New(netsafe.Options{})
-	}
+	return cfg, nil
+}
+
+// withTokenRules checks and fills in the lifetimes and limits of what the
+// server issues and caches: tokens, codes, the refresh-token key and
+// grace, device codes, metadata documents.
+func withTokenRules(cfg Config) (Config, error) {
 	if cfg.AccessTTL <= 0 {
 		cfg.AccessTTL = 30 * time.Minute
 	}
-	if cfg.UserinfoAuth == nil {
-		cfg.UserinfoAuth = cfg.MeAuth
-	}
 	if cfg.IDTokenTTL <= 0 {
 		cfg.IDTokenTTL = cfg.AccessTTL
-	}
-	if cfg.IDSigner == nil {
-		cfg.IDSigner, _ = cfg.Signer.(IDTokenSigner)
-	}
-	if cfg.Keys == nil {
-		cfg.Keys, _ = cfg.Signer.(verify.KeySource)
 	}
 	if cfg.DeviceCodeMax <= 0 {
 		cfg.DeviceCodeMax = DefaultDeviceCodeMax
@@ -207,7 +247,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.CodeTTL = DefaultCodeTTL
 	}
 	if cfg.CodeTTL > MaxCodeTTL {
-		return nil, errors.New("issuer: Config.CodeTTL must be at most 10 minutes (RFC 6749 §4.1.2)")
+		return cfg, errors.New("issuer: Config.CodeTTL must be at most 10 minutes (RFC 6749 §4.1.2)")
 	}
 	if cfg.RefreshIdle <= 0 {
 		cfg.RefreshIdle = DefaultRefreshIdle
@@ -221,15 +261,11 @@ func New(cfg Config) (*Server, error) {
 		rand.Read(cfg.RefreshTokenKey)
 	case data.RefreshKeySize:
 	default:
-		return nil, fmt.Errorf("issuer: Config.RefreshTokenKey must be %d bytes", data.RefreshKeySize)
+		return cfg, fmt.Errorf("issuer: Config.RefreshTokenKey must be %d bytes", data.RefreshKeySize)
 	}
 	if cfg.RefreshReuseGrace < 0 || cfg.RefreshReuseGrace > MaxRefreshReuseGrace {
-		return nil, errors.New("issuer: Config.RefreshReuseGrace must be between 0 (no grace) and MaxRefreshReuseGrace (5 minutes)")
+		return cfg, errors.New("issuer: Config.RefreshReuseGrace must be between 0 (no grace) and MaxRefreshReuseGrace (5 minutes)")
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, now: cfg.Now,
-		refreshKey: cfg.RefreshTokenKey, tagger: data.NewRefreshTagger(cfg.RefreshTokenKey), grace: cfg.RefreshReuseGrace}
-	s.idSigner, s.keys = cfg.IDSigner, cfg.Keys
-	s.defaultAud = audience{cfg.Audience}
 	if cfg.MetadataMinTTL <= 0 {
 		cfg.MetadataMinTTL = DefaultMetadataMinTTL
 	}
@@ -237,18 +273,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.MetadataMaxTTL = DefaultMetadataMaxTTL
 	}
 	if cfg.MetadataMaxTTL < cfg.MetadataMinTTL {
-		return nil, errors.New("issuer: Config.MetadataMaxTTL must not be below MetadataMinTTL")
+		return cfg, errors.New("issuer: Config.MetadataMaxTTL must not be below MetadataMinTTL")
 	}
-	s.meta = newMetaDocs(cfg)
-	s.par = newPARState(cfg)
-	s.device = newDeviceLimiter(cfg)
-	s.clientKeys = &clientKeyCache{fetch: cfg.Fetcher, m: map[string]*clientKeys{}}
-	s.dpop = verify.NewDPoP(verify.DPoPConfig{Window: cfg.DPoPWindow, Nonces: cfg.Store, Now: cfg.Now})
-	s.jtis = verify.NewMemoryNoncesFilter(localJTIs, cfg.Now)
-	s.metrics = newMetrics(cfg.Registerer)
-	s.tok = newTokenState(cfg)
-	s.approvals = newApprovalLimiter(cfg)
-	return s, nil
+	return cfg, nil
 }
 
 // Register mounts the issuer's endpoints on e: the token, revocation and

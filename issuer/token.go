@@ -108,18 +108,14 @@ func (s *Server) token(ctx context.Context, c echo.Context, req *tokenRequest) (
 	return g.handle(s, ctx, c, client, req, proof)
 }
 
-// exchangeCode runs the authorization_code grant.
+// exchangeCode runs the authorization_code grant; the table of grants has
+// checked that code and redirect_uri are present.
 func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.Client, req *tokenRequest, proof *verify.Proof) (tokenResponse, error) {
-	if req.Code == "" {
-		return tokenResponse{}, tokBadRequest("code is required")
-	}
-	if req.RedirectURI == "" {
-		return tokenResponse{}, tokBadRequest("redirect_uri is required")
-	}
-	if _, e := s.requestedResources(req.Resources); e != nil {
+	resources, e := s.requestedResources(req.Resources)
+	if e != nil {
 		return tokenResponse{}, e
 	}
-	return s.redeemCode(ctx, c, client, proof, data.AuthCodeKey(req.Code), false, req.Resources, func(code data.AuthCode, now time.Time) *Error {
+	return s.redeemCode(ctx, c, client, proof, data.AuthCodeKey(req.Code), false, resources, func(code data.AuthCode, now time.Time) *Error {
 		return checkCode(code, client, req, now)
 	})
 }
@@ -131,7 +127,7 @@ func (s *Server) exchangeCode(ctx context.Context, c echo.Context, client data.C
 // transaction. device words the errors for a device code, and a second
 // redemption of one is refused without revoking what the first issued
 // (two polls racing are not a leak). requested are the token request's
-// RFC 8707 resources (nil: the code's).
+// RFC 8707 resources, checked (requestedResources; nil: the code's).
 func (s *Server) redeemCode(ctx context.Context, c echo.Context, client data.Client, proof *verify.Proof, key []byte, device bool,
 	requested []string, check func(code data.AuthCode, now time.Time) *Error) (tokenResponse, error) {
 	jkt := proofJKT(proof)
@@ -143,17 +139,13 @@ func (s *Server) redeemCode(ctx context.Context, c echo.Context, client data.Cli
 		if e := check(code, now); e != nil {
 			return data.Family{}, e
 		}
-		resources, e := s.tokenResources(requested, code.Resources)
+		resources, e := tokenResources(requested, code.Resources)
 		if e != nil {
 			return data.Family{}, e
 		}
-		// Narrowing reaches a code as it reaches a grant (refresh): a
-		// scope taken from the client since the consent is not issued.
-		scopes := code.Scopes
-		if !code.Unrestricted && !client.Legacy {
-			if scopes = keptScopes(code.Scopes, client.Scopes); len(scopes) == 0 {
-				return data.Family{}, WithDescription(ErrInvalidGrant, "the client no longer has any of the scopes the user authorized; the user must authorize again")
-			}
+		scopes, e := codeScopes(code, client)
+		if e != nil {
+			return data.Family{}, e
 		}
 		id := data.NewFamilyID(now)
 		refreshToken = s.tagger.NewToken(id, 0)
@@ -183,45 +175,11 @@ func (s *Server) redeemCode(ctx context.Context, c echo.Context, client data.Cli
 			Resources:    code.Resources,
 		}, nil
 	})
-	var oe *Error
-	switch {
-	case err == nil:
-	case errors.As(err, &oe):
-		return tokenResponse{}, oe
-	case device && errors.Is(err, data.ErrNotFound):
-		// Approved, but the code is gone: the user removed the app or was
-		// disabled since.
-		return tokenResponse{}, WithDescription(errDeviceAccessDenied, "the authorization was withdrawn")
-	case device && errors.Is(err, data.ErrCodeUsed):
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the device code was already used")
-	case errors.Is(err, data.ErrNotFound):
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the authorization code is invalid or expired")
-	case errors.Is(err, data.ErrCodeUsed):
-		if code.ClientID == client.ID && code.FamilyID != "" {
-			// The rightful client presents the code a second time: the
-			// code leaked; revoke what it issued (RFC 6749 §4.1.2).
-			if derr := s.store.DeleteFamily(ctx, code.FamilyID); derr != nil && !errors.Is(derr, data.ErrNotFound) {
-				return tokenResponse{}, fmt.Errorf("revoke family of replayed code: %w", derr)
-			}
-			s.audit(ctx, c, "code_replay", client.ID, code.UserID)
-		}
-		return tokenResponse{}, WithDescription(ErrInvalidGrant, "the authorization code was already used")
-	default:
-		return tokenResponse{}, fmt.Errorf("exchange code: %w", err)
+	if err != nil {
+		return tokenResponse{}, s.codeRefused(ctx, c, err, code, client, device)
 	}
-	// A rejection sets the client's status, then lists and deletes its
-	// grants (admin.RejectClient); a grant stored after that list, by an
-	// exchange that authenticated the client before the rejection, would
-	// outlive it (and come back with a later approval). Looking at the
-	// status again after the grant is stored closes that gap.
-	switch cur, err := s.store.GetClient(ctx, client.ID); {
-	case err != nil && !errors.Is(err, data.ErrNotFound):
-		return tokenResponse{}, fmt.Errorf("exchange code: check client: %w", err)
-	case err != nil || cur.Status != data.StatusApproved:
-		if derr := s.store.DeleteFamily(ctx, fam.ID); derr != nil && !errors.Is(derr, data.ErrNotFound) {
-			return tokenResponse{}, fmt.Errorf("exchange code: revoke the grant of a client no longer approved: %w", derr)
-		}
-		return tokenResponse{}, WithDescription(ErrInvalidClient, "client is not approved")
+	if err := s.keepIfApproved(ctx, client.ID, fam.ID); err != nil {
+		return tokenResponse{}, err
 	}
 	if err := s.spendProof(ctx, c, proof, client, fam); err != nil {
 		return tokenResponse{}, err
@@ -239,6 +197,73 @@ func (s *Server) redeemCode(ctx context.Context, c echo.Context, client data.Cli
 		}
 	}
 	return resp, nil
+}
+
+// codeScopes returns the scopes a grant from code is issued with.
+// Narrowing reaches a code as it reaches a grant (refresh): a scope taken
+// from the client since the consent is not issued, and a code left with
+// none is invalid_grant.
+func codeScopes(code data.AuthCode, client data.Client) ([]string, *Error) {
+	if code.Unrestricted || client.Legacy {
+		return code.Scopes, nil
+	}
+	scopes := keptScopes(code.Scopes, client.Scopes)
+	if len(scopes) == 0 {
+		return nil, WithDescription(ErrInvalidGrant, "the client no longer has any of the scopes the user authorized; the user must authorize again")
+	}
+	return scopes, nil
+}
+
+// codeRefused turns the store's refusal of a code exchange into the
+// grant's answer; code is what the store returned with the error (the
+// used code, for a replay). device words the answer for a device code, and
+// does not revoke what a first redemption issued.
+func (s *Server) codeRefused(ctx context.Context, c echo.Context, err error, code data.AuthCode, client data.Client, device bool) error {
+	var oe *Error
+	switch {
+	case errors.As(err, &oe):
+		return oe
+	case device && errors.Is(err, data.ErrNotFound):
+		// Approved, but the code is gone: the user removed the app or was
+		// disabled since.
+		return WithDescription(errDeviceAccessDenied, "the authorization was withdrawn")
+	case device && errors.Is(err, data.ErrCodeUsed):
+		return WithDescription(ErrInvalidGrant, "the device code was already used")
+	case errors.Is(err, data.ErrNotFound):
+		return WithDescription(ErrInvalidGrant, "the authorization code is invalid or expired")
+	case errors.Is(err, data.ErrCodeUsed):
+		if code.ClientID == client.ID && code.FamilyID != "" {
+			// The rightful client presents the code a second time: the
+			// code leaked; revoke what it issued (RFC 6749 §4.1.2).
+			if derr := s.store.DeleteFamily(ctx, code.FamilyID); derr != nil && !errors.Is(derr, data.ErrNotFound) {
+				return fmt.Errorf("revoke family of replayed code: %w", derr)
+			}
+			s.audit(ctx, c, "code_replay", client.ID, code.UserID)
+		}
+		return WithDescription(ErrInvalidGrant, "the authorization code was already used")
+	}
+	return fmt.Errorf("exchange code: %w", err)
+}
+
+// keepIfApproved keeps the grant famID just stored for clientID only if
+// the client is still approved, and revokes it otherwise.
+//
+// A rejection sets the client's status, then lists and deletes its grants
+// (admin.RejectClient); a grant stored after that list, by an exchange
+// that authenticated the client before the rejection, would outlive it
+// (and come back with a later approval). Looking at the status again after
+// the grant is stored closes that gap.
+func (s *Server) keepIfApproved(ctx context.Context, clientID, famID string) error {
+	switch cur, err := s.store.GetClient(ctx, clientID); {
+	case err != nil && !errors.Is(err, data.ErrNotFound):
+		return fmt.Errorf("exchange code: check client: %w", err)
+	case err != nil || cur.Status != data.StatusApproved:
+		if derr := s.store.DeleteFamily(ctx, famID); derr != nil && !errors.Is(derr, data.ErrNotFound) {
+			return fmt.Errorf("exchange code: revoke the grant of a client no longer approved: %w", derr)
+		}
+		return WithDescription(ErrInvalidClient, "client is not approved")
+	}
+	return nil
 }
 
 // checkCode checks a stored code against the request (RFC 6749 §4.1.3,

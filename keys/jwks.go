@@ -277,15 +277,9 @@ func (m *Manager) signerOf(k data.SigningKey, pub verify.PublicKey) (*signer, er
 	if pub.Key == nil {
 		return nil, fmt.Errorf("not published: %w", ErrNoSigningKey)
 	}
-	raw := k.Private
-	if k.Sealed {
-		if m.sealer == nil {
-			return nil, ErrSealed
-		}
-		var err error
-		if raw, err = m.sealer.open(k.KID, raw); err != nil {
-			return nil, err
-		}
+	raw, err := m.privateOf(k)
+	if err != nil {
+		return nil, err
 	}
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("no private key: %w", ErrNoSigningKey)

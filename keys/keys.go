@@ -254,14 +254,24 @@ func (m *Manager) checkSealed(ks []data.SigningKey) error {
 		if !k.Sealed || len(k.Private) == 0 {
 			continue
 		}
-		if m.sealer == nil {
-			return ErrSealed
-		}
-		if _, err := m.sealer.open(k.KID, k.Private); err != nil {
+		if _, err := m.privateOf(k); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// privateOf returns the private part of k (a signing key's private JWK,
+// the refresh-token secret), opened with the master key when sealed:
+// ErrSealed without a master key, ErrBadMasterKey with the wrong one.
+func (m *Manager) privateOf(k data.SigningKey) ([]byte, error) {
+	if !k.Sealed {
+		return k.Private, nil
+	}
+	if m.sealer == nil {
+		return nil, ErrSealed
+	}
+	return m.sealer.open(k.KID, k.Private)
 }
 
 // needsRepair says how many keys repair needs and whether some private

@@ -62,15 +62,9 @@ func (m *Manager) refreshKeyOf(ks []data.SigningKey) ([]byte, error) {
 		return nil, errors.New("the key set has no refresh-token secret (reload to repair)")
 	}
 	k := ks[i]
-	secret := k.Private
-	if k.Sealed {
-		if m.sealer == nil {
-			return nil, ErrSealed
-		}
-		var err error
-		if secret, err = m.sealer.open(k.KID, secret); err != nil {
-			return nil, err
-		}
+	secret, err := m.privateOf(k)
+	if err != nil {
+		return nil, err
 	}
 	if len(secret) != data.RefreshKeySize {
 		return nil, fmt.Errorf("the refresh-token secret is %d bytes; want %d", len(secret), data.RefreshKeySize)

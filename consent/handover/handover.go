@@ -215,7 +215,7 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 	}
 	for i := range set.Len() {
 		k, _ := set.Key(i)
-		if isPrivate(k) {
+		if verify.IsPrivate(k) {
 			return nil, 0, fmt.Errorf("%w: %s holds a private key; give oauthd the public keys only", ErrKeys, v.cfg.Keys)
 		}
 		// A key without a kid (a PEM file's always) is named by its
@@ -228,15 +228,6 @@ func (v *Verifier) read(ctx context.Context) (jwk.Set, time.Duration, error) {
 		}
 	}
 	return set, age, nil
-}
-
-// isPrivate reports whether k is a private key.
-func isPrivate(k jwk.Key) bool {
-	switch k.(type) {
-	case jwk.ECDSAPrivateKey, jwk.RSAPrivateKey, jwk.OKPPrivateKey, jwk.SymmetricKey:
-		return true
-	}
-	return false
 }
 
 // Verify checks token and returns its assertion. The challenge and the

@@ -179,6 +179,41 @@ type CommitStats = wal.Stats
 // buckets and starts the group committer. When another process holds the
 // file, it fails after opts.Timeout with an error wrapping [ErrLocked].
 func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults(path)
+	db, err := openDB(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ReadOnly {
+		return openReadOnly(db, path, opts)
+	}
+	if opts.MustExist {
+		if err := db.View(func(tx *bbolt.Tx) error { return hasSchema(tx, path) }); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error { return setUp(tx, opts) }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	log, err := wal.Open(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill,
+		Logger: opts.Logger, OnFatal: opts.OnFatal, Sync: opts.sync})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := buildIndexes(db); err != nil {
+		log.Close()
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	noteFreePages(db, path, opts.Logger)
+	return &Store{db: db, log: log, logger: opts.Logger, sweepBatch: sweepBatch}, nil
+}
+
+// withDefaults fills in the defaults of opts for the file at path.
+func (opts Options) withDefaults(path string) Options {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Second
 	}
@@ -196,6 +231,13 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	return opts
+}
+
+// openDB opens the bbolt file at path: never creating it when opts say
+// it must exist, and failing with [ErrLocked] when another process holds
+// it past opts.Timeout.
+func openDB(path string, opts Options) (*bbolt.DB, error) {
 	bopts := &bbolt.Options{Timeout: opts.Timeout, ReadOnly: opts.ReadOnly}
 	if opts.MustExist || opts.ReadOnly {
 		if err := checkExists(path); err != nil {
@@ -211,95 +253,86 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	db, err := openFile(path, bopts)
-	if errors.Is(err, ErrNoDatabase) {
+	switch {
+	case errors.Is(err, ErrNoDatabase):
 		return nil, err
-	}
-	if errors.Is(err, bolterrors.ErrTimeout) {
+	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("database %s is in use by another process (is `oauthd serve` running on it?): %w", path, ErrLocked)
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if opts.ReadOnly {
-		return openReadOnly(db, path, opts)
+	return db, nil
+}
+
+// hasSchema refuses, with [ErrNoDatabase], a bbolt file that oauthd
+// never set up (no schema): it is empty.
+func hasSchema(tx *bbolt.Tx, path string) error {
+	if b := tx.Bucket(bucketMeta); b == nil || b.Get(keySchema) == nil {
+		return fmt.Errorf("%s holds no oauthd schema: %w", path, ErrNoDatabase)
 	}
-	if opts.MustExist {
-		// A bbolt file that oauthd never set up (no schema) is empty.
-		err := db.View(func(tx *bbolt.Tx) error {
-			if b := tx.Bucket(bucketMeta); b == nil || b.Get(keySchema) == nil {
-				return fmt.Errorf("%s holds no oauthd schema: %w", path, ErrNoDatabase)
-			}
-			return nil
-		})
-		if err != nil {
-			db.Close()
-			return nil, err
+	return nil
+}
+
+// setUp creates the buckets this build knows and brings the schema to
+// schemaVersion: a new file gets it, a file of the identity schema is
+// upgraded (unless opts.MustExist), any other version is refused.
+func setUp(tx *bbolt.Tx, opts Options) error {
+	// A bucket this build does not know was made by a newer oauthd:
+	// refuse the file rather than ignore what it holds (running an
+	// older binary on it would, say, let a user disabled since log
+	// in). A rollback is restoring the backup taken before the
+	// upgrade (docs/PRODUCTION.md).
+	if m := tx.Bucket(bucketMeta); m == nil || m.Get(keySchema) == nil {
+		// Not an oauthd file yet: nothing of it to understand.
+	} else if err := checkBuckets(tx); err != nil {
+		return err
+	}
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	err = db.Update(func(tx *bbolt.Tx) error {
-		// A bucket this build does not know was made by a newer oauthd:
-		// refuse the file rather than ignore what it holds (running an
-		// older binary on it would, say, let a user disabled since log
-		// in). A rollback is restoring the backup taken before the
-		// upgrade (docs/PRODUCTION.md).
-		if m := tx.Bucket(bucketMeta); m == nil || m.Get(keySchema) == nil {
-			// Not an oauthd file yet: nothing of it to understand.
-		} else if err := checkBuckets(tx); err != nil {
+	meta := tx.Bucket(bucketMeta)
+	switch v := meta.Get(keySchema); {
+	case v == nil:
+		if err := meta.Put(keyExpiryIndex, []byte("1")); err != nil { // a new file: nothing to index
 			return err
 		}
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
+		return meta.Put(keySchema, []byte(schemaVersion))
+	case string(v) == schemaIdentity && opts.MustExist:
+		return schemaError(string(v))
+	case string(v) == schemaIdentity:
+		if err := upgradeIdentity(tx, opts.Logger); err != nil {
+			return fmt.Errorf("upgrade to schema %s: %w", schemaVersion, err)
 		}
-		meta := tx.Bucket(bucketMeta)
-		switch v := meta.Get(keySchema); {
-		case v == nil:
-			if err := meta.Put(keyExpiryIndex, []byte("1")); err != nil { // a new file: nothing to index
-				return err
-			}
-			return meta.Put(keySchema, []byte(schemaVersion))
-		case string(v) == schemaIdentity && opts.MustExist:
-			return schemaError(string(v))
-		case string(v) == schemaIdentity:
-			if err := upgradeIdentity(tx, opts.Logger); err != nil {
-				return fmt.Errorf("upgrade to schema %s: %w", schemaVersion, err)
-			}
-			return meta.Put(keySchema, []byte(schemaVersion))
-		case string(v) != schemaVersion:
-			return schemaError(string(v))
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return meta.Put(keySchema, []byte(schemaVersion))
+	case string(v) != schemaVersion:
+		return schemaError(string(v))
 	}
-	log, err := wal.Open(db, path+"-wal", wal.Options{Meta: bucketMeta, Buckets: hotBuckets, FillPercent: hotFill,
-		Logger: opts.Logger, OnFatal: opts.OnFatal, Sync: opts.sync})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	// The log is replayed into the file and nothing else writes yet: the
-	// indexes can be built on the file alone.
+	return nil
+}
+
+// buildIndexes builds the indexes a file may lack. The log is replayed
+// into the file and nothing else writes yet: they can be built on the
+// file alone.
+func buildIndexes(db *bbolt.DB) error {
 	if err := db.Update(buildUserIndex); err != nil {
-		log.Close()
-		db.Close()
-		return nil, fmt.Errorf("open database %s: index families by user: %w", path, err)
+		return fmt.Errorf("index families by user: %w", err)
 	}
 	if err := buildExpiryIndex(db); err != nil {
-		log.Close()
-		db.Close()
-		return nil, fmt.Errorf("open database %s: index records by expiry: %w", path, err)
+		return fmt.Errorf("index records by expiry: %w", err)
 	}
+	return nil
+}
+
+// noteFreePages tells the operator when the file holds many free pages.
+func noteFreePages(db *bbolt.DB, path string, logger *slog.Logger) {
 	free := db.Stats().FreePageN
-	opts.Logger.Debug("database opened", "path", path, "free_pages", free)
+	logger.Debug("database opened", "path", path, "free_pages", free)
 	if free >= freePagesNotice {
-		opts.Logger.Info("the database file holds many free pages, which bbolt keeps in memory as its free list; `oauthd store compact` gives them back (offline)",
+		logger.Info("the database file holds many free pages, which bbolt keeps in memory as its free list; `oauthd store compact` gives them back (offline)",
 			"path", path, "free_pages", free, "free_mib", free*db.Info().PageSize>>20)
 	}
-	return &Store{db: db, log: log, logger: opts.Logger, sweepBatch: sweepBatch}, nil
 }
 
 // freePagesNotice is the count of free pages (256 MiB of 4 KiB pages,
@@ -348,11 +381,10 @@ func openFile(path string, bopts *bbolt.Options) (*bbolt.DB, error) {
 // schema and the buckets, and opens the write-ahead log for reading.
 func openReadOnly(db *bbolt.DB, path string, opts Options) (*Store, error) {
 	err := db.View(func(tx *bbolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if meta == nil || meta.Get(keySchema) == nil {
-			return fmt.Errorf("%s holds no oauthd schema: %w", path, ErrNoDatabase)
+		if err := hasSchema(tx, path); err != nil {
+			return err
 		}
-		if v := meta.Get(keySchema); string(v) != schemaVersion {
+		if v := tx.Bucket(bucketMeta).Get(keySchema); string(v) != schemaVersion {
 			return schemaError(string(v))
 		}
 		for _, name := range allBuckets {

@@ -7,17 +7,13 @@ import (
 	"oauthd/data"
 	"oauthd/data/bolt/internal/wal"
 	"time"
+
+	"go.etcd.io/bbolt"
 )
 
 // CreateAuthCode implements [data.Store.CreateAuthCode].
 func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
-	if len(c.Hash) == 0 {
-		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
-	}
-	c = data.Normalize(c)
-	key := bytes.Clone(c.Hash)
-	raw := appendAuthCode(make([]byte, 0, 256), &c)
-	return s.createHot(ctx, "create auth code", hotCodes, key, raw, c.UserID, c.ExpiresAt)
+	return s.createCode(ctx, "create auth code", c, nil)
 }
 
 // CreateConsentedCode implements [data.Store.CreateConsentedCode] as one
@@ -28,20 +24,7 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 // (check sees what it removed) or after it (it removes the code).
 func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check func(data.Client, data.Grant, bool) error) error {
 	const op = "create consented code"
-	if len(c.Hash) == 0 {
-		return fmt.Errorf("%s: %w", op, &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
-	}
-	c = data.Normalize(c)
-	key := bytes.Clone(c.Hash)
-	raw := appendAuthCode(make([]byte, 0, 256), &c)
-	return s.write(ctx, op, func(w *wal.Tx) error {
-		if w.Get(hotCodes, key) != nil {
-			return fmt.Errorf("%s: %w", op, data.ErrExists)
-		}
-		tx := w.Bolt()
-		if userDisabled(tx, c.UserID) {
-			return fmt.Errorf("%s: user %d: %w", op, c.UserID, data.ErrUserDisabled)
-		}
+	return s.createCode(ctx, op, c, func(tx *bbolt.Tx) error {
 		var cl data.Client
 		ok, err := get(tx.Bucket(bucketClients), []byte(c.ClientID), &cl)
 		if err != nil {
@@ -55,27 +38,40 @@ func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check 
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		if err := check(cl, g, found); err != nil {
-			return err
-		}
-		if err := w.Put(hotCodes, key, raw); err != nil {
-			return err
-		}
-		return putExpiry(w.Put, c.ExpiresAt, hotCodes, key)
+		return check(cl, g, found)
 	})
+}
+
+// createCode stores the new code c with createHot (check, when not nil,
+// as its last test).
+func (s *Store) createCode(ctx context.Context, op string, c data.AuthCode, check func(*bbolt.Tx) error) error {
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	c = data.Normalize(c)
+	key := bytes.Clone(c.Hash)
+	raw := appendAuthCode(make([]byte, 0, 256), &c)
+	return s.createHot(ctx, op, hotCodes, key, raw, c.UserID, c.ExpiresAt, check)
 }
 
 // createHot stores raw under the new key of hot bucket b, for the user
 // userID, with its expiry entry, in one op of the log: refused with
 // data.ErrExists when the key is taken, data.ErrUserDisabled when the user
-// is disabled (what a code and a session are created under).
-func (s *Store) createHot(ctx context.Context, op string, b int, key, raw []byte, userID int64, expires time.Time) error {
+// is disabled (what a code and a session are created under), and with
+// check's error when check (which may be nil) refuses, reading the bbolt
+// file as the op's batch sees it.
+func (s *Store) createHot(ctx context.Context, op string, b int, key, raw []byte, userID int64, expires time.Time, check func(*bbolt.Tx) error) error {
 	return s.write(ctx, op, func(w *wal.Tx) error {
 		if w.Get(b, key) != nil {
 			return fmt.Errorf("%s: %w", op, data.ErrExists)
 		}
 		if userDisabled(w.Bolt(), userID) {
 			return fmt.Errorf("%s: user %d: %w", op, userID, data.ErrUserDisabled)
+		}
+		if check != nil {
+			if err := check(w.Bolt()); err != nil {
+				return err
+			}
 		}
 		if err := w.Put(b, key, raw); err != nil {
 			return err

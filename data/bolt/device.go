@@ -18,8 +18,8 @@ import (
 // CreateDeviceCode implements [data.Store.CreateDeviceCode]: the count
 // and the insert are one bbolt write transaction (one writer at a time).
 func (s *Store) CreateDeviceCode(ctx context.Context, d data.DeviceCode, max int) error {
-	if data.CanonicalUserCode(d.UserCode) != d.UserCode || len(d.Hash) == 0 {
-		return fmt.Errorf("create device code: %w", &data.RuleError{Field: "user_code", Reason: "a device code needs a canonical user code and its key"})
+	if err := data.ValidateDeviceCode(d); err != nil {
+		return fmt.Errorf("create device code: %w", err)
 	}
 	d = data.Normalize(d)
 	return s.update(ctx, "create device code", func(tx *bbolt.Tx) error {

@@ -69,6 +69,46 @@ var ErrNotEmpty = errors.New("the target database is not empty")
 // or, when its code has expired and gone, a stand-in code that has
 // already expired and is removed by the next garbage collection.
 func (s *Store) Import(ctx context.Context, d data.Dump) error {
+	if err := s.checkEmpty(ctx); err != nil {
+		return err
+	}
+	if err := s.importUsers(ctx, d.Users); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	for _, c := range d.Clients {
+		if err := s.CreateClient(ctx, c); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+	if err := s.importCodes(ctx, d.AuthCodes, d.Families); err != nil {
+		return err
+	}
+	for _, g := range d.Grants {
+		if err := s.PutGrant(ctx, g); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+	for _, ss := range d.Sessions {
+		if err := s.CreateSession(ctx, ss); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+	for _, h := range d.AgentHosts {
+		if err := s.PutAgentHost(ctx, h); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+	if len(d.Keys) > 0 {
+		if _, err := s.UpdateKeys(ctx, func([]data.SigningKey) ([]data.SigningKey, error) { return d.Keys, nil }); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkEmpty fails with [ErrNotEmpty] when any bucket but the meta bucket
+// holds a record.
+func (s *Store) checkEmpty(ctx context.Context) error {
 	empty := true
 	err := s.exclusive(ctx, "import", false, func(tx *bbolt.Tx) error {
 		for _, b := range allBuckets {
@@ -87,18 +127,22 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 	if !empty {
 		return fmt.Errorf("import: %w; copy into a new file", ErrNotEmpty)
 	}
-	// Users in one transaction, with their IDs; a user the source left
-	// out of an index for an upgrade clash (data.Clash) is left out here
-	// too (putUser leaves a held key to its holder), and no other user
-	// may clash.
-	_, _, clashes := data.IndexUsers(d.Users)
+	return nil
+}
+
+// importUsers stores users in one transaction, with their IDs; a user the
+// source left out of an index for an upgrade clash (data.Clash) is left
+// out here too (putUser leaves a held key to its holder), and no other
+// user may clash.
+func (s *Store) importUsers(ctx context.Context, us []data.User) error {
+	_, _, clashes := data.IndexUsers(us)
 	clashed := map[int64]bool{}
 	for _, c := range clashes {
 		clashed[c.UserID] = true
 	}
-	err = s.update(ctx, "import users", func(tx *bbolt.Tx) error {
+	return s.update(ctx, "import users", func(tx *bbolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
-		for _, u := range d.Users {
+		for _, u := range us {
 			u = data.Normalize(u)
 			seq, err := users.NextSequence()
 			if err != nil {
@@ -118,19 +162,17 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	for _, c := range d.Clients {
-		if err := s.CreateClient(ctx, c); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-	}
-	codes := make(map[string]data.AuthCode, len(d.AuthCodes))
-	for _, c := range d.AuthCodes {
+}
+
+// importCodes stores the authorization codes and the families: each
+// family by exchanging its code (see [Store.Import]), then the codes no
+// family spent.
+func (s *Store) importCodes(ctx context.Context, cs []data.AuthCode, fams []data.Family) error {
+	codes := make(map[string]data.AuthCode, len(cs))
+	for _, c := range cs {
 		codes[string(c.Hash)] = c
 	}
-	for _, f := range d.Families {
+	for _, f := range fams {
 		code, ok := codes[string(f.CodeHash)]
 		if ok && code.FamilyID == f.ID {
 			delete(codes, string(f.CodeHash))
@@ -145,31 +187,11 @@ func (s *Store) Import(ctx context.Context, d data.Dump) error {
 			return fmt.Errorf("import family %q: %w", f.ID, err)
 		}
 	}
-	for _, c := range d.AuthCodes {
+	for _, c := range cs {
 		if _, left := codes[string(c.Hash)]; !left {
 			continue
 		}
 		if err := s.CreateAuthCode(ctx, c); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-	}
-	for _, g := range d.Grants {
-		if err := s.PutGrant(ctx, g); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-	}
-	for _, ss := range d.Sessions {
-		if err := s.CreateSession(ctx, ss); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-	}
-	for _, h := range d.AgentHosts {
-		if err := s.PutAgentHost(ctx, h); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-	}
-	if len(d.Keys) > 0 {
-		if _, err := s.UpdateKeys(ctx, func([]data.SigningKey) ([]data.SigningKey, error) { return d.Keys, nil }); err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 	}

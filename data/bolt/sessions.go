@@ -13,8 +13,8 @@ import (
 
 // CreateSession implements [data.Store.CreateSession].
 func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
-	if len(sess.Hash) == 0 {
-		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	if err := data.ValidateSession(sess); err != nil {
+		return fmt.Errorf("create session: %w", err)
 	}
 	sess = data.Normalize(sess)
 	key := bytes.Clone(sess.Hash)
@@ -22,7 +22,7 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err != nil {
 		return fmt.Errorf("create session: encode: %w", err)
 	}
-	return s.createHot(ctx, "create session", hotSessions, key, raw, sess.UserID, sess.ExpiresAt)
+	return s.createHot(ctx, "create session", hotSessions, key, raw, sess.UserID, sess.ExpiresAt, nil)
 }
 
 // UseNonce implements [data.Store.UseNonce]. It is a hot write: it goes

@@ -15,6 +15,10 @@ func testAuthCodeSingleUse(t *testing.T, s data.Store) {
 	code := newCode("oauthd_ac_one", "a")
 	wantErr(t, "CreateAuthCode", s.CreateAuthCode(ctx, code), nil)
 	wantErr(t, "CreateAuthCode again", s.CreateAuthCode(ctx, code), data.ErrExists)
+	noHash := code
+	noHash.Hash = nil
+	wantRule(t, "CreateAuthCode without a hash", s.CreateAuthCode(ctx, noHash), "hash")
+	wantRule(t, "CreateConsentedCode without a hash", s.CreateConsentedCode(ctx, noHash, func(data.Client, data.Grant, bool) error { return nil }), "hash")
 
 	var seen data.AuthCode
 	gotCode, fam, err := s.ExchangeAuthCode(ctx, code.Hash, func(c data.AuthCode) (data.Family, error) {

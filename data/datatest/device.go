@@ -36,6 +36,16 @@ func testDeviceCodes(t *testing.T, s data.Store) {
 	if err := s.CreateDeviceCode(ctx, bad, 10); !errors.As(err, &re) {
 		t.Fatalf("CreateDeviceCode(lower-case user code) = %v; want a RuleError", err)
 	}
+	noCode := newDevice("BCDFGHJL", "a")
+	noCode.UserCode = ""
+	if err := s.CreateDeviceCode(ctx, noCode, 10); !errors.As(err, &re) || re.Field != "user_code" {
+		t.Fatalf("CreateDeviceCode(empty user code) = %v; want a RuleError on user_code", err)
+	}
+	noKey := newDevice("BCDFGHJL", "a")
+	noKey.Hash = nil
+	if err := s.CreateDeviceCode(ctx, noKey, 10); !errors.As(err, &re) || re.Field != "hash" {
+		t.Fatalf("CreateDeviceCode(no key) = %v; want a RuleError on hash", err)
+	}
 	got, err := s.GetDeviceCode(ctx, d.UserCode)
 	wantErr(t, "GetDeviceCode", err, nil)
 	mustEqual(t, "GetDeviceCode", got, data.Normalize(d))

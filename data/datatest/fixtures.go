@@ -112,6 +112,15 @@ func wantErr(t *testing.T, what string, err, want error) {
 	}
 }
 
+// wantRule fails t unless err is a *data.RuleError on field.
+func wantRule(t *testing.T, what string, err error, field string) {
+	t.Helper()
+	var re *data.RuleError
+	if !errors.As(err, &re) || re.Field != field {
+		t.Fatalf("%s: error = %v; want a RuleError on %s", what, err, field)
+	}
+}
+
 var ctx = context.Background()
 
 // raceOutcomes checks that every error of a concurrent race is nil or one

@@ -11,6 +11,9 @@ func testSessions(t *testing.T, s data.Store) {
 	sess := data.Session{Hash: data.Hash("oauthd_ss_1"), UserID: 1, CSRF: "csrf", CreatedAt: t0, ExpiresAt: t0.Add(12 * time.Hour)}
 	wantErr(t, "CreateSession", s.CreateSession(ctx, sess), nil)
 	wantErr(t, "CreateSession again", s.CreateSession(ctx, sess), data.ErrExists)
+	noHash := sess
+	noHash.Hash = nil
+	wantRule(t, "CreateSession without a hash", s.CreateSession(ctx, noHash), "hash")
 	got, err := s.GetSession(ctx, sess.Hash)
 	wantErr(t, "GetSession", err, nil)
 	mustEqual(t, "GetSession", got, sess)

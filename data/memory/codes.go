@@ -22,6 +22,9 @@ func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check 
 		return err
 	}
 	defer s.mu.Unlock()
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("create consented code: %w", err)
+	}
 	cl, ok := s.clients[c.ClientID]
 	if !ok {
 		return fmt.Errorf("create consented code: client %q: %w", c.ClientID, data.ErrNotFound)
@@ -38,16 +41,24 @@ func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check 
 
 // createCode stores c; the caller holds the lock.
 func (s *Store) createCode(c data.AuthCode) error {
-	if len(c.Hash) == 0 {
-		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("create auth code: %w", err)
 	}
-	if _, ok := s.codes[string(c.Hash)]; ok {
-		return fmt.Errorf("create auth code: %w", data.ErrExists)
+	return createHot(s, "create auth code", s.codes, c.Hash, c.UserID, data.Normalize(c))
+}
+
+// createHot stores v under key in m, the record of a user's sign-in
+// (code or session): refused with data.ErrExists when the key is taken,
+// data.ErrUserDisabled when the user is disabled. The caller holds the
+// lock.
+func createHot[T any](s *Store, op string, m map[string]T, key []byte, userID int64, v T) error {
+	if _, ok := m[string(key)]; ok {
+		return fmt.Errorf("%s: %w", op, data.ErrExists)
 	}
-	if s.disabled(c.UserID) {
-		return fmt.Errorf("create auth code: user %d: %w", c.UserID, data.ErrUserDisabled)
+	if s.disabled(userID) {
+		return fmt.Errorf("%s: user %d: %w", op, userID, data.ErrUserDisabled)
 	}
-	s.codes[string(c.Hash)] = data.Normalize(c)
+	m[string(key)] = v
 	return nil
 }
 

@@ -13,8 +13,8 @@ func (s *Store) CreateDeviceCode(ctx context.Context, d data.DeviceCode, max int
 		return err
 	}
 	defer s.mu.Unlock()
-	if data.CanonicalUserCode(d.UserCode) != d.UserCode || len(d.Hash) == 0 {
-		return fmt.Errorf("create device code: %w", &data.RuleError{Field: "user_code", Reason: "a device code needs a canonical user code and its key"})
+	if err := data.ValidateDeviceCode(d); err != nil {
+		return fmt.Errorf("create device code: %w", err)
 	}
 	if _, ok := s.devices[d.UserCode]; ok {
 		return fmt.Errorf("create device code: %w", data.ErrExists)

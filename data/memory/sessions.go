@@ -39,17 +39,10 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if len(sess.Hash) == 0 {
-		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	if err := data.ValidateSession(sess); err != nil {
+		return fmt.Errorf("create session: %w", err)
 	}
-	if _, ok := s.sessions[string(sess.Hash)]; ok {
-		return fmt.Errorf("create session: %w", data.ErrExists)
-	}
-	if s.disabled(sess.UserID) {
-		return fmt.Errorf("create session: user %d: %w", sess.UserID, data.ErrUserDisabled)
-	}
-	s.sessions[string(sess.Hash)] = data.Normalize(sess)
-	return nil
+	return createHot(s, "create session", s.sessions, sess.Hash, sess.UserID, data.Normalize(sess))
 }
 
 // GetSession implements [data.Store.GetSession].

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"oauthd/data"
 )
 
@@ -33,16 +31,14 @@ func (s *Store) GetAgentHost(ctx context.Context, host string) (data.AgentHost, 
 	if err := s.begin(ctx, op); err != nil {
 		return data.AgentHost{}, err
 	}
-	var b []byte
-	err := s.pool.QueryRow(ctx, "SELECT body FROM agent_hosts WHERE host = $1", host).Scan(&b)
-	if errors.Is(err, pgx.ErrNoRows) {
+	h, err := queryOne[data.AgentHost](ctx, s.pool, "SELECT body FROM agent_hosts WHERE host = $1", host)
+	if errors.Is(err, data.ErrNotFound) {
 		return data.AgentHost{}, data.AgentHostNotFound(op, host)
 	}
 	if err != nil {
 		return data.AgentHost{}, fmt.Errorf("%s %q: %w", op, host, err)
 	}
-	h, err := decode[data.AgentHost](b)
-	return data.NormalizeAgentHost(h), err
+	return h, nil
 }
 
 // ListAgentHosts implements [data.Store.ListAgentHosts], ordered by host.
@@ -51,23 +47,9 @@ func (s *Store) ListAgentHosts(ctx context.Context) ([]data.AgentHost, error) {
 	if err := s.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, "SELECT body FROM agent_hosts ORDER BY host")
+	out, err := queryAll[data.AgentHost](ctx, s.pool, "SELECT body FROM agent_hosts ORDER BY host")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (data.AgentHost, error) {
-		var b []byte
-		if err := row.Scan(&b); err != nil {
-			return data.AgentHost{}, err
-		}
-		h, err := decode[data.AgentHost](b)
-		return data.NormalizeAgentHost(h), err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if out == nil {
-		out = []data.AgentHost{}
 	}
 	return out, nil
 }

@@ -54,8 +54,8 @@ func (s *Store) CreateAuthCode(ctx context.Context, c data.AuthCode) error {
 	if err := s.begin(ctx, "create auth code"); err != nil {
 		return err
 	}
-	if len(c.Hash) == 0 {
-		return fmt.Errorf("create auth code: %w", &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("create auth code: %w", err)
 	}
 	if err := s.execChecked(ctx, insertCode, c.UserID, c.Hash, c.Used, unixNano(c.ExpiresAt), encode(c)); err != nil {
 		return fmt.Errorf("create auth code: %w", err)
@@ -75,8 +75,8 @@ func (s *Store) CreateConsentedCode(ctx context.Context, c data.AuthCode, check 
 	if err := s.begin(ctx, op); err != nil {
 		return err
 	}
-	if len(c.Hash) == 0 {
-		return fmt.Errorf("%s: %w", op, &data.RuleError{Field: "hash", Reason: "an authorization code needs its hash"})
+	if err := data.ValidateAuthCode(c); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	body := encode(c)
 	err := s.tx(ctx, func(tx pgx.Tx) error {

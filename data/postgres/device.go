@@ -17,8 +17,8 @@ func (s *Store) CreateDeviceCode(ctx context.Context, d data.DeviceCode, max int
 	if err := s.begin(ctx, "create device code"); err != nil {
 		return err
 	}
-	if data.CanonicalUserCode(d.UserCode) != d.UserCode || len(d.Hash) == 0 {
-		return fmt.Errorf("create device code: %w", &data.RuleError{Field: "user_code", Reason: "a device code needs a canonical user code and its key"})
+	if err := data.ValidateDeviceCode(d); err != nil {
+		return fmt.Errorf("create device code: %w", err)
 	}
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('oauthd device ' || $1, 0))", d.ClientID); err != nil {

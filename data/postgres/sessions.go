@@ -15,8 +15,8 @@ func (s *Store) CreateSession(ctx context.Context, sess data.Session) error {
 	if err := s.begin(ctx, "create session"); err != nil {
 		return err
 	}
-	if len(sess.Hash) == 0 {
-		return fmt.Errorf("create session: %w", &data.RuleError{Field: "hash", Reason: "a session needs its hash"})
+	if err := data.ValidateSession(sess); err != nil {
+		return fmt.Errorf("create session: %w", err)
 	}
 	if err := s.execChecked(ctx, insertSession, sess.UserID, sess.Hash, unixNano(sess.ExpiresAt), encode(sess)); err != nil {
 		return fmt.Errorf("create session: %w", err)

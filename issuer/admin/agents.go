@@ -107,15 +107,12 @@ func (l *Local) DenyAgentHost(ctx context.Context, host string) (DeniedAgentHost
 		if err != nil {
 			return out, err
 		}
-		fams, err := l.store.ListFamilies(ctx, id)
+		n, err := l.revokeGrants(ctx, id)
+		out.GrantsRevoked += n
 		if err != nil {
 			return out, err
 		}
-		if err := l.revokeGrants(ctx, id); err != nil {
-			return out, err
-		}
 		out.Clients = append(out.Clients, id)
-		out.GrantsRevoked += len(fams)
 	}
 	l.audit(ctx, "agent_host_denied", "host", h, "clients", out.Clients, "grants_revoked", out.GrantsRevoked)
 	return out, nil

@@ -29,30 +29,9 @@ import (
 
 // EditClient implements [Service.EditClient].
 func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditResult, error) {
-	var scopes []string
-	if e.Scopes != nil {
-		var err error
-		if scopes, err = parseScopes(e.Scopes); err != nil {
-			return EditResult{}, err
-		}
-	}
-	var typ data.ClientType
-	switch t := data.ClientType(e.ClientType); t {
-	case "":
-	case data.Confidential, data.Public:
-		typ = t
-	default:
-		return EditResult{}, newError(data.ErrInvalid, fmt.Sprintf("%q is not a client type; use confidential or public", e.ClientType))
-	}
-	if e.RedirectURIs != nil && len(e.RedirectURIs) == 0 {
-		return EditResult{}, newError(data.ErrInvalid, "at least one redirect URI is required")
-	}
-	grantTypes, err := parseGrantTypes(e.GrantTypes)
+	edit, err := checkEdit(e)
 	if err != nil {
 		return EditResult{}, err
-	}
-	if scopes == nil && e.RedirectURIs == nil && e.PostLogoutRedirectURIs == nil && grantTypes == nil && typ == "" && e.DPoPBoundAccessTokens == nil && e.RequirePAR == nil {
-		return EditResult{}, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs, post-logout redirect URIs, grant types, a client type or a protection")
 	}
 	now := l.now().UTC()
 	by := l.actorOf(ctx).String()
@@ -62,43 +41,12 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 	var before data.Client
 	c, err := l.update(ctx, id, func(c data.Client) (data.Client, error) {
 		before = c
-		// want: the settings the owner asks for, starting from what they
-		// asked for last (the approved settings and the pending change).
-		want := c.WithPending()
-		if scopes != nil {
-			if counts := l.requestCounts(c); c.Legacy && !e.Force && counts.WithoutScope > 0 {
+		if edit.scopes != nil && c.Legacy && !e.Force {
+			if counts := l.requestCounts(c); counts.WithoutScope > 0 {
 				return c, errUnsafeMigration(c, counts, "confirm")
 			}
-			want.Scopes, want.Legacy = scopes, false
 		}
-		if e.RedirectURIs != nil {
-			want.RedirectURIs = e.RedirectURIs
-		}
-		if e.PostLogoutRedirectURIs != nil {
-			want.PostLogoutRedirectURIs = e.PostLogoutRedirectURIs
-			if len(want.PostLogoutRedirectURIs) == 0 {
-				want.PostLogoutRedirectURIs = nil
-			}
-		}
-		if grantTypes != nil {
-			want.GrantTypes = grantTypes
-		}
-		if typ != "" && typ != want.Type {
-			want.Type, want.Secrets = typ, nil
-			if typ == data.Confidential {
-				want.Secrets = []data.ClientSecret{sec}
-			}
-		}
-		if typ != "" && typ == c.Type {
-			// Back to the approved type: the approved secrets stay.
-			want.Type, want.Secrets = c.Type, c.Secrets
-		}
-		if e.DPoPBoundAccessTokens != nil {
-			want.DPoPBoundAccessTokens = *e.DPoPBoundAccessTokens
-		}
-		if e.RequirePAR != nil {
-			want.RequirePAR = *e.RequirePAR
-		}
+		want := edit.wanted(c, sec)
 		if c.Status != data.StatusApproved {
 			return applyDirectly(c, want), nil
 		}
@@ -117,6 +65,85 @@ func (l *Local) EditClient(ctx context.Context, id string, e ClientEdit) (EditRe
 	}
 	l.auditEdit(ctx, before, c)
 	return res, nil
+}
+
+// checkedEdit is a [ClientEdit] whose scopes, client type and grant types
+// are checked; nil (or "") leaves the setting as it is.
+type checkedEdit struct {
+	ClientEdit
+	scopes     []string
+	typ        data.ClientType
+	grantTypes []string
+}
+
+// checkEdit checks e: known scopes, a client type, known grant types, at
+// least one redirect URI when it gives them, and something to change.
+func checkEdit(e ClientEdit) (checkedEdit, error) {
+	edit := checkedEdit{ClientEdit: e}
+	if e.Scopes != nil {
+		var err error
+		if edit.scopes, err = parseScopes(e.Scopes); err != nil {
+			return edit, err
+		}
+	}
+	switch t := data.ClientType(e.ClientType); t {
+	case "":
+	case data.Confidential, data.Public:
+		edit.typ = t
+	default:
+		return edit, newError(data.ErrInvalid, fmt.Sprintf("%q is not a client type; use confidential or public", e.ClientType))
+	}
+	if e.RedirectURIs != nil && len(e.RedirectURIs) == 0 {
+		return edit, newError(data.ErrInvalid, "at least one redirect URI is required")
+	}
+	var err error
+	if edit.grantTypes, err = parseGrantTypes(e.GrantTypes); err != nil {
+		return edit, err
+	}
+	if edit.scopes == nil && e.RedirectURIs == nil && e.PostLogoutRedirectURIs == nil && edit.grantTypes == nil && edit.typ == "" && e.DPoPBoundAccessTokens == nil && e.RequirePAR == nil {
+		return edit, newError(data.ErrInvalid, "the edit changes nothing; give scopes, redirect URIs, post-logout redirect URIs, grant types, a client type or a protection")
+	}
+	return edit, nil
+}
+
+// wanted returns the settings the owner asks for with e, starting from
+// what they asked for last (the approved settings of c and its pending
+// change). A client that becomes confidential gets the secret sec; one
+// that goes back to its approved type keeps its approved secrets.
+func (e checkedEdit) wanted(c data.Client, sec data.ClientSecret) data.Client {
+	want := c.WithPending()
+	if e.scopes != nil {
+		want.Scopes, want.Legacy = e.scopes, false
+	}
+	if e.RedirectURIs != nil {
+		want.RedirectURIs = e.RedirectURIs
+	}
+	if e.PostLogoutRedirectURIs != nil {
+		want.PostLogoutRedirectURIs = e.PostLogoutRedirectURIs
+		if len(want.PostLogoutRedirectURIs) == 0 {
+			want.PostLogoutRedirectURIs = nil
+		}
+	}
+	if e.grantTypes != nil {
+		want.GrantTypes = e.grantTypes
+	}
+	if e.typ != "" && e.typ != want.Type {
+		want.Type, want.Secrets = e.typ, nil
+		if e.typ == data.Confidential {
+			want.Secrets = []data.ClientSecret{sec}
+		}
+	}
+	if e.typ != "" && e.typ == c.Type {
+		// Back to the approved type: the approved secrets stay.
+		want.Type, want.Secrets = c.Type, c.Secrets
+	}
+	if e.DPoPBoundAccessTokens != nil {
+		want.DPoPBoundAccessTokens = *e.DPoPBoundAccessTokens
+	}
+	if e.RequirePAR != nil {
+		want.RequirePAR = *e.RequirePAR
+	}
+	return want
 }
 
 // applyDirectly makes want the client's settings: the edit of a client

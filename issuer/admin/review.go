@@ -81,7 +81,7 @@ func (l *Local) RejectRevision(ctx context.Context, id, reason, revision string)
 	} else {
 		l.audit(ctx, "client_rejected", "client_id", id, "reason", reason)
 		if c.Status == data.StatusRejected {
-			if err := l.revokeGrants(ctx, id); err != nil {
+			if _, err := l.revokeGrants(ctx, id); err != nil {
 				return ClientView{}, err
 			}
 		}
@@ -93,11 +93,12 @@ func (l *Local) RejectRevision(ctx context.Context, id, reason, revision string)
 // that its users' grants end for good: its access tokens are refused at
 // once by /v2/me and introspection (which also check the client's status,
 // for the moment between the rejection and this), and a later approval
-// does not bring the grants back; the users authorize again.
-func (l *Local) revokeGrants(ctx context.Context, id string) error {
+// does not bring the grants back; the users authorize again. It returns
+// how many families it deleted.
+func (l *Local) revokeGrants(ctx context.Context, id string) (int, error) {
 	fams, err := l.store.ListFamilies(ctx, id)
 	if err != nil {
-		return fmt.Errorf("client %s is rejected, but listing its grants failed (run the rejection again to revoke them): %w", id, err)
+		return 0, fmt.Errorf("client %s is rejected, but listing its grants failed (run the rejection again to revoke them): %w", id, err)
 	}
 	n := 0
 	for _, f := range fams {
@@ -105,9 +106,9 @@ func (l *Local) revokeGrants(ctx context.Context, id string) error {
 		case err == nil:
 			n++
 		case !errors.Is(err, data.ErrNotFound):
-			return fmt.Errorf("client %s is rejected, but revoking its grants failed after %d of %d (run the rejection again): %w", id, n, len(fams), err)
+			return n, fmt.Errorf("client %s is rejected, but revoking its grants failed after %d of %d (run the rejection again): %w", id, n, len(fams), err)
 		}
 	}
 	l.audit(ctx, "client_grants_revoked", "client_id", id, "count", n)
-	return nil
+	return n, nil
 }

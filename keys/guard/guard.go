@@ -190,22 +190,21 @@ const (
 // check decides on r. It returns the request to pass on (with the claims
 // and the canonical path), or the reason to refuse it.
 func (g *Guard) check(r *http.Request) (*http.Request, *denial) {
-	r2, d := g.decide(r)
-	if d != nil && d.path != "" && g.metaURL != nil {
-		if e := g.table.match(r.Method, d.path); e != nil && !e.route.Public {
-			d.scopes = e.route.Scopes
-		}
-	}
-	return r2, d
-}
-
-// decide is check without the challenge's scopes.
-func (g *Guard) decide(r *http.Request) (*http.Request, *denial) {
 	p, err := CanonicalPath(r.URL)
 	if err != nil {
 		return nil, &denial{status: http.StatusBadRequest, code: oauth.InvalidRequest, desc: descBadPath, path: r.URL.Path}
 	}
 	e := g.table.match(r.Method, p)
+	r2, d := g.decide(r, p, e)
+	if d != nil && e != nil && !e.route.Public && g.metaURL != nil {
+		d.scopes = e.route.Scopes
+	}
+	return r2, d
+}
+
+// decide is check without the challenge's scopes, on the canonical path
+// p and its route e (nil: not in the table).
+func (g *Guard) decide(r *http.Request, p string, e *entry) (*http.Request, *denial) {
 	token, isDPoP, present, ok := credentials(r.Header)
 	ctx := r.Context()
 

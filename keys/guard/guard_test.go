@@ -404,3 +404,35 @@ func TestErrorBodyEmptyGranted(t *testing.T) {
 		t.Errorf("Cache-Control = %q; want no-store", cc)
 	}
 }
+
+// TestChallengeScopes: with MetadataURL, a 401 on a route of the table
+// names the route's scopes (RFC 9728 §5.1, the MCP authorization spec);
+// one not in the table, a 403 and a refused path name none.
+func TestChallengeScopes(t *testing.T) {
+	const m = "https://rs.example/.well-known/oauth-protected-resource"
+	g := New(Config{Verifier: fakeVerifier{}, Logger: slog.New(slog.DiscardHandler), MetadataURL: func(string) string { return m }})
+	for _, tc := range []struct {
+		name, path, authz string
+		status            int
+		www               string
+	}{
+		{"no token", "/v2/me", "", http.StatusUnauthorized, `Bearer resource_metadata="` + m + `", scope="PROFILE_READ"`},
+		{"invalid token", "/v2/me", "Bearer nope", http.StatusUnauthorized,
+			`Bearer error="invalid_token", error_description="` + descInvalid + `", resource_metadata="` + m + `", scope="PROFILE_READ"`},
+		{"not in the table", "/v2/nowhere", "", http.StatusUnauthorized, `Bearer resource_metadata="` + m + `"`},
+		{"wrong scope", "/v2/me", "Bearer " + tokenFor("PROFILE_WRITE"), http.StatusForbidden,
+			`Bearer error="insufficient_scope", scope="PROFILE_READ", resource_metadata="` + m + `"`},
+		{"bad path", "/v2/x/../me", "", http.StatusBadRequest, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var authz []string
+			if tc.authz != "" {
+				authz = append(authz, tc.authz)
+			}
+			res := do(t, g, "GET", tc.path, authz...)
+			if res.status != tc.status || res.www != tc.www {
+				t.Errorf("GET %s: %d %q; want %d %q", tc.path, res.status, res.www, tc.status, tc.www)
+			}
+		})
+	}
+}

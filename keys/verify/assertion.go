@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"crypto"
+	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -73,17 +74,13 @@ func ParseClientJWKS(raw []byte) (jwk.Set, error) {
 		default:
 			return nil, fmt.Errorf("key %d: type %q; use RSA, EC or OKP (a symmetric key is never accepted)", i+1, k.KeyType())
 		}
-		var raw any
-		if err := k.Raw(&raw); err != nil {
-			return nil, fmt.Errorf("key %d: %w", i+1, err)
-		}
-		if isPrivate(raw) {
+		if IsPrivate(k) {
 			return nil, fmt.Errorf("key %d is a private key; register only the public key", i+1)
 		}
 		if a := k.Algorithm().String(); a != "" && !slices.Contains(AssertionAlgs, a) {
 			return nil, fmt.Errorf("key %d: alg %q; use one of %s", i+1, a, strings.Join(AssertionAlgs, ", "))
 		}
-		if _, err := publicKeyOf(k); err != nil {
+		if _, err := publicKey(k); err != nil {
 			return nil, fmt.Errorf("key %d: %w", i+1, err)
 		}
 		if kid := k.KeyID(); kid != "" {
@@ -96,10 +93,16 @@ func ParseClientJWKS(raw []byte) (jwk.Set, error) {
 	return set, nil
 }
 
-// isPrivate reports whether a raw key holds private material.
-func isPrivate(raw any) bool {
-	_, ok := raw.(interface{ Public() crypto.PublicKey })
-	return ok
+// IsPrivate reports whether k holds private material: a private RSA,
+// EC or OKP key, or a symmetric key. The places that read keys someone
+// else gives them (a client's JWK set, a platform's handover keys) refuse
+// one: its owner must keep it.
+func IsPrivate(k jwk.Key) bool {
+	switch k.(type) {
+	case jwk.RSAPrivateKey, jwk.ECDSAPrivateKey, jwk.OKPPrivateKey, jwk.SymmetricKey:
+		return true
+	}
+	return false
 }
 
 // PeekAssertionClient returns the iss of a client assertion without
@@ -196,8 +199,8 @@ func VerifyAssertion(ctx context.Context, token, clientID string, keys Assertion
 }
 
 // pickKey returns the public key of set with kid (any key when kid is ""
-// and the set has one that fits alg) whose type fits alg and whose alg,
-// when set, is alg.
+// and the set has one that fits alg) whose type fits alg
+// ([checkKeyType]) and whose alg, when set, is alg.
 func pickKey(set jwk.Set, kid, alg string) (crypto.PublicKey, bool) {
 	for i := 0; i < set.Len(); i++ {
 		k, _ := set.Key(i)
@@ -207,14 +210,11 @@ func pickKey(set jwk.Set, kid, alg string) (crypto.PublicKey, bool) {
 		if a := k.Algorithm().String(); a != "" && a != alg {
 			continue
 		}
-		if !keyFitsAlg(k.KeyType().String(), alg) {
-			continue
-		}
 		if u := k.KeyUsage(); u != "" && u != "sig" {
 			continue
 		}
-		pub, err := publicKeyOf(k)
-		if err != nil {
+		pub, err := publicKey(k)
+		if err != nil || checkKeyType(pub, alg) != nil {
 			continue
 		}
 		return pub, true
@@ -222,22 +222,10 @@ func pickKey(set jwk.Set, kid, alg string) (crypto.PublicKey, bool) {
 	return nil, false
 }
 
-func keyFitsAlg(kty, alg string) bool {
-	switch alg {
-	case RS256, "PS256":
-		return kty == "RSA"
-	case ES256, "ES384":
-		return kty == "EC"
-	case EdDSA:
-		return kty == "OKP"
-	}
-	return false
-}
-
-// publicKeyOf returns the crypto public key of a JWK; an RSA key must
-// have 2048 bits at least.
-func publicKeyOf(k jwk.Key) (crypto.PublicKey, error) {
-	pk, err := k.PublicKey()
+// publicKey returns the crypto public key of a JWK (its public part
+// only); an RSA key must have [minRSABits] at least, whatever its alg.
+func publicKey(k jwk.Key) (crypto.PublicKey, error) {
+	pk, err := jwk.PublicKeyOf(k)
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +233,8 @@ func publicKeyOf(k jwk.Key) (crypto.PublicKey, error) {
 	if err := pk.Raw(&raw); err != nil {
 		return nil, err
 	}
-	if r, ok := raw.(interface{ Size() int }); ok && k.KeyType() == "RSA" && r.Size() < 256 {
-		return nil, errors.New("an RSA key must have 2048 bits at least")
+	if r, ok := raw.(*rsa.PublicKey); ok && r.N.BitLen() < minRSABits {
+		return nil, fmt.Errorf("an RSA key must have %d bits at least", minRSABits)
 	}
 	return raw, nil
 }

@@ -170,13 +170,8 @@ func ParseJWKS(b []byte, skip func(kid string, err error)) (map[string]PublicKey
 			dups[kid] = true
 			continue
 		}
-		pk, err := jwk.PublicKeyOf(k)
+		raw, err := publicKey(k)
 		if err != nil {
-			skip(kid, err)
-			continue
-		}
-		var raw any
-		if err := pk.Raw(&raw); err != nil {
 			skip(kid, err)
 			continue
 		}

@@ -410,19 +410,27 @@ func (v *Verifier) key(ctx context.Context, h header, method jwt.SigningMethod) 
 	return pub, nil
 }
 
-// checkKeyType reports whether pub is a key of the kind alg needs.
+// minRSABits is the smallest RSA modulus accepted, for every alg.
+const minRSABits = 2048
+
+// checkKeyType reports whether pub is a key of the kind alg needs: the
+// one rule for a token's key, a feed's and a client assertion's.
 func checkKeyType(pub crypto.PublicKey, alg string) error {
 	switch alg {
 	case ES256:
 		if k, ok := pub.(*ecdsa.PublicKey); ok && k.Curve == elliptic.P256() {
 			return nil
 		}
+	case "ES384":
+		if k, ok := pub.(*ecdsa.PublicKey); ok && k.Curve == elliptic.P384() {
+			return nil
+		}
 	case EdDSA:
 		if k, ok := pub.(ed25519.PublicKey); ok && len(k) == ed25519.PublicKeySize {
 			return nil
 		}
-	case RS256:
-		if k, ok := pub.(*rsa.PublicKey); ok && k.N.BitLen() >= 2048 {
+	case RS256, "PS256":
+		if k, ok := pub.(*rsa.PublicKey); ok && k.N.BitLen() >= minRSABits {
 			return nil
 		}
 	default:
