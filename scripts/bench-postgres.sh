@@ -10,7 +10,7 @@
 # minutes:
 #
 #   pgbench                the one-row durable UPDATE
-#   oauthd in-process      oauthd-bench bench --db postgres://… (server and load generator in one process)
+#   oauthd in-process      oauthd-bench --db postgres://… (server and load generator in one process)
 #   oauthd serve+loadgen   oauthd serve on the same database, driven by the kit's loadgen (separate processes)
 #   echo-bare              the kit's ceiling, driven by the kit's loadgen
 #
@@ -70,7 +70,7 @@ cat > "$dir/tx.sql" <<'SQL'
 UPDATE pgb SET n = n + 1 WHERE id = :id AND hash = sha256(:id::text::bytea);
 SQL
 go build -o "$dir/oauthd" ./cmd/oauthd
-go build -tags bench -o "$dir/oauthd-bench" ./cmd/oauthd # the load generator's own build
+go build -o "$dir/oauthd-bench" ./cmd/oauthd-bench # the load generator, a command of its own
 kit=0
 if [ -d "$BENCH/loadgen" ] && [ -d "$BENCH/ceiling" ]; then
   (cd "$BENCH/loadgen" && go build -o "$dir/loadgen" .)
@@ -139,13 +139,13 @@ dbfor() {
 run_inproc() {
   local cpu p0
   p0=$(pgcpu)
-  cpu=$(timed "$dir/out" "$dir/oauthd-bench" --db "$(dbfor "$1")" bench -c "$1" -d "${secs}s" --json)
+  cpu=$(timed "$dir/out" "$dir/oauthd-bench" --db "$(dbfor "$1")" -c "$1" -d "${secs}s" --json)
   echo "$(json "$dir/out" 'r["grants_per_s"]' 'r["latency_ms"]["p99"]' 'r["errors"]' 'r["chains_alive"]') $cpu 0 $(pgsince "$p0") $(json "$dir/out" 'r["requests"]')"
 }
 run_serve() {
   local c=$1 id secret pid t0 t1 p0 p1 cpu
   hport=$(( hport + 1 ))
-  "$dir/oauthd-bench" --db "$db" --log-level warn bench --emit-tokens "$dir/tokens.txt" --grants "$c" --json >"$dir/creds" 2>/dev/null
+  "$dir/oauthd-bench" --db "$db" --log-level warn --emit-tokens "$dir/tokens.txt" --grants "$c" --json >"$dir/creds" 2>/dev/null
   id=$(json "$dir/creds" 'r["client_id"]')
   secret=$(json "$dir/creds" 'r["client_secret"]')
   "$dir/oauthd" --db "$(dbfor "$c")" --log-level warn serve --addr "127.0.0.1:$hport" >"$dir/serve.log" 2>&1 &

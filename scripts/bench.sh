@@ -25,7 +25,7 @@
 #
 # Each round, for each concurrency: the ceiling, then oauthd (then the
 # baseline), each server alone on the machine while it is measured. Every
-# oauthd run is on its own database seeded with `oauthd-bench bench --emit-tokens`
+# oauthd run is on its own database seeded with `oauthd-bench --emit-tokens`
 # and driven by the shared loadgen (client_secret_post, each worker on its own
 # refresh-token chain). Zero errors and every chain alive are checked.
 set -euo pipefail
@@ -55,7 +55,7 @@ trap cleanup EXIT
 echo "bench.sh: building oauthd, oauthd-bench, loadgen and ceiling into $work" >&2
 go build -o "$work/oauthd" ./cmd/oauthd
 # The seeding (--emit-tokens) is the load generator's: its own build.
-go build -tags bench -o "$work/oauthd-bench" ./cmd/oauthd
+go build -o "$work/oauthd-bench" ./cmd/oauthd-bench
 (cd "$BENCH/loadgen" && go build -o "$work/loadgen" .)
 (cd "$BENCH/ceiling" && go build -o "$work/ceiling" .)
 if [ -n "$PEER" ]; then
@@ -106,7 +106,7 @@ run_oauthd() {
 	port=$((port + 1))
 	local db="$work/run-$port.db"
 	local creds
-	creds="$("$work/oauthd-bench" --db "$db" --log-level warn bench --emit-tokens "$work/tokens-$port.txt" \
+	creds="$("$work/oauthd-bench" --db "$db" --log-level warn --emit-tokens "$work/tokens-$port.txt" \
 		--grants "$c" --json 2>/dev/null)"
 	local id secret
 	id="$(field client_id <<<"$creds")"

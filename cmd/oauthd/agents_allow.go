@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -25,9 +26,9 @@ func newAgentsAllowCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), h)
+					return clitext.JSON(cmd.OutOrStdout(), h)
 				}
-				return fields(cmd.OutOrStdout(), "host", h.Host, "scopes", strings.Join(h.Scopes, ","), "allowed_at", fmtTime(h.AllowedAt))
+				return clitext.Fields(cmd.OutOrStdout(), "host", h.Host, "scopes", strings.Join(h.Scopes, ","), "allowed_at", fmtTime(h.AllowedAt))
 			})
 		},
 	}

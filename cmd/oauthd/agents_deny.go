@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -25,9 +26,9 @@ func newAgentsDenyCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), r)
+					return clitext.JSON(cmd.OutOrStdout(), r)
 				}
-				return fields(cmd.OutOrStdout(), "host", r.Host, "clients", strings.Join(r.Clients, ","),
+				return clitext.Fields(cmd.OutOrStdout(), "host", r.Host, "clients", strings.Join(r.Clients, ","),
 					"grants_revoked", strconv.Itoa(r.GrantsRevoked))
 			})
 		},

@@ -73,7 +73,7 @@ func TestImportsPointDownward(t *testing.T) {
 	}
 	// The test-only end-to-end package is checked as well: its tests'
 	// imports are on the lines above.
-	for _, pkg := range []string{"oauthd/cmd/oauthd", "oauthd/cmd/oauthd/e2e"} {
+	for _, pkg := range []string{"oauthd/cmd/oauthd", "oauthd/cmd/oauthd/e2e", "oauthd/cmd/oauthd-bench", "oauthd/cmd/oauthd-bench/internal/loadgen"} {
 		if !listed[pkg] {
 			t.Errorf("go list did not name %s; the check must cover it", pkg)
 		}
@@ -153,7 +153,7 @@ func reverse(s []string) []string {
 var backendPackages = map[string]bool{"oauthd/data/bolt": true, "oauthd/data/postgres": true, "oauthd/data/memory": true}
 
 // TestOneBackendBoundary fails when a non-test file of cmd other than
-// cmd/oauthd/backend.go imports a backend package (docs/DESIGN.md "One
+// cmd/internal/backend/backend.go imports a backend package (docs/DESIGN.md "One
 // backend boundary"), and when a package of data/ implements data.Store
 // without being listed here as a backend (or being the cache).
 func TestOneBackendBoundary(t *testing.T) {
@@ -170,8 +170,8 @@ func TestOneBackendBoundary(t *testing.T) {
 		files++
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if backendPackages[p] && filepath.ToSlash(path) != "../oauthd/backend.go" {
-				t.Errorf("%s imports %s: only cmd/oauthd/backend.go knows the backends; open the database with openDB and use what it offers", path, p)
+			if backendPackages[p] && filepath.ToSlash(path) != "../internal/backend/backend.go" {
+				t.Errorf("%s imports %s: only cmd/internal/backend/backend.go knows the backends; open the database with backend.Open and use what it offers", path, p)
 			}
 		}
 		return nil
@@ -197,7 +197,7 @@ func TestOneBackendBoundary(t *testing.T) {
 		}
 		pkg := "oauthd/data/" + filepath.Base(filepath.Dir(path))
 		if strings.Contains(string(b), "var _ data.Store = ") && !backendPackages[pkg] && pkg != "oauthd/data/cache" {
-			t.Errorf("%s implements data.Store: add it to backendPackages (and its opener to cmd/oauthd/backend.go)", pkg)
+			t.Errorf("%s implements data.Store: add it to backendPackages (and its opener to cmd/internal/backend/backend.go)", pkg)
 		}
 	}
 }

@@ -133,7 +133,8 @@ const cliDocHead = `# The command line
 
 One binary, ` + "`oauthd`" + `: the authorization server, the operator's commands and the resource-server
 gateway. This page is made from the same command tree as ` + "`oauthd --help`" + ` and ` + "`oauthd COMMAND --help`" + `,
-and says the same, with notes of its own after a command's help.
+and says the same, with notes of its own after a command's help. The load generator is not in it: it
+is a command of its own, ` + "`go run ./cmd/oauthd-bench --help`" + ` ([PERFORMANCE.md](PERFORMANCE.md)).
 
 ## How every command behaves
 

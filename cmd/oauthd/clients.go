@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/data/scope"
 	"oauthd/issuer/admin"
 )
@@ -40,7 +41,7 @@ func newClientsRedirectURIsCommand(o *rootOptions) *cobra.Command {
 // printClient prints a client record as JSON or as key: value lines.
 func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if asJSON {
-		return printJSON(w, c)
+		return clitext.JSON(w, c)
 	}
 	kv := []string{
 		"client_id", c.ClientID, "name", c.Name, "owner", ownerText(c), "client_type", c.ClientType, "status", c.Status,
@@ -88,23 +89,23 @@ func printClient(w io.Writer, c admin.ClientView, asJSON bool) error {
 	if p := c.RejectedChange; p != nil {
 		kv = append(kv, "rejected_change", fmt.Sprintf("%s (reason: %s)", changeSummary(p), p.RejectReason))
 	}
-	if err := fields(w, kv...); err != nil {
+	if err := clitext.Fields(w, kv...); err != nil {
 		return err
 	}
 	if c.Status == "pending" {
-		textf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --revision %s --reason TEXT`.\n",
+		clitext.Textf(w, "\nThe client waits for review; approve it with `oauthd clients approve %s --revision %s` or reject it with `oauthd clients reject %s --revision %s --reason TEXT`.\n",
 			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.PendingChange != nil {
-		textf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
+		clitext.Textf(w, "\nThe owner asked for the pending change above; the client works with its approved settings until it is decided. "+
 			"Apply it with `oauthd clients approve %s --revision %s`, or discard it with `oauthd clients reject %s --revision %s --reason TEXT` (the client stays approved).\n",
 			c.ClientID, c.Revision, c.ClientID, c.Revision)
 	}
 	if c.MigrationSafe != nil {
 		if *c.MigrationSafe {
-			textf(w, "\nMigration looks safe: every recent authorization request carried a scope. Save scopes with `oauthd clients scopes set %s SCOPE...`.\n", c.ClientID)
+			clitext.Textf(w, "\nMigration looks safe: every recent authorization request carried a scope. Save scopes with `oauthd clients scopes set %s SCOPE...`.\n", c.ClientID)
 		} else {
-			textf(w, "\nNot yet safe to migrate: some recent authorization requests came without a scope parameter; saving scopes now would make them fail. Add `scope` to the authorization URL first.\n")
+			clitext.Textf(w, "\nNot yet safe to migrate: some recent authorization requests came without a scope parameter; saving scopes now would make them fail. Add `scope` to the authorization URL first.\n")
 		}
 	}
 	return nil

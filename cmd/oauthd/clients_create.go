@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/data"
 	"oauthd/issuer/admin"
 )
@@ -39,7 +40,7 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), c)
+					return clitext.JSON(cmd.OutOrStdout(), c)
 				}
 				kv := []string{"client_id", c.ClientID}
 				if c.ClientSecret != "" {
@@ -48,13 +49,13 @@ func newClientsCreateCommand(o *rootOptions) *cobra.Command {
 				kv = append(kv, "status", c.Status, "client_type", c.ClientType, "name", c.Name,
 					"redirect_uris", strings.Join(c.RedirectURIs, " "), "scopes", strings.Join(c.Scopes, " "),
 					"grant_types", strings.Join(c.GrantTypes, " "), "token_endpoint_auth_method", c.TokenEndpointAuthMethod)
-				if err := fields(cmd.OutOrStdout(), kv...); err != nil {
+				if err := clitext.Fields(cmd.OutOrStdout(), kv...); err != nil {
 					return err
 				}
 				if c.ClientSecret != "" {
-					textf(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.\n")
+					clitext.Textf(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.\n")
 				}
-				textf(cmd.OutOrStdout(), "The client is pending; approve it with `oauthd clients approve %s`.\n", c.ClientID)
+				clitext.Textf(cmd.OutOrStdout(), "The client is pending; approve it with `oauthd clients approve %s`.\n", c.ClientID)
 				return nil
 			})
 		},

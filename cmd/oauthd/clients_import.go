@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -39,14 +40,14 @@ func newClientsImportCommand(o *rootOptions) *cobra.Command {
 				}
 				for _, id := range ids {
 					if v, err := svc.ShowClient(ctx, id); err == nil && v.OwnerID == 0 {
-						textf(cmd.ErrOrStderr(), "client %s is unclaimed: its owner %q names no user (add the user, then `oauthd clients set %s --owner USER`)\n", id, v.UnclaimedOwner, id)
+						clitext.Textf(cmd.ErrOrStderr(), "client %s is unclaimed: its owner %q names no user (add the user, then `oauthd clients set %s --owner USER`)\n", id, v.UnclaimedOwner, id)
 					}
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), ids)
+					return clitext.JSON(cmd.OutOrStdout(), ids)
 				}
 				for _, id := range ids {
-					textf(cmd.OutOrStdout(), "%s\n", id)
+					clitext.Textf(cmd.OutOrStdout(), "%s\n", id)
 				}
 				return nil
 			})

@@ -11,6 +11,8 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"oauthd/cmd/internal/wiring"
 )
 
 // Configuration (docs/CONFIG.md). Every setting is a flag, declared once in
@@ -25,7 +27,7 @@ import (
 const (
 	// annEnv on a flag names its environment variable where the rule
 	// (the command's prefix + the name in upper snake case) does not.
-	annEnv = "oauthd_env"
+	annEnv = wiring.AnnEnv
 	// annSecret on a flag masks its value in `config print`.
 	annSecret = "oauthd_secret"
 	// annSection on a command makes it configurable: its flags are read
@@ -119,7 +121,7 @@ func settingsOf(cmd *cobra.Command) []*setting {
 // bad setting has no side effect.
 func configure(cmd *cobra.Command) ([]*setting, error) {
 	var k *koanf.Koanf
-	path, _ := envValue(configEnv)
+	path, _ := wiring.EnvValue(configEnv)
 	if f := cmd.Flags().Lookup("config"); f != nil && f.Changed {
 		path = f.Value.String()
 	}
@@ -137,7 +139,7 @@ func configure(cmd *cobra.Command) ([]*setting, error) {
 			s.source = fromFlag
 			continue
 		}
-		if v, ok := envValue(s.env); ok {
+		if v, ok := wiring.EnvValue(s.env); ok {
 			s.source = fromEnv
 			if err := setValue(s.flag, v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", s.env, err))

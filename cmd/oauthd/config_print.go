@@ -10,6 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
+	"oauthd/cmd/internal/wiring"
 )
 
 // configuredCommands are the commands whose settings a file holds, in the
@@ -42,10 +46,10 @@ serve and gateway refuse it.`,
 				return err
 			}
 			for _, msg := range unknownEnv() {
-				textf(cmd.ErrOrStderr(), "warning: %s\n", msg)
+				clitext.Textf(cmd.ErrOrStderr(), "warning: %s\n", msg)
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"config_file": file, "settings": sets})
+				return clitext.JSON(cmd.OutOrStdout(), map[string]any{"config_file": file, "settings": sets})
 			}
 			rows := make([][]string, 0, len(sets))
 			for _, s := range sets {
@@ -58,7 +62,7 @@ serve and gateway refuse it.`,
 				}
 				rows = append(rows, []string{s.Key, textValue(s.Value), src})
 			}
-			textf(cmd.OutOrStdout(), "config file: %s\n\n", cmp.Or(file, "none (--config or OAUTHD_CONFIG names one)"))
+			clitext.Textf(cmd.OutOrStdout(), "config file: %s\n\n", cmp.Or(file, "none (--config or OAUTHD_CONFIG names one)"))
 			return table(cmd.OutOrStdout(), []string{"KEY", "VALUE", "SOURCE"}, rows)
 		},
 	}
@@ -77,7 +81,7 @@ func effectiveSettings(cmd *cobra.Command) (string, []printedSetting, error) {
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
 	})
-	file, _ := envValue(configEnv)
+	file, _ := wiring.EnvValue(configEnv)
 	if f := cmd.Flags().Lookup("config"); f.Changed {
 		file = f.Value.String()
 	}
@@ -101,8 +105,8 @@ func effectiveSettings(cmd *cobra.Command) (string, []printedSetting, error) {
 			}
 			out = append(out, printedSetting{Key: s.key, Value: shownValue(s.flag), Source: s.source, Env: s.env})
 			if s.key == "master-key-file" {
-				mk := printedSetting{Key: "master-key", Value: "", Source: fromDefault, Env: masterKeyEnv}
-				if _, ok := envValue(masterKeyEnv); ok {
+				mk := printedSetting{Key: "master-key", Value: "", Source: fromDefault, Env: wiring.MasterKeyEnv}
+				if _, ok := wiring.EnvValue(wiring.MasterKeyEnv); ok {
 					mk.Value, mk.Source = masked, fromEnv
 				}
 				out = append(out, mk)
@@ -149,7 +153,7 @@ func shownValue(f *pflag.Flag) any {
 // maskURL replaces the password of a URL (and a PostgreSQL URL's password
 // parameters).
 func maskURL(v string) string {
-	if r := redactDB(v); r != v {
+	if r := backend.Redact(v); r != v {
 		return r
 	}
 	u, err := url.Parse(v)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"oauthd/cmd/internal/wiring"
 )
 
 // clearConfigEnv unsets every variable a setting could read, for the
@@ -153,7 +155,7 @@ func TestConfigRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clearConfigEnv(t)
 			t.Setenv("OAUTHD_DB", filepath.Join(t.TempDir(), "new.db"))
-			db, _ := envValue("OAUTHD_DB")
+			db, _ := wiring.EnvValue("OAUTHD_DB")
 			if tc.file != "" {
 				t.Setenv(configEnv, writeConfig(t, tc.file))
 			}

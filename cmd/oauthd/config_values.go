@@ -10,6 +10,8 @@ import (
 	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"oauthd/cmd/internal/wiring"
 )
 
 // flagValue is the value of cmd's flag name, or "" when it has none.
@@ -24,7 +26,7 @@ func flagValue(cmd *cobra.Command, name string) string {
 // setting reads: a misspelt variable is otherwise silently ignored. They
 // are warned of, not refused: one environment may serve several versions.
 func unknownEnv() []string {
-	known := map[string]bool{configEnv: true, masterKeyEnv: true}
+	known := map[string]bool{configEnv: true, wiring.MasterKeyEnv: true}
 	var names []string
 	root := NewRootCommand()
 	add := func(f *pflag.Flag, prefix string) {

@@ -134,10 +134,10 @@ would start with the same environment, file and global flags: its key, its value
 
 ## Adding a setting
 
-One line in the command's ` + "`AddFlags`" + ` (` + "`cmd/oauthd/serve_flags.go`" + `, ` + "`gateway.go`" + `, ` + "`root.go`" + `), with its
+One line in the command's ` + "`AddFlags`" + ` (` + "`cmd/internal/wiring/serve_options.go`" + `, ` + "`cmd/oauthd/gateway.go`" + `, ` + "`root.go`" + `), with its
 default taken from a constant of the package that owns it; its variable (` + "`OAUTHD_<NAME>`" + `, or
 ` + "`OAUTHD_GATEWAY_<NAME>`" + `) and its file key follow from its name. Its rule, if any, goes in the
-command's one check function (` + "`serveOptions.check`" + `, ` + "`gatewayOptions.config`" + `). Then regenerate this
+command's one check function (` + "`ServeOptions.Check`" + `, ` + "`gatewayOptions.config`" + `). Then regenerate this
 page: ` + "`go test ./cmd/oauthd -run TestConfigDoc -update`" + `.
 `
 

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/backend"
 	"oauthd/data"
 	"oauthd/issuer/admin"
 	"oauthd/keys"
@@ -18,14 +18,14 @@ import (
 
 // connect returns the operator Service for --db: through the running
 // server's admin socket when the backend has one and a server answers
-// there, otherwise by opening the database (backend.go). The returned
+// there, otherwise by opening the database (cmd/internal/backend). The returned
 // close function must be called.
 func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, error) {
 	logger, err := o.logger(cmd, slog.LevelWarn)
 	if err != nil {
 		return nil, nil, err
 	}
-	if sock := adminSocket(o.db); sock != "" {
+	if sock := backend.AdminSocket(o.DB); sock != "" {
 		// One process owns the database: a running server answers on
 		// its admin socket. On a shared database the CLI works on it
 		// directly, and its changes reach the servers by notification.
@@ -33,19 +33,19 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 			return c, c.Close, nil
 		}
 	}
-	mode := forCLI
+	mode := backend.ForCLI
 	if isReadOnly(cmd) {
-		mode = forCLIRead
+		mode = backend.ForCLIRead
 	}
-	store, err := openDB(cmd.Context(), o.db, mode, logger)
+	store, err := backend.Open(cmd.Context(), o.DB, mode, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	if store.audit != nil {
-		logger = slog.New(admin.TeeAudit(logger.Handler(), store.audit))
+	if store.Audit != nil {
+		logger = slog.New(admin.TeeAudit(logger.Handler(), store.Audit))
 	}
 	lk := &lazyKeys{store: store, open: func(ctx context.Context) (*keys.Manager, error) {
-		mk, err := o.masterKey()
+		mk, err := o.MasterKey()
 		if err != nil {
 			return nil, err
 		}
@@ -54,34 +54,6 @@ func (o *rootOptions) connect(cmd *cobra.Command) (admin.Service, func() error, 
 	local := admin.NewLocal(store, lk, logger, time.Now).WithActor(admin.Actor{Via: "cli", UID: os.Getuid(), PID: os.Getpid()})
 	return local, store.Close, nil
 }
-
-// noDatabase is the error of a command other than serve on a missing or
-// empty database: it names the path it tried and how to point elsewhere.
-// Only serve creates a database.
-func noDatabase(db string, err error) error {
-	where := db
-	if abs, aerr := filepath.Abs(db); aerr == nil && abs != db {
-		where = fmt.Sprintf("%s (%s)", db, abs)
-	}
-	why := "it was never set up by `oauthd serve`"
-	if fi, serr := os.Stat(db); serr != nil {
-		why = "the file does not exist"
-	} else if fi.Size() == 0 {
-		why = "the file is empty"
-	}
-	return &messageError{err: err, msg: fmt.Sprintf("there is no oauthd database at %s: %s. Pass --db PATH or set OAUTHD_DB to use another one; "+
-		"`oauthd serve --db PATH` creates a new database on its first start (no other command creates one)", where, why)}
-}
-
-// messageError is an error with its own sentence that still unwraps to
-// the cause (for errors.Is).
-type messageError struct {
-	msg string
-	err error
-}
-
-func (e *messageError) Error() string { return e.msg }
-func (e *messageError) Unwrap() error { return e.err }
 
 // lazyKeys builds the key manager on first use, so that commands that do not
 // touch keys work without the master key.

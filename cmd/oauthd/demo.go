@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/data"
 	"oauthd/issuer/admin"
 )
@@ -142,7 +143,7 @@ func printDemo(w io.Writer, d demoInfo, b demoBanner) {
 		login = "sign in at the platform (" + b.LoginURL + ": oauthd hands the login over to it)"
 		user = "Login:          handed over to the platform at " + b.LoginURL + " (the demo user's password does not apply)"
 	}
-	textf(w, `
+	clitext.Textf(w, `
 === oauthd demo ===
 %s
 Client ID:      %s

@@ -77,9 +77,9 @@ var textCommands = []struct {
 // notWalked are the commands TestNoStoredByteReachesTheTerminal does not
 // run, and why.
 var notWalked = map[string]string{
-	"serve":                    "prints no stored record (its --demo text goes through textf)",
+	"serve":                    "prints no stored record (its --demo text goes through clitext.Textf)",
 	"gateway":                  "prints no stored record",
-	"bench":                    "prints its own reports (through linesWriter)",
+	"bench":                    "a pointer to cmd/oauthd-bench: prints no stored record",
 	"store migrate":            "PostgreSQL only; prints schema versions",
 	"store partition-families": "PostgreSQL only; prints partition counts",
 	"store compact":            "prints the path the operator gave and three numbers, no stored record",

@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"oauthd/cmd/internal/wiring"
 	"oauthd/keys/guard"
 	"oauthd/keys/verify"
 )
@@ -36,7 +36,7 @@ type gatewayOptions struct {
 	trustHost bool
 	feed      feedOptions // gateway_feed.go
 	cache     int
-	trace     tracingOptions // tracing.go
+	trace     wiring.Tracing
 
 	// ready, when set (tests), is called with the listening address.
 	ready func(addr net.Addr)
@@ -91,43 +91,28 @@ on every request.`,
 	return cmd
 }
 
-// gatewayConfig is the validated form of the options.
-type gatewayConfig struct {
-	upstream *url.URL
-	issuer   string
-	jwksURL  string
-	audience []string
-	table    *guard.Table
-	cache    int // verify.Config.CacheEntries
-	// publicURL and dpopWindow: what DPoP proofs are checked against
-	// (guard.Config.PublicURL, verify.DPoPConfig.Window).
-	publicURL  string
-	dpopWindow time.Duration
-}
-
 // config is every rule of the gateway's settings, checked before anything
 // is fetched or listened on.
-func (o *gatewayOptions) config() (*gatewayConfig, error) {
+func (o *gatewayOptions) config() (*wiring.GatewayConfig, error) {
 	if o.upstream == "" {
 		return nil, errors.New("--upstream is required: the base URL of the API server to protect (or set OAUTHD_GATEWAY_UPSTREAM)")
 	}
-	up, err := url.Parse(o.upstream)
-	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+	up, ok := wiring.HTTPURL(o.upstream)
+	if !ok {
 		return nil, fmt.Errorf("--upstream %q must be an absolute http or https URL such as http://127.0.0.1:3000", o.upstream)
 	}
 	if o.issuer == "" {
 		return nil, errors.New("--issuer is required: the base URL of the oauthd server that issues the tokens (or set OAUTHD_GATEWAY_ISSUER)")
 	}
-	iss, err := url.Parse(o.issuer)
-	if err != nil || (iss.Scheme != "http" && iss.Scheme != "https") || iss.Host == "" {
+	if _, ok := wiring.HTTPURL(o.issuer); !ok {
 		return nil, fmt.Errorf("--issuer %q must be an absolute http or https URL, the issuer's base URL", o.issuer)
 	}
-	c := &gatewayConfig{upstream: up, issuer: o.issuer, jwksURL: o.jwksURL, audience: o.audience,
-		publicURL: o.publicURL, dpopWindow: o.dpopWindow}
-	if err := checkDPoPWindow(o.dpopWindow); err != nil {
+	c := &wiring.GatewayConfig{Upstream: up, Issuer: o.issuer, JWKSURL: o.jwksURL, Audience: o.audience,
+		PublicURL: o.publicURL, DPoPWindow: o.dpopWindow}
+	if err := wiring.CheckDPoPWindow(o.dpopWindow); err != nil {
 		return nil, err
 	}
-	if err := cmp.Or(o.feed.check(), o.trace.check()); err != nil {
+	if err := cmp.Or(o.feed.check(), o.trace.Check()); err != nil {
 		return nil, err
 	}
 	if o.publicURL == "" && !o.trustHost {
@@ -137,19 +122,19 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 			"Set --public-url https://api.example.com (env OAUTHD_GATEWAY_PUBLIC_URL), or pass --dpop-trust-host when a proxy you trust sets Host")
 	}
 	if o.publicURL != "" {
-		if u, err := url.Parse(o.publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		if u, ok := wiring.HTTPURL(o.publicURL); !ok || (u.Path != "" && u.Path != "/") {
 			return nil, fmt.Errorf("--public-url %q must be a scheme and host such as https://api.example.com", o.publicURL)
 		}
 	}
-	if c.jwksURL == "" {
-		c.jwksURL = strings.TrimRight(o.issuer, "/") + "/.well-known/jwks.json"
-	} else if u, err := url.Parse(c.jwksURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--jwks-url %q must be an absolute http or https URL", c.jwksURL)
+	if c.JWKSURL == "" {
+		c.JWKSURL = strings.TrimRight(o.issuer, "/") + "/.well-known/jwks.json"
+	} else if _, ok := wiring.HTTPURL(c.JWKSURL); !ok {
+		return nil, fmt.Errorf("--jwks-url %q must be an absolute http or https URL", c.JWKSURL)
 	}
-	if len(c.audience) == 0 {
-		c.audience = []string{o.issuer}
+	if len(c.Audience) == 0 {
+		c.Audience = []string{o.issuer}
 	}
-	for _, a := range c.audience {
+	for _, a := range c.Audience {
 		if a == "" {
 			return nil, errors.New("--audience: an empty audience; give the issuer's URL or this API's resource identifier")
 		}
@@ -158,26 +143,28 @@ func (o *gatewayOptions) config() (*gatewayConfig, error) {
 	case o.cache < 0:
 		return nil, fmt.Errorf("--token-cache %d: give a number of tokens, or 0 to turn the cache off", o.cache)
 	case o.cache == 0:
-		c.cache = -1
+		c.Cache = -1
 	default:
-		c.cache = o.cache
+		c.Cache = o.cache
 	}
-	c.table = guard.DefaultTable()
+	c.Table = guard.DefaultTable()
 	if o.routes != "" {
 		extra, err := guard.LoadTableFile(o.routes)
 		if err != nil {
 			return nil, fmt.Errorf("%w (fix the file or drop --routes)", err)
 		}
-		c.table = c.table.Merge(extra)
+		c.Table = c.Table.Merge(extra)
 	}
 	return c, nil
 }
 
+// run checks the settings, wires the gateway, fetches the issuer's keys
+// and feed once, then serves until ctx is done.
 func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if _, err := configure(cmd); err != nil {
 		return err
 	}
-	logger, err := newLogger(cmd.ErrOrStderr(), flagValue(cmd, "log-level"), flagValue(cmd, "log-format"), slog.LevelInfo)
+	logger, err := wiring.NewLogger(cmd.ErrOrStderr(), flagValue(cmd, "log-level"), flagValue(cmd, "log-format"), slog.LevelInfo)
 	if err != nil {
 		return err
 	}
@@ -187,21 +174,12 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return err
 	}
 	warnUnknownEnv(logger)
-	var feed *verify.RevocationFeed
-	gw, err := cfg.build(logger, func(keySet verify.KeySource) (verify.RevokedGrants, error) {
-		f, err := o.feed.follower(cfg.issuer, keySet, logger)
-		if f == nil || err != nil {
-			return nil, err // a nil *RevocationFeed must not become a non-nil interface
-		}
-		feed = f
-		return f, nil
-	})
+	gw, feed, err := o.build(cfg, logger)
 	if err != nil {
 		return err
 	}
-	keySet := gw.keys
 
-	stopTracing, err := o.trace.start(ctx, logger)
+	stopTracing, err := o.trace.Start(ctx, logger)
 	if err != nil {
 		return err
 	}
@@ -211,7 +189,7 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return fmt.Errorf("gateway: listen on %s: %w (choose another --listen address)", o.listen, err)
 	}
 	srv := &http.Server{
-		Handler:           o.trace.handler(gw.handler, "gateway", nil), // a caller's traceparent is linked, not followed
+		Handler:           o.trace.Handler(gw.Handler, "gateway", nil), // a caller's traceparent is linked, not followed
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -220,8 +198,8 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 
 	// Warm the key cache; an issuer that is not up yet is not fatal, the
 	// key set fetches again on the first token.
-	if err := keySet.Refresh(ctx); err != nil {
-		logger.WarnContext(ctx, "jwks not fetched yet", "url", cfg.jwksURL, "err", err)
+	if err := gw.Keys.Refresh(ctx); err != nil {
+		logger.WarnContext(ctx, "jwks not fetched yet", "url", cfg.JWKSURL, "err", err)
 	}
 	if feed != nil {
 		// The first fetch before listening, then every interval.
@@ -233,12 +211,32 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		go feed.Run(feedCtx)
 	}
 	logger.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(),
-		"upstream", cfg.upstream.String(), "issuer", cfg.issuer, "jwks_url", cfg.jwksURL, "routes", len(cfg.table.Routes()),
-		"token_cache", max(cfg.cache, 0))
+		"upstream", cfg.Upstream.String(), "issuer", cfg.Issuer, "jwks_url", cfg.JWKSURL, "routes", len(cfg.Table.Routes()),
+		"token_cache", max(cfg.Cache, 0))
 	if o.ready != nil {
 		o.ready(ln.Addr())
 	}
+	return serveGateway(ctx, srv, ln, logger)
+}
 
+// build wires the gateway of cfg with the issuer's revoked-grants feed
+// when it is on (the feed is nil otherwise).
+func (o *gatewayOptions) build(cfg *wiring.GatewayConfig, logger *slog.Logger) (*wiring.Gateway, *verify.RevocationFeed, error) {
+	var feed *verify.RevocationFeed
+	gw, err := cfg.Build(logger, func(keySet verify.KeySource) (verify.RevokedGrants, error) {
+		f, err := o.feed.follower(cfg.Issuer, keySet, logger)
+		if f == nil || err != nil {
+			return nil, err // a nil *RevocationFeed must not become a non-nil interface
+		}
+		feed = f
+		return f, nil
+	})
+	return gw, feed, err
+}
+
+// serveGateway serves srv on ln until ctx is done, then shuts it down
+// with a fresh 10 s deadline.
+func serveGateway(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -256,39 +254,4 @@ func (o *gatewayOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return fmt.Errorf("gateway: serve: %w", err)
 	}
 	return nil
-}
-
-// gateway is the gateway's handler and the parts a caller may need.
-type gateway struct {
-	handler http.Handler
-	proxy   *guard.Proxy
-	keys    *verify.RemoteKeySet
-	verify  *verify.Verifier
-}
-
-// build wires the gateway as `oauthd gateway` runs it (`oauthd bench
-// --mode gateway` measures the same wiring).
-func (cfg *gatewayConfig) build(logger *slog.Logger, revoked func(verify.KeySource) (verify.RevokedGrants, error)) (*gateway, error) {
-	keySet := verify.NewRemoteKeySet(verify.RemoteConfig{URL: cfg.jwksURL, Logger: logger})
-	vcfg := verify.Config{Issuer: cfg.issuer, Audiences: cfg.audience, Keys: keySet, CacheEntries: cfg.cache}
-	if revoked != nil {
-		r, err := revoked(keySet)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: %w", err)
-		}
-		vcfg.Revoked = r
-	}
-	v, err := verify.New(vcfg)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	dp := verify.NewDPoP(verify.DPoPConfig{Window: cfg.dpopWindow})
-	meta := cfg.resourceMetadata()
-	gcfg := guard.Config{Verifier: v, Table: cfg.table, Logger: logger, DPoP: dp, PublicURL: cfg.publicURL}
-	if meta != nil {
-		gcfg.MetadataURL = meta.metadataURL
-	}
-	g := guard.New(gcfg)
-	proxy := guard.NewProxy(cfg.upstream, g, logger)
-	return &gateway{handler: gatewayHandler(proxy, meta), proxy: proxy, keys: keySet, verify: v}, nil
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"oauthd/cmd/internal/wiring"
 	"oauthd/keys/verify"
 )
 
@@ -38,7 +38,7 @@ func (o *feedOptions) check() error {
 		return nil
 	}
 	if o.url != "" {
-		if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if _, ok := wiring.HTTPURL(o.url); !ok {
 			return fmt.Errorf("--revocation-feed-url %q must be an absolute http or https URL", o.url)
 		}
 	}

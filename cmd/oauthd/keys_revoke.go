@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -18,7 +19,7 @@ func newKeysRevokeCommand(o *rootOptions) *cobra.Command {
 				if err := svc.RevokeKey(ctx, args[0]); err != nil {
 					return err
 				}
-				textf(cmd.OutOrStdout(), "revoked key %s\n", args[0])
+				clitext.Textf(cmd.OutOrStdout(), "revoked key %s\n", args[0])
 				return nil
 			})
 		},

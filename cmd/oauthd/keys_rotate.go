@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -24,16 +25,16 @@ func newKeysRotateCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if res.Warning != "" {
-					textf(cmd.ErrOrStderr(), "warning: %s\n", res.Warning)
+					clitext.Textf(cmd.ErrOrStderr(), "warning: %s\n", res.Warning)
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), res)
+					return clitext.JSON(cmd.OutOrStdout(), res)
 				}
 				retired := "-"
 				if res.Retired.KID != "" {
 					retired = res.Retired.KID
 				}
-				return fields(cmd.OutOrStdout(), "active", res.Active.KID+" ("+res.Active.Alg+")", "retired", retired, "next", res.Next.KID+" ("+res.Next.Alg+")")
+				return clitext.Fields(cmd.OutOrStdout(), "active", res.Active.KID+" ("+res.Active.Alg+")", "retired", retired, "next", res.Next.KID+" ("+res.Next.Alg+")")
 			})
 		},
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"oauthd/cmd/internal/clitext"
 )
 
 func main() {
@@ -28,7 +30,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		printError(stderr, err)
+		clitext.PrintError(stderr, "oauthd", err)
 		return err
 	}
 	return nil

@@ -30,7 +30,7 @@ type refusal struct {
 }
 
 // serveRefusals are every refusal of serve that does not depend on the
-// backend (serve.go, serve_flags.go check, serve_wire.go wire), made
+// backend (serve.go; cmd/internal/wiring: ServeOptions.Check, Wire), made
 // against the database at db, whose keys are sealed with masterKey.
 func serveRefusals(t *testing.T, db, masterKey string) []refusal {
 	held := func() string {

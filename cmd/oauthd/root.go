@@ -2,33 +2,20 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"oauthd/keys"
+	"oauthd/cmd/internal/wiring"
 )
 
-// rootOptions are the persistent flags every command shares.
+// rootOptions are the persistent flags every command shares: the global
+// settings (wiring.Globals; their variables, OAUTHD_DB, …, and file keys
+// follow from their names, config.go) and --config.
 type rootOptions struct {
-	db            string
-	masterKeyFile string
-	logLevel      string
-	logFormat     string
-	config        string // --config, read by configure
-}
-
-// AddFlags registers the persistent flags. Their variables (OAUTHD_DB, …)
-// and file keys follow from their names (config.go).
-func (o *rootOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.db, "db", "./oauthd.db", "the bbolt database file, or a postgres:// URL (libpq variables such as PGPASSWORD apply)")
-	fs.StringVar(&o.masterKeyFile, "master-key-file", "", "file holding the 32-byte master key that encrypts signing keys (64 hex digits or base64); env OAUTHD_MASTER_KEY holds the key itself")
-	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info for serve, warn otherwise)")
-	fs.StringVar(&o.logFormat, "log-format", "text", "text (logfmt) or json")
+	wiring.Globals
+	config string // --config, read by configure
 }
 
 // NewRootCommand returns the oauthd command with every subcommand.
@@ -62,7 +49,7 @@ func NewRootCommand() *cobra.Command {
 	v := buildVersion()
 	root.Version = v.Release
 	root.SetVersionTemplate(v.text())
-	root.AddCommand(newVersionCommand(), newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o), newAgentsCommand(o))
+	root.AddCommand(newVersionCommand(v), newServeCommand(o), newUsersCommand(o), newClientsCommand(o), newKeysCommand(o), newBenchCommand(o), newStoreCommand(o), newConfigCommand(o), newAgentsCommand(o))
 	addGateway(root)
 	requireSubcommands(root)
 	markReadOnly(root)
@@ -110,50 +97,5 @@ func requireSubcommands(root *cobra.Command) {
 
 // logger returns the slog logger for the command's stderr.
 func (o *rootOptions) logger(cmd *cobra.Command, def slog.Level) (*slog.Logger, error) {
-	return newLogger(cmd.ErrOrStderr(), o.logLevel, o.logFormat, def)
-}
-
-// newLogger is the logger of --log-level (def when empty) and --log-format
-// writing to w.
-func newLogger(w io.Writer, levelName, format string, def slog.Level) (*slog.Logger, error) {
-	level := def
-	if levelName != "" {
-		if err := level.UnmarshalText([]byte(levelName)); err != nil {
-			return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", levelName)
-		}
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	switch format {
-	case "text", "":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", format)
-}
-
-// masterKeyEnv holds the master key itself (--master-key-file names a
-// file holding it).
-const masterKeyEnv = "OAUTHD_MASTER_KEY"
-
-// masterKey reads the master key from --master-key-file or OAUTHD_MASTER_KEY;
-// nil when neither is set.
-func (o *rootOptions) masterKey() ([]byte, error) {
-	raw, _ := envValue(masterKeyEnv)
-	from := masterKeyEnv
-	if o.masterKeyFile != "" {
-		b, err := os.ReadFile(o.masterKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("read --master-key-file: %w", err)
-		}
-		raw, from = string(b), o.masterKeyFile
-	}
-	if raw == "" {
-		return nil, nil
-	}
-	k, err := keys.ParseMasterKey(raw)
-	if err != nil {
-		return nil, fmt.Errorf("the master key in %s is not usable: %w; generate one with `openssl rand -hex 32`", from, err)
-	}
-	return k, nil
+	return o.Logger(cmd.ErrOrStderr(), def)
 }

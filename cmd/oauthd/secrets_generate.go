@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -21,12 +22,12 @@ func newSecretsGenerateCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), s)
+					return clitext.JSON(cmd.OutOrStdout(), s)
 				}
-				if err := fields(cmd.OutOrStdout(), "secret_id", s.SecretID, "client_secret", s.ClientSecret); err != nil {
+				if err := clitext.Fields(cmd.OutOrStdout(), "secret_id", s.SecretID, "client_secret", s.ClientSecret); err != nil {
 					return err
 				}
-				textf(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.\n")
+				clitext.Textf(cmd.OutOrStdout(), "\nStore the client secret now: it is shown only once.\n")
 				return nil
 			})
 		},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -18,7 +19,7 @@ func newSecretsRevokeCommand(o *rootOptions) *cobra.Command {
 				if err := svc.RevokeSecret(ctx, args[0], args[1]); err != nil {
 					return err
 				}
-				textf(cmd.OutOrStdout(), "revoked secret %s of client %s\n", args[1], args[0])
+				clitext.Textf(cmd.OutOrStdout(), "revoked secret %s of client %s\n", args[1], args[0])
 				return nil
 			})
 		},

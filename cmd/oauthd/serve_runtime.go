@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,28 +10,17 @@ import (
 	"runtime/debug"
 	"time"
 
+	"oauthd/cmd/internal/wiring"
 	"oauthd/data"
 	"oauthd/data/password"
 	"oauthd/issuer"
 )
 
-// shutdown stops accepting and finishes requests in flight, with a fresh
-// 10 s deadline (ctx is usually cancelled already).
-func shutdown(ctx context.Context, logger *slog.Logger, srvs ...*http.Server) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, s := range srvs {
-		if err := s.Shutdown(sctx); err != nil {
-			logger.Error("shutdown", "err", err)
-		}
-	}
-}
-
 // limitMemory sets the runtime's soft memory limit (README, "Limits") for
 // slots password check slots ([password.MemoryLimit] over
 // [issuer.MemoryBase]), unless the operator set GOMEMLIMIT.
 func limitMemory(slots int) {
-	if _, set := envValue("GOMEMLIMIT"); !set {
+	if _, set := wiring.EnvValue("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(password.MemoryLimit(issuer.MemoryBase, slots))
 	}
 }
@@ -40,7 +28,7 @@ func limitMemory(slots int) {
 // listenDebug serves net/http/pprof on addr, which must be a loopback
 // address: profiles show the code's hot paths and must not be public.
 func listenDebug(addr string) (*http.Server, string, error) {
-	if err := checkDebugAddr(addr); err != nil {
+	if err := wiring.CheckDebugAddr(addr); err != nil {
 		return nil, "", err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -86,28 +74,4 @@ func gcLoop(ctx context.Context, logger *slog.Logger, store data.Store, throttle
 			logger.InfoContext(ctx, "garbage collection", "auth_codes", res.AuthCodes, "families", res.Families, "sessions", res.Sessions, "nonces", res.Nonces)
 		}
 	}
-}
-
-// follow applies the changes other processes make to the database to
-// this replica's caches until ctx is done: a client change drops the cached
-// clients, a key-set change reloads the keys, and a reset (the feed
-// connected or reconnected, or the periodic resync is due) does both.
-// Grants and families are not cached, so their changes need nothing here.
-func (w *wired) follow(ctx context.Context, logger *slog.Logger) {
-	w.db.follow(ctx, func(ctx context.Context, c change) {
-		if c.Kind == "throttle" {
-			if w.throttle != nil {
-				w.throttle.Learn(c.Row, c.Full)
-			}
-			return
-		}
-		if c.Reset || c.Kind == "client" {
-			w.store.Invalidate()
-		}
-		if c.Reset || c.Kind == "keys" {
-			if err := w.km.Reload(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				logger.ErrorContext(ctx, "reload signing keys after a change", "err", err)
-			}
-		}
-	})
 }

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 )
 
 func newStoreCompactCommand(root *rootOptions) *cobra.Command {
@@ -23,22 +26,22 @@ the file (PATH.compact), made durable and renamed over it; the write-ahead
 log (PATH-wal) stays and applies to the copy.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b := backendOf(root.db)
-			if b.compact == nil {
-				return fmt.Errorf("--db %s is not a bbolt file; PostgreSQL returns space by VACUUM", redactDB(root.db))
+			b := backend.Of(root.DB)
+			if b.Compact == nil {
+				return fmt.Errorf("--db %s is not a bbolt file; PostgreSQL returns space by VACUUM", backend.Redact(root.DB))
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			r, err := b.compact(cmd.Context(), root.db, logger)
+			r, err := b.Compact(cmd.Context(), root.DB, logger)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), r)
+				return clitext.JSON(cmd.OutOrStdout(), r)
 			}
-			textf(cmd.OutOrStdout(), "compacted %s: %d free pages gone, %d → %d bytes\n", root.db, r.FreePagesBefore, r.BytesBefore, r.BytesAfter)
+			clitext.Textf(cmd.OutOrStdout(), "compacted %s: %d free pages gone, %d → %d bytes\n", root.DB, r.FreePagesBefore, r.BytesBefore, r.BytesAfter)
 			return nil
 		},
 	}

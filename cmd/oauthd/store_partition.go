@@ -5,6 +5,9 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 )
 
 func newStorePartitionCommand(root *rootOptions) *cobra.Command {
@@ -23,20 +26,20 @@ with the same N does nothing. See docs/SCALE.md and docs/POSTGRESQL.md.`,
 			if !cmd.Flags().Changed("partitions") {
 				return fmt.Errorf("--partitions is required: the number of hash partitions (2–256), or 0 for a plain table")
 			}
-			b := backendOf(root.db)
-			if b.partitionFamilies == nil {
-				return fmt.Errorf("--db %s is a bbolt file, which has no tables to partition (it scales by one file per server); pass the postgres:// URL of the database to partition", root.db)
+			b := backend.Of(root.DB)
+			if b.PartitionFamilies == nil {
+				return fmt.Errorf("--db %s is a bbolt file, which has no tables to partition (it scales by one file per server); pass the postgres:// URL of the database to partition", root.DB)
 			}
 			logger, err := root.logger(cmd, slog.LevelWarn)
 			if err != nil {
 				return err
 			}
-			r, err := b.partitionFamilies(cmd.Context(), root.db, partitions, logger)
+			r, err := b.PartitionFamilies(cmd.Context(), root.DB, partitions, logger)
 			if err != nil {
-				return fmt.Errorf("partition families in %s: %w", redactDB(root.db), err)
+				return fmt.Errorf("partition families in %s: %w", backend.Redact(root.DB), err)
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"from_partitions": r.From, "to_partitions": r.To,
+				return clitext.JSON(cmd.OutOrStdout(), map[string]any{"from_partitions": r.From, "to_partitions": r.To,
 					"converted": r.Converted, "families": r.Families, "took_ms": r.Took.Milliseconds()})
 			}
 			shape := func(n int) string {
@@ -46,9 +49,9 @@ with the same N does nothing. See docs/SCALE.md and docs/POSTGRESQL.md.`,
 				return fmt.Sprintf("%d hash partitions", n)
 			}
 			if !r.Converted {
-				return textf(cmd.OutOrStdout(), "families is %s already; nothing to do\n", shape(r.To))
+				return clitext.Textf(cmd.OutOrStdout(), "families is %s already; nothing to do\n", shape(r.To))
 			}
-			return textf(cmd.OutOrStdout(), "families: %s → %s, %d families copied in %s\n", shape(r.From), shape(r.To), r.Families, r.Took.Round(1e6))
+			return clitext.Textf(cmd.OutOrStdout(), "families: %s → %s, %d families copied in %s\n", shape(r.From), shape(r.To), r.Families, r.Took.Round(1e6))
 		},
 	}
 	cmd.Flags().IntVar(&partitions, "partitions", 0, "hash partitions (2–256), or 0 for a plain table")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 	"oauthd/data"
 )
 
@@ -99,7 +101,7 @@ running server's database is backed up.`,
 				return err
 			}
 			ctx := cmd.Context()
-			src, err := openCopyEnd(ctx, logger, from, forCopyFrom)
+			src, err := openCopyEnd(ctx, logger, from, backend.ForCopyFrom)
 			if err != nil {
 				return fmt.Errorf("--from: %w", err)
 			}
@@ -107,28 +109,28 @@ running server's database is backed up.`,
 			d, err := src.Export(ctx)
 			read := time.Now()
 			if err != nil {
-				return fmt.Errorf("read %s: %w", redactDB(from), err)
+				return fmt.Errorf("read %s: %w", backend.Redact(from), err)
 			}
-			dst, err := openCopyEnd(ctx, logger, to, forCopyTo)
+			dst, err := openCopyEnd(ctx, logger, to, backend.ForCopyTo)
 			if err != nil {
 				return fmt.Errorf("--to: %w", err)
 			}
 			if err := dst.Import(ctx, d); err != nil {
 				dst.Close()
-				if dst.discard != nil {
-					dst.discard(err)
+				if dst.Discard != nil {
+					dst.Discard(err)
 				}
-				return fmt.Errorf("write %s: %w", redactDB(to), err)
+				return fmt.Errorf("write %s: %w", backend.Redact(to), err)
 			}
 			if err := dst.closeFilled(ctx); err != nil {
-				return fmt.Errorf("close %s: %w", redactDB(to), err)
+				return fmt.Errorf("close %s: %w", backend.Redact(to), err)
 			}
 			rep := countCopy(d, read)
-			rep.From, rep.To = redactDB(from), redactDB(to)
+			rep.From, rep.To = backend.Redact(from), backend.Redact(to)
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), rep)
+				return clitext.JSON(cmd.OutOrStdout(), rep)
 			}
-			textf(cmd.OutOrStdout(), "copied %d users, %d clients, %d grants and %d signing keys; live: %d authorization codes, %d refresh families and %d sessions; "+
+			clitext.Textf(cmd.OutOrStdout(), "copied %d users, %d clients, %d grants and %d signing keys; live: %d authorization codes, %d refresh families and %d sessions; "+
 				"expired, not yet swept (the sweep removes them): %d authorization codes, %d refresh families and %d sessions; from %s to %s\n",
 				rep.Users, rep.Clients, rep.Grants, rep.Keys, rep.AuthCodes, rep.Families, rep.Sessions,
 				rep.Expired.AuthCodes, rep.Expired.Families, rep.Expired.Sessions, rep.From, rep.To)
@@ -143,28 +145,28 @@ running server's database is backed up.`,
 
 // openCopyEnd opens one side of the copy. A --from that a running server
 // holds open (a bbolt file) is read through that server's admin socket.
-func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, mode openMode) (*copyDB, error) {
-	if sock := adminSocket(db); mode == forCopyFrom && sock != "" {
+func openCopyEnd(ctx context.Context, logger *slog.Logger, db string, mode backend.Mode) (*copyDB, error) {
+	if sock := backend.AdminSocket(db); mode == backend.ForCopyFrom && sock != "" {
 		if src, err := dialSource(sock); err == nil {
-			return &copyDB{copyEnd: src, database: &database{}}, nil
+			return &copyDB{copyEnd: src, Database: &backend.Database{}}, nil
 		}
 	}
-	d, err := openDB(ctx, db, mode, logger)
+	d, err := backend.Open(ctx, db, mode, logger)
 	if err != nil {
 		return nil, err
 	}
 	c, ok := d.Store.(copyEnd)
 	if !ok {
 		d.Close()
-		return nil, fmt.Errorf("%s cannot be copied: its backend has no export", redactDB(db))
+		return nil, fmt.Errorf("%s cannot be copied: its backend has no export", backend.Redact(db))
 	}
-	return &copyDB{copyEnd: c, database: d}, nil
+	return &copyDB{copyEnd: c, Database: d}, nil
 }
 
 // copyDB is an opened side of the copy.
 type copyDB struct {
 	copyEnd
-	*database
+	*backend.Database
 }
 
 func (c *copyDB) Close() error { return c.copyEnd.Close() }

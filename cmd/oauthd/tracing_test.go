@@ -5,20 +5,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"oauthd/cmd/internal/wiring"
 )
 
 // tracingOf is the tracing settings of a configured command (serve or
 // gateway) with args, as its options hold them after configure.
-func tracingOf(t *testing.T, cmd string, args ...string) (tracingOptions, map[string]*setting, error) {
+func tracingOf(t *testing.T, cmd string, args ...string) (wiring.Tracing, map[string]*setting, error) {
 	t.Helper()
 	m, err := configured(t, cmd, args...)
 	if err != nil {
-		return tracingOptions{}, m, err
+		return wiring.Tracing{}, m, err
 	}
 	v := func(name string) string { return m[cmd+"."+name].flag.Value.String() }
-	return tracingOptions{exporter: v("otel-traces-exporter"), endpoint: v("otel-exporter-otlp-endpoint"),
-		protocol: v("otel-exporter-otlp-protocol"), serviceName: v("otel-service-name"),
-		sampler: v("otel-traces-sampler"), samplerArg: v("otel-traces-sampler-arg")}, m, nil
+	return wiring.Tracing{Exporter: v("otel-traces-exporter"), Endpoint: v("otel-exporter-otlp-endpoint"),
+		Protocol: v("otel-exporter-otlp-protocol"), ServiceName: v("otel-service-name"),
+		Sampler: v("otel-traces-sampler"), SamplerArg: v("otel-traces-sampler-arg")}, m, nil
 }
 
 // TestTracingSettings: traces are off by default and turned on by the
@@ -63,11 +65,11 @@ func TestTracingSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := o.check(); err != nil {
+			if err := o.Check(); err != nil {
 				t.Fatalf("check: %v", err)
 			}
-			if o.enabled() != tc.on {
-				t.Errorf("enabled = %v; want %v (%+v)", o.enabled(), tc.on, o)
+			if o.Enabled() != tc.on {
+				t.Errorf("enabled = %v; want %v (%+v)", o.Enabled(), tc.on, o)
 			}
 			if got := m[tc.cmd+".otel-exporter-otlp-endpoint"].source; got != tc.source {
 				t.Errorf("endpoint's source %s; want %s", got, tc.source)
@@ -78,10 +80,10 @@ func TestTracingSettings(t *testing.T) {
 		clearConfigEnv(t)
 		t.Setenv("OAUTHD_CONFIG", file)
 		o, _, err := tracingOf(t, "gateway")
-		if err != nil || o.sampler != "parentbased_traceidratio" || o.samplerArg != "0.25" {
+		if err != nil || o.Sampler != "parentbased_traceidratio" || o.SamplerArg != "0.25" {
 			t.Fatalf("%+v %v", o, err)
 		}
-		if s, err := o.newSampler(); err != nil || !strings.Contains(s.Description(), "TraceIDRatioBased{0.25}") {
+		if s, err := o.NewSampler(); err != nil || !strings.Contains(s.Description(), "TraceIDRatioBased{0.25}") {
 			t.Errorf("sampler %v %v", s, err)
 		}
 	})
@@ -108,7 +110,7 @@ func TestTracingSettingsRefused(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				err = o.check()
+				err = o.Check()
 				if err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("%s: check = %v; want an error naming %s and saying %q", cmd, err, tc.env, tc.want)
 				}

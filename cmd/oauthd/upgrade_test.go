@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"oauthd/cmd/internal/wiring"
 	"oauthd/consent/consenttest"
 	"oauthd/data/postgres/pgtest"
 	"oauthd/keys/keystest"
@@ -156,16 +157,20 @@ func startUpgrade(t *testing.T, fixture string) *upgradeServer {
 
 	start := time.Now()
 	clock := func() time.Time { return u.fx.MadeAt.Add(time.Second + time.Since(start)) }
-	o := serveOptions{addr: "127.0.0.1:0", baseURL: u.fx.BaseURL, appURL: u.fx.BaseURL,
-		codeTTL: time.Minute, refreshIdle: 720 * time.Hour, refreshMax: 8760 * time.Hour, now: clock}
+	o := wiring.DefaultServeOptions()
+	o.Addr, o.BaseURL, o.AppURL, o.DB = "127.0.0.1:0", u.fx.BaseURL, u.fx.BaseURL, u.db
+	o.CodeTTL, o.RefreshIdle, o.RefreshMax, o.Now = time.Minute, 720*time.Hour, 8760*time.Hour, clock
+	if err := o.Check(); err != nil {
+		t.Fatal(err)
+	}
 	logger := slog.New(slog.DiscardHandler)
-	w, err := o.wire(t.Context(), logger, u.db, mk)
+	w, err := o.Wire(t.Context(), logger, u.db, mk)
 	if err != nil {
 		t.Fatalf("open the %s release's database: %v", u.fx.Release, err)
 	}
-	srv := w.httpServer(logger)
+	srv := w.HTTPServer(logger)
 	done := make(chan struct{})
-	go func() { srv.Serve(w.ln); close(done) }()
+	go func() { srv.Serve(w.Ln); close(done) }()
 	stopped := false
 	u.stop = func() {
 		if stopped {
@@ -174,12 +179,12 @@ func startUpgrade(t *testing.T, fixture string) *upgradeServer {
 		stopped = true
 		srv.Shutdown(context.Background())
 		<-done
-		if err := w.closeStore(); err != nil {
+		if err := w.CloseStore(); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	}
 	t.Cleanup(u.stop)
-	u.dial = w.ln.Addr().String()
+	u.dial = w.Ln.Addr().String()
 	u.hc = &http.Client{Transport: u.transport(), Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return u

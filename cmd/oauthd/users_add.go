@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -41,9 +42,9 @@ func newUsersAddCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if opts.json {
-					return printJSON(cmd.OutOrStdout(), u)
+					return clitext.JSON(cmd.OutOrStdout(), u)
 				}
-				return fields(cmd.OutOrStdout(), "id", strconv.FormatInt(u.ID, 10), "email", u.Email, "username", u.Username, "name", u.Name, "time_zone", u.TimeZone)
+				return clitext.Fields(cmd.OutOrStdout(), "id", strconv.FormatInt(u.ID, 10), "email", u.Email, "username", u.Username, "name", u.Name, "time_zone", u.TimeZone)
 			})
 		},
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -26,7 +27,7 @@ func newUsersAppsCommand(o *rootOptions) *cobra.Command {
 				}
 				if len(apps) == 0 && !asJSON {
 					// A lone header reads like a failed listing.
-					return textf(cmd.OutOrStdout(), "%s has allowed no apps (none has a grant or a consent for them)\n", args[0])
+					return clitext.Textf(cmd.OutOrStdout(), "%s has allowed no apps (none has a grant or a consent for them)\n", args[0])
 				}
 				return printList(cmd.OutOrStdout(), apps, asJSON,
 					[]string{"CLIENT ID", "NAME", "DEVELOPER", "STATUS", "PERMISSIONS", "FIRST ALLOWED", "LAST USED", "GRANTS"},
@@ -61,9 +62,9 @@ func newUsersAppsRevokeCommand(o *rootOptions) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), r)
+					return clitext.JSON(cmd.OutOrStdout(), r)
 				}
-				return fields(cmd.OutOrStdout(), "user_id", strconv.FormatInt(r.UserID, 10), "client_id", r.ClientID,
+				return clitext.Fields(cmd.OutOrStdout(), "user_id", strconv.FormatInt(r.UserID, 10), "client_id", r.ClientID,
 					"name", r.Name, "grants_revoked", strconv.Itoa(len(r.RevokedGrantIDs)),
 					"consent_forgotten", strconv.FormatBool(r.ConsentForgotten))
 			})

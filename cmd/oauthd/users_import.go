@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -51,9 +52,9 @@ See docs/USERS.md.`,
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), us)
+					return clitext.JSON(cmd.OutOrStdout(), us)
 				}
-				err = textf(cmd.OutOrStdout(), "imported %d users (IDs %d to %d)\n", len(us), us[0].ID, us[len(us)-1].ID)
+				err = clitext.Textf(cmd.OutOrStdout(), "imported %d users (IDs %d to %d)\n", len(us), us[0].ID, us[len(us)-1].ID)
 				return err
 			})
 		},

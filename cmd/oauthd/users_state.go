@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"oauthd/cmd/internal/clitext"
 	"oauthd/issuer/admin"
 )
 
@@ -31,9 +32,9 @@ func newUsersStateCommand(o *rootOptions, verb string) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), u)
+					return clitext.JSON(cmd.OutOrStdout(), u)
 				}
-				return fields(cmd.OutOrStdout(), "id", strconv.FormatInt(u.ID, 10), "email", u.Email, "state", u.State)
+				return clitext.Fields(cmd.OutOrStdout(), "id", strconv.FormatInt(u.ID, 10), "email", u.Email, "state", u.State)
 			})
 		},
 	}

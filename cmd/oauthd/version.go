@@ -8,30 +8,26 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"oauthd/cmd/internal/backend"
+	"oauthd/cmd/internal/clitext"
 )
 
 // versionInfo is what `oauthd version` and `oauthd --version` print: the
 // build (from the Go toolchain's build information, so a plain `go build`
 // in a git checkout has it) and the database schemas it reads and writes.
 type versionInfo struct {
-	Release    string          `json:"release"`               // the module version: a tag, a pseudo-version, or "(devel)"
-	Commit     string          `json:"commit,omitempty"`      // vcs.revision
-	CommitTime string          `json:"commit_time,omitempty"` // vcs.time
-	Modified   bool            `json:"modified,omitempty"`    // built from a checkout with local changes
-	Go         string          `json:"go"`
-	Schemas    []schemaVersion `json:"schemas"`
-}
-
-// schemaVersion is the schema a backend's database has for this build.
-type schemaVersion struct {
-	Backend  string   `json:"backend"`  // "bbolt" or "postgres"
-	Reads    string   `json:"reads"`    // the schema this build reads and writes
-	Upgrades []string `json:"upgrades"` // the older schemas it upgrades to Reads (serve, or `store migrate` on PostgreSQL)
+	Release    string                  `json:"release"`               // the module version: a tag, a pseudo-version, or "(devel)"
+	Commit     string                  `json:"commit,omitempty"`      // vcs.revision
+	CommitTime string                  `json:"commit_time,omitempty"` // vcs.time
+	Modified   bool                    `json:"modified,omitempty"`    // built from a checkout with local changes
+	Go         string                  `json:"go"`
+	Schemas    []backend.SchemaVersion `json:"schemas"`
 }
 
 // buildVersion reads the running binary's version.
 func buildVersion() versionInfo {
-	v := versionInfo{Release: "(devel)", Go: runtime.Version(), Schemas: schemaVersions()}
+	v := versionInfo{Release: "(devel)", Go: runtime.Version(), Schemas: backend.SchemaVersions()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
@@ -75,7 +71,9 @@ func (v versionInfo) text() string {
 	return b.String()
 }
 
-func newVersionCommand() *cobra.Command {
+// newVersionCommand prints v, the version root read once (root's --version
+// prints it too).
+func newVersionCommand(v versionInfo) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -85,12 +83,11 @@ func newVersionCommand() *cobra.Command {
 		// configuration holds (root's PersistentPreRunE reads it).
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := buildVersion()
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), v)
+				return clitext.JSON(cmd.OutOrStdout(), v)
 			}
 			for _, line := range strings.SplitAfter(strings.TrimSuffix(v.text(), "\n"), "\n") {
-				if err := textf(cmd.OutOrStdout(), "%s\n", strings.TrimSuffix(line, "\n")); err != nil {
+				if err := clitext.Textf(cmd.OutOrStdout(), "%s\n", strings.TrimSuffix(line, "\n")); err != nil {
 					return err
 				}
 			}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # ab-inprocess.py BUILDS CS ROUNDS DUR: runs /tmp/i35/bin-B (B in the comma-separated BUILDS, each
-# an oauthd-bench build) as 'bench -c C -d DUR --json' for every C in CS, ROUNDS rounds, the builds
+# an oauthd-bench build: go build -o bin-B ./cmd/oauthd-bench) as '-c C -d DUR --json' for every C in CS, ROUNDS rounds, the builds
 # alternating (order reversed every other round); prints each run and the medians of the ratios to
 # the first build (grants/s, and CPU per grant of the whole process). docs/decisions/README.md.
 BIN_DIR = __import__('os').environ.get('BIN_DIR', '/tmp/i35')
@@ -14,7 +14,7 @@ for r in range(reps):
         for b in order:
             env=dict(os.environ); env['TMPDIR']='/var/tmp'
             t0=os.times()
-            p=subprocess.run([BIN_DIR+'/bin-'+b,'--log-level','warn','bench','-c',str(c),'-d',dur,'--json'],capture_output=True,text=True,env=env)
+            p=subprocess.run([BIN_DIR+'/bin-'+b,'--log-level','warn','-c',str(c),'-d',dur,'--json'],capture_output=True,text=True,env=env)
             t1=os.times()
             cpu=(t1.children_user-t0.children_user)+(t1.children_system-t0.children_system)
             try: j=json.loads(p.stdout)

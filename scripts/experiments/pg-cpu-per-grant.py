@@ -7,15 +7,15 @@
 #
 # PGDATA is the data directory of a running durable cluster (fsync=on),
 # DBURL a database seeded once with
-# `oauthd --db DBURL bench --emit-tokens TOKENS --grants 64 --json >SEEDJSON`
+# `oauthd-bench --db DBURL --emit-tokens TOKENS --grants 64 --json >SEEDJSON`
 # (TOKENS is rewritten with the newest tokens after every run, so the
 # chains go on from run to run and from build to build). Nothing else may
 # use the cluster meanwhile (its CPU is counted cluster-wide).
 #
 # Each round runs every build once, in turn (the order reversed every other
 # round): start `OAUTHD --db DBURL --log-level warn serve`, wait for
-# /readyz, a 1 s warm-up run, then `oauthd bench --target` (the first
-# build's binary drives the load) with C chains for DURATION; the CPU
+# /readyz, a 1 s warm-up run, then `oauthd-bench --target` (OAUTHD_BENCH,
+# by default oauthd-bench beside the first build, drives the load) with C chains for DURATION; the CPU
 # (utime+stime from /proc) of serve and of the cluster (the postmaster's
 # own and reaped children's, plus its live children's) over the measured
 # run, divided by the grants that succeeded. One JSON line per run, the
@@ -28,6 +28,7 @@ from ready import wait_ready  # noqa: E402
 
 pgdata, dburl, seedjson, tokens, conc, dur, rounds = sys.argv[1:8]
 builds = sys.argv[8:]
+bench = os.environ.get('OAUTHD_BENCH') or os.path.join(os.path.dirname(os.path.abspath(builds[0])), 'oauthd-bench')
 seed = json.load(open(seedjson))
 pm = int(open(pgdata + '/postmaster.pid').readline())
 
@@ -36,7 +37,7 @@ target = 'http://127.0.0.1:%d/v2/auth/oauth2/token' % port
 
 
 def drive(d):
-    out = subprocess.run([builds[0], 'bench', '--target', target,
+    out = subprocess.run([bench, '--target', target,
                           '--client-id', seed['client_id'], '--client-secret', seed['client_secret'],
                           '--tokens', tokens, '-c', conc, '-d', d, '--json'],
                          capture_output=True, text=True, check=True).stdout

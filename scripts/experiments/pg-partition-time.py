@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 # How long `oauthd store partition-families` takes, and what a running
 # server's refresh grants see meanwhile (docs/SCALE.md "Hash-partitioned
-# families"): seeds N families (`oauthd bench --emit-tokens … --grants 64
+# families"): seeds N families (`oauthd-bench --emit-tokens … --grants 64
 # --seed N`) into a private durable cluster, starts `oauthd serve` on it,
-# and, while `oauthd bench --target` drives 64 refresh chains, converts
+# and, while `oauthd-bench --target` drives 64 refresh chains, converts
 # the table to 16 partitions and back to a plain table, REPS times. Prints
 # each conversion's --json and the load's report (its max latency is the
 # stall), one JSON line each, and the table's size. LOAD_DURATION (40s)
 # must outlast a conversion by a few seconds.
 #
 #   scripts/experiments/pg-partition-time.py OAUTHD WORKDIR N [REPS]
+#
+# OAUTHD_BENCH is the load generator (`go build -o oauthd-bench ./cmd/oauthd-bench`),
+# by default oauthd-bench beside OAUTHD.
 #
 # Run as root (the cluster runs as the postgres user) or as a user that
 # can run initdb. Loopback and a Unix socket only.
@@ -19,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ready import wait_ready  # noqa: E402
 
 oauthd = os.path.abspath(sys.argv[1])
+bench = os.environ.get('OAUTHD_BENCH') or os.path.join(os.path.dirname(oauthd), 'oauthd-bench')
 work = os.path.abspath(sys.argv[2])
 n = int(sys.argv[3])
 reps = int(sys.argv[4]) if len(sys.argv) > 4 else 2
@@ -53,7 +57,7 @@ try:
     if not os.path.exists(seedf):
         psql(admin, 'DROP DATABASE IF EXISTS partition_%d' % n)
         psql(admin, 'CREATE DATABASE partition_%d' % n)
-        out = subprocess.run([oauthd, '--db', db, 'bench', '--emit-tokens', tokf, '--grants', '64', '--seed', str(n), '--json'],
+        out = subprocess.run([bench, '--db', db, '--emit-tokens', tokf, '--grants', '64', '--seed', str(n), '--json'],
                              capture_output=True, text=True, check=True).stdout
         open(seedf, 'w').write(out)
     seed = json.load(open(seedf))
@@ -65,7 +69,7 @@ try:
     for rep in range(reps):
         for parts in (16, 0):
             c = len(open(tokf).read().split())
-            load = subprocess.Popen([oauthd, 'bench', '--target', 'http://127.0.0.1:18600/v2/auth/oauth2/token',
+            load = subprocess.Popen([bench, '--target', 'http://127.0.0.1:18600/v2/auth/oauth2/token',
                                      '--client-id', seed['client_id'], '--client-secret', seed['client_secret'],
                                      '--tokens', tokf, '-c', str(c), '-d', os.environ.get('LOAD_DURATION', '40s'), '--json'],
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -6,17 +6,20 @@
 #   scripts/experiments/pg-per-rotation.py OAUTHD PGDATA DBURL SEEDJSON TOKENS C DURATION REPS
 #
 # PGDATA is the data directory of the (durable) cluster, DBURL a database
-# seeded with `oauthd bench --emit-tokens TOKENS --seed N --json >SEEDJSON`;
+# seeded with `oauthd-bench --emit-tokens TOKENS --seed N --json >SEEDJSON`;
 # nothing else may use the cluster meanwhile (WAL and CPU are
 # cluster-wide). Each rep: start serve (--log-level warn), one CHECKPOINT,
-# then `oauthd bench --target` for DURATION with C chains; deltas are
+# then `oauthd-bench --target` for DURATION with C chains; deltas are
 # divided by the rotations that succeeded. Prints one JSON line per rep
 # and the medians.
+# OAUTHD_BENCH is the load generator (`go build -o oauthd-bench ./cmd/oauthd-bench`),
+# by default oauthd-bench beside OAUTHD.
 import json, os, subprocess, sys, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proccpu import cluster_cpu, proc_cpu  # noqa: E402
 from ready import wait_ready  # noqa: E402
 oauthd, pgdata, dburl, seedjson, tokens, conc, dur, reps = sys.argv[1:9]
+bench = os.environ.get('OAUTHD_BENCH') or os.path.join(os.path.dirname(os.path.abspath(oauthd)), 'oauthd-bench')
 seed = json.load(open(seedjson))
 pm = int(open(pgdata + '/postmaster.pid').readline())
 
@@ -48,7 +51,7 @@ for rep in range(int(reps)):
         wait_ready(port, srv)
         q('CHECKPOINT')
         s0, c0, p0 = snap(), proc_cpu(srv.pid), cluster_cpu(pm)
-        out = subprocess.run([oauthd, 'bench', '--target', 'http://127.0.0.1:%d/v2/auth/oauth2/token' % port,
+        out = subprocess.run([bench, '--target', 'http://127.0.0.1:%d/v2/auth/oauth2/token' % port,
                               '--client-id', seed['client_id'], '--client-secret', seed['client_secret'],
                               '--tokens', tokens, '-c', conc, '-d', dur, '--json'],
                              capture_output=True, text=True, check=True).stdout

@@ -3,8 +3,8 @@
 # "Replicas and pool sizes, measured"): 1, 2 and 3 `oauthd serve` replicas,
 # straight to PostgreSQL (oauthd's pool: pool_max_conns=4, or its default)
 # and through PgBouncer in transaction mode (default_pool_size 4, 8, 16,
-# 32), the same 64 refresh chains split over the replicas (six `oauthd
-# bench --target` processes of ~11 chains each, assigned to the replicas
+# 32), the same 64 refresh chains split over the replicas (six
+# `oauthd-bench --target` processes of ~11 chains each, assigned to the replicas
 # in turn). Per run: grants/s, p99, and pg_stat_activity sampled every
 # 50 ms: the server connections busy (state 'active'), the mean of which
 # over grants/s is the time a grant holds a server connection (Little's
@@ -18,14 +18,17 @@
 # shared_buffers=256MB, max_connections=300) on a Unix socket in WORKDIR,
 # and PgBouncer there (scripts/pgbouncer.sh); run as root (the servers run
 # as the postgres user) or as a user that can run initdb. Seeds one
-# database with `oauthd bench --emit-tokens … --grants 64`. Prints one JSON
+# database with `oauthd-bench --emit-tokens … --grants 64`. Prints one JSON
 # line per run, then the table (medians over the reps). Loopback only.
+# OAUTHD_BENCH is the load generator (`go build -o oauthd-bench ./cmd/oauthd-bench`),
+# by default oauthd-bench beside OAUTHD.
 import json, os, shutil, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ready import wait_ready  # noqa: E402
 
 oauthd = os.path.abspath(sys.argv[1])
+bench = os.environ.get('OAUTHD_BENCH') or os.path.join(os.path.dirname(oauthd), 'oauthd-bench')
 work = os.path.abspath(sys.argv[2])
 reps = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 dur = sys.argv[4] if len(sys.argv) > 4 else '6s'
@@ -76,7 +79,7 @@ try:
     if not os.path.exists(os.path.join(work, 'seed.json')):
         psql(admin, 'DROP DATABASE IF EXISTS replicas')
         psql(admin, 'CREATE DATABASE replicas')
-        seed = subprocess.run([oauthd, '--db', db, 'bench', '--emit-tokens', os.path.join(work, 'all.tok'), '--grants', '64', '--json'],
+        seed = subprocess.run([bench, '--db', db, '--emit-tokens', os.path.join(work, 'all.tok'), '--grants', '64', '--json'],
                               capture_output=True, text=True, check=True).stdout
         open(os.path.join(work, 'seed.json'), 'w').write(seed)
         toks = open(os.path.join(work, 'all.tok')).read().split()
@@ -116,7 +119,7 @@ try:
         for i in range(6):
             f = os.path.join(tokdir, '%d.tok' % i)
             c = len(open(f).read().split())
-            benches.append(subprocess.Popen([oauthd, 'bench', '--target', 'http://127.0.0.1:%d/v2/auth/oauth2/token' % (18500 + i % replicas),
+            benches.append(subprocess.Popen([bench, '--target', 'http://127.0.0.1:%d/v2/auth/oauth2/token' % (18500 + i % replicas),
                                              '--client-id', seed['client_id'], '--client-secret', seed['client_secret'],
                                              '--tokens', f, '-c', str(c), '-d', dur, '--json'],
                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))

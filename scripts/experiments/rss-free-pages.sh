@@ -3,16 +3,17 @@
 # RSS on a seeded bbolt file at start and after one c=64 run, and the same
 # on a copy compacted by `oauthd store compact` (no free pages).
 #
-#   OAUTHD=/path/to/oauthd-bench N=1000000 scripts/experiments/rss-free-pages.sh OUTDIR
+#   OAUTHD=/path/to/oauthd OAUTHD_BENCH=/path/to/oauthd-bench N=1000000 scripts/experiments/rss-free-pages.sh OUTDIR
 set -eu
 out=${1:?usage: rss-free-pages.sh OUTDIR}
 mkdir -p "$out"
-OAUTHD=${OAUTHD:-oauthd-bench} # the load generator's build: go build -tags bench -o oauthd-bench ./cmd/oauthd
+OAUTHD=${OAUTHD:-oauthd}                   # the product: go build ./cmd/oauthd
+OAUTHD_BENCH=${OAUTHD_BENCH:-oauthd-bench} # the load generator: go build ./cmd/oauthd-bench
 N=${N:-10000}
 PORT=${PORT:-18531}
 DPORT=${DPORT:-16531}
 db=$out/bolt-$N.db
-[ -f "$db" ] || "$OAUTHD" --db "$db" bench --emit-tokens "$out/$N.tok" --grants 64 --seed "$N" --expire-share 0.1 --json >"$out/$N.seed.json" 2>/dev/null
+[ -f "$db" ] || "$OAUTHD_BENCH" --db "$db" --emit-tokens "$out/$N.tok" --grants 64 --seed "$N" --expire-share 0.1 --json >"$out/$N.seed.json" 2>/dev/null
 cp "$db" "$out/compact-$N.db"
 cp "$db-wal" "$out/compact-$N.db-wal" 2>/dev/null || true
 echo "compact N=$N $("$OAUTHD" --db "$out/compact-$N.db" store compact --json | tr -d '\n ')"
@@ -27,7 +28,7 @@ for f in "$db" "$out/compact-$N.db"; do
 		sleep 0.01
 	done
 	s0=$(grep -E 'RssAnon|RssFile' /proc/$pid/status | tr -s ' \t\n' ' ')
-	"$OAUTHD" bench --target http://127.0.0.1:$PORT/v2/auth/oauth2/token --client-id "$cid" --client-secret "$sec" \
+	"$OAUTHD_BENCH" --target http://127.0.0.1:$PORT/v2/auth/oauth2/token --client-id "$cid" --client-secret "$sec" \
 		--tokens "$out/$N.tok" -c 64 -d 10s --json >/dev/null 2>&1
 	s1=$(grep -E 'RssAnon|RssFile' /proc/$pid/status | tr -s ' \t\n' ' ')
 	curl -s -o "$out/$(basename "$f").heap.pb.gz" http://127.0.0.1:$DPORT/debug/pprof/heap

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The growth table of docs/PERFORMANCE.md "Growth with the number of
-# families": per backend and N, seed N families (oauthd bench --emit-tokens
+# families": per backend and N, seed N families (oauthd-bench --emit-tokens
 # --seed N --expire-share 0.1: on PostgreSQL with COPY through the store's
 # benchmark-only SeedFamilies, on bbolt one exchange each; the sweep is
 # timed there), then time `serve` start-up on the seeded database, read its
@@ -9,7 +9,7 @@
 # N above 10,000 the 10,000 database is driven again (same-minutes
 # reference).
 #
-#   OAUTHD=/path/to/oauthd-bench PGURL=postgres://postgres@127.0.0.1:55432 \
+#   OAUTHD=/path/to/oauthd OAUTHD_BENCH=/path/to/oauthd-bench PGURL=postgres://postgres@127.0.0.1:55432 \
 #     NS="10000 1000000 10000000" GRANTS=10064 HOT=64 scripts/experiments/scale-growth.sh OUTDIR
 #
 # PGURL is a superuser URL of a running, durable (fsync=on,
@@ -38,7 +38,8 @@
 set -eu
 out=${1:?usage: scale-growth.sh OUTDIR}
 mkdir -p "$out"
-OAUTHD=${OAUTHD:-oauthd-bench} # the load generator's build: go build -tags bench -o oauthd-bench ./cmd/oauthd
+OAUTHD=${OAUTHD:-oauthd}                   # the product: go build ./cmd/oauthd
+OAUTHD_BENCH=${OAUTHD_BENCH:-oauthd-bench} # the load generator: go build ./cmd/oauthd-bench
 NS=${NS:-"10000 100000"}
 DUR=${DUR:-10s}
 PORT=${PORT:-18431}
@@ -54,7 +55,7 @@ seed() { # backend N
 	[ "$1" = pg ] && psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS scale_$2" -c "CREATE DATABASE scale_$2" >/dev/null
 	[ "$1" = bolt ] && rm -f "$db" "$db-wal"
 	rm -f "$out/$1-$2.hot.tok" "$out/$1-$2.many.tok"
-	"$OAUTHD" --db "$db" bench --emit-tokens "$out/$1-$2.tok" --grants "$GRANTS" --seed "$2" --expire-share 0.1 --json \
+	"$OAUTHD_BENCH" --db "$db" --emit-tokens "$out/$1-$2.tok" --grants "$GRANTS" --seed "$2" --expire-share 0.1 --json \
 		>"$out/$1-$2.seed.json" 2>"$out/$1-$2.seed.err" || { echo "seed $1 N=$2 failed: $(tail -1 "$out/$1-$2.seed.err")"; return 1; }
 	echo "seed $1 N=$2 grants=$GRANTS $(tr -d '\n ' <"$out/$1-$2.seed.json")"
 	if [ "$1" = bolt ]; then
@@ -89,7 +90,7 @@ drive() { # backend N label
 	for c in 16 64; do
 		for set in $sets; do
 			f="$out/$1-$2.tok"; [ "$set" = all ] || f="$out/$1-$2.$set.tok"
-			r=$("$OAUTHD" bench --target http://127.0.0.1:$PORT/v2/auth/oauth2/token --client-id "$cid" --client-secret "$sec" \
+			r=$("$OAUTHD_BENCH" --target http://127.0.0.1:$PORT/v2/auth/oauth2/token --client-id "$cid" --client-secret "$sec" \
 				--tokens "$f" -c $c -d "$DUR" --json 2>/dev/null | tr -d '\n ')
 			echo "run $1 N=$2 $3 c=$c chains=$set($(wc -l <"$f")) load=$(cut -d' ' -f1 /proc/loadavg) $r"
 		done

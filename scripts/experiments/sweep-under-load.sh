@@ -2,7 +2,7 @@
 # The refreshes while `serve` sweeps (docs/PERFORMANCE.md "The expiry sweep
 # on bbolt"): on a database seeded without a sweep,
 #
-#   oauthd --db DB bench --emit-tokens TOKS --grants 64 --seed 1000000 --json >SEED.json
+#   oauthd-bench --db DB --emit-tokens TOKS --grants 64 --seed 1000000 --json >SEED.json
 #
 # every seeded code's tombstone expires a minute later, so serve's first
 # sweep (60 s after it starts) removes all of them. This starts serve
@@ -11,9 +11,10 @@
 # (the first sweep falls in window 12 or 13, the second, with nothing left
 # to remove, about 60 s later) and prints each window's rate and latency.
 #
-#   OAUTHD=./oauthd-bench scripts/experiments/sweep-under-load.sh DB TOKS SEED.json LABEL
+#   OAUTHD=./oauthd OAUTHD_BENCH=./oauthd-bench scripts/experiments/sweep-under-load.sh DB TOKS SEED.json LABEL
 set -eu
-OAUTHD=${OAUTHD:-oauthd-bench} # the load generator's build: go build -tags bench -o oauthd-bench ./cmd/oauthd
+OAUTHD=${OAUTHD:-oauthd}                   # the product: go build ./cmd/oauthd
+OAUTHD_BENCH=${OAUTHD_BENCH:-oauthd-bench} # the load generator: go build ./cmd/oauthd-bench
 DB=$1 TOK=$2 SEED=$3 L=$4
 PORT=${PORT:-18437}
 cid=$(sed -n 's/.*"client_id": *"\([^"]*\)".*/\1/p' "$SEED")
@@ -30,7 +31,7 @@ done
 echo "$L startup_s=$(echo "$(date +%s.%N) - $t0" | bc)"
 for w in $(seq 26); do
 	s=$(date +%s.%N)
-	r=$("$OAUTHD" bench --target http://127.0.0.1:$PORT/v2/auth/oauth2/token --client-id "$cid" --client-secret "$sec" \
+	r=$("$OAUTHD_BENCH" --target http://127.0.0.1:$PORT/v2/auth/oauth2/token --client-id "$cid" --client-secret "$sec" \
 		--tokens "$TOK" -c 16 -d 5s --json 2>/dev/null | tr -d '\n ')
 	echo "$L w=$w t=$(echo "$s - $t0" | bc) $(echo "$r" | grep -o '"grants_per_s":[0-9.]*') $(echo "$r" | grep -o '"latency_ms":{[^}]*}') $(echo "$r" | grep -o '"errors":[0-9]*')"
 done

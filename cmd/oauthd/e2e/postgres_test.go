@@ -20,7 +20,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/oauth2"
 
-	"oauthd/cmd/oauthd/internal/loadgen"
 	"oauthd/consent/consenttest"
 
 	"oauthd/data/postgres"
@@ -326,36 +325,6 @@ func (e *e2e) clientNoUser(t *testing.T) (id, secret string) {
 	mustOauthd(t, e.db, e2ePassword+"\n", "users", "add", "--email", e2eEmail, "--username", e2eUsername,
 		"--name", e2eName, "--time-zone", e2eTimeZone, "--password-stdin", "--json")
 	return e.client(t, e2eRedirect, []string{"PROFILE_READ"})
-}
-
-// TestBenchPostgres: oauthd-bench (the load generator's own build) bench
-// --db postgres://… drives refresh chains on that database; every request
-// succeeds and every chain stays alive.
-func TestBenchPostgres(t *testing.T) {
-	db := pgtest.New(t)
-	bin := filepath.Join(t.TempDir(), "oauthd-bench")
-	if out, err := exec.Command("go", "build", "-tags", "bench", "-o", bin, "oauthd/cmd/oauthd").CombinedOutput(); err != nil {
-		t.Fatalf("build oauthd-bench: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "--db", db, "bench", "-c", "4", "-d", "300ms", "--json")
-	cmd.Env = cleanEnv()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oauthd-bench bench: %v", err)
-	}
-	var rep loadgen.RefreshReport
-	oneJSON(t, string(out), &rep)
-	if rep.Chains != 4 || rep.ChainsAlive != 4 || rep.Errors != 0 || rep.OK < 4 || rep.OK != rep.Requests {
-		t.Fatalf("bench on PostgreSQL = %+v; want every request 200 and 4 chains alive", rep)
-	}
-	if !strings.Contains(rep.Target, "postgres://") {
-		t.Fatalf("target %q does not name the database", rep.Target)
-	}
-	var fams int
-	pgQueryRow(t, db, "SELECT count(*) FROM families", nil, &fams)
-	if fams != 4 {
-		t.Fatalf("%d families in the database; want the bench's 4", fams)
-	}
 }
 
 // TestServeBehindTransactionPool: through PgBouncer's transaction pooling
