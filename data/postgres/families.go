@@ -26,13 +26,13 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 }
 
 // RotateRefreshToken implements [data.Store.RotateRefreshToken] as a
-// compare-and-swap: it reads the family and its version, decides in this
-// process (a constant-time hash comparison, then update), and writes or
-// deletes only if the version is still the one it read. A write that lost
-// to a concurrent one (or to a stale guess) matches no row; the delete and
-// the promised write then return, in the same statement, the family as it
-// is (see casMiss), and the loop decides again on that without another
-// read. So of n concurrent rotations with
+// compare-and-swap: it takes the family and its version (famAt: read, or
+// this store's guess), decides in this process (a constant-time hash
+// comparison, then update), and writes or deletes only if the version is
+// still that one (rotateAt). A write that lost to a concurrent one (or to
+// a stale guess) matches no row; the delete and the promised write then
+// return, in the same statement, the family as it is, and the loop decides
+// again on that without another read. So of n concurrent rotations with
 // the same token exactly one stores its successor, and the others find a
 // token that is no longer current, which revokes the family.
 //
@@ -53,125 +53,152 @@ func (s *Store) GetFamily(ctx context.Context, id string) (data.Family, error) {
 func (s *Store) RotateRefreshToken(ctx context.Context, id string, update func(data.Family) (data.Family, error)) (data.Family, error) {
 	ctx, span := data.StartSpan(ctx, tracer, "postgres ", "rotate refresh token")
 	defer span.End()
-	const op = "rotate refresh token"
-	if err := s.begin(ctx, op); err != nil {
+	if err := s.begin(ctx, rotateOp); err != nil {
 		return data.Family{}, err
 	}
-	var (
-		missed   bool   // the last write missed and returned the family:
-		mVersion int64  // its version
-		mBody    []byte // and body
-	)
-	for attempt := 1; ; attempt++ {
-		var version int64
-		var b []byte
-		var old data.Family
-		e, guessed := s.fams.get(id)
-		if p := data.Presented(ctx); guessed && attempt == 1 && len(p) > 0 && !data.Equal(e.fam.TokenHash, p) {
-			// The guess is stale (another replica rotated since): one
-			// conditional write on the rotation promise (data.WithPresented).
-			f, miss, err := s.rotatePromised(ctx, id, data.Normalize(e.fam), p, update)
-			switch {
-			case err != nil:
-				return data.Family{}, fmt.Errorf("%s: %w", op, err)
-			case miss.done:
-				return f, nil
-			case miss.gone:
-				s.fams.drop(id)
-				return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
-			}
-			s.fams.drop(id)
-			if miss.body != nil {
-				// The write found the family otherwise: decide on it.
-				missed, mVersion, mBody = true, miss.version, miss.body
-				s.stats.casLost.Add(1)
-			}
-			continue // (update refused the guess: read)
-		}
-		switch {
-		case missed:
-			guessed, version, b = false, mVersion, mBody
-		case guessed && attempt == 1:
-			version, old = e.version, data.Normalize(e.fam) // a guess; the write checks it
-		default:
-			guessed = false
-			err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
-			if errors.Is(err, pgx.ErrNoRows) {
-				s.fams.drop(id)
-				return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
-			}
-			if err != nil {
-				return data.Family{}, fmt.Errorf("%s: %w", op, err)
-			}
-		}
-		if !guessed {
-			var err error
-			if old, err = decode[data.Family](b); err != nil {
-				return data.Family{}, fmt.Errorf("%s: %w", op, err)
-			}
-		}
-		missed = false
-		var err error
-		var miss casMiss
-		// update decides on the record read (or guessed); every write is
-		// conditional on its version, so a decision taken on a record
-		// that has since changed never takes effect: the loop asks
-		// update again on the record the write found.
-		next, uerr := update(old)
-		switch {
-		case errors.Is(uerr, data.ErrTokenReused):
-			// The stored record, not update's argument (which update may
-			// have changed): it names the tombstone and is returned.
-			stored := data.Normalize(e.fam)
-			if !guessed {
-				if stored, err = decode[data.Family](b); err != nil {
-					return data.Family{}, fmt.Errorf("%s: %w", op, err)
-				}
-			}
-			err = retry(ctx, func() (err error) {
-				miss, err = s.deleteFamilyAt(ctx, id, version, stored)
-				return err
-			})
-			if err != nil {
-				return data.Family{}, fmt.Errorf("%s: %w", op, err)
-			}
-			s.fams.drop(id)
-			if miss.done {
-				return stored, uerr
-			}
-		case uerr != nil && guessed:
-			// A refusal decided on a guess is not final: the record may
-			// have moved on at another replica (a later expiry, say).
-			// Read it and ask again.
-			s.fams.drop(id)
-			continue
-		case uerr != nil:
-			return data.Family{}, uerr
-		default:
-			if next.ID != id || next.ClientID != old.ClientID {
-				return data.Family{}, fmt.Errorf("%s: %w", op, &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})
-			}
-			won, err := s.rotateWrite(ctx, id, version, familyExpiry(next), encode(next))
-			if err != nil {
-				return data.Family{}, fmt.Errorf("%s: %w", op, err)
-			}
-			if won {
-				s.fams.put(id, version+1, next)
-				return data.Normalize(next), nil
-			}
-			s.fams.drop(id) // lost a race, or a stale guess: read
-		}
-		if miss.gone {
-			return data.Family{}, fmt.Errorf("%s: family %q: %w", op, id, data.ErrNotFound)
-		}
-		if miss.body != nil {
-			missed, mVersion, mBody = true, miss.version, miss.body
-		}
-		s.stats.casLost.Add(1)
-		if attempt >= maxAttempts {
-			return data.Family{}, fmt.Errorf("%s: family %q: %w: it kept changing", op, id, data.ErrConflict)
-		}
+	var cur famAt
+	e, known := s.fams.get(id)
+	if known {
+		cur = famAt{version: e.version, fam: e.fam, guessed: true}
 	}
+	if p := data.Presented(ctx); known && len(p) > 0 && !data.Equal(e.fam.TokenHash, p) {
+		// The guess is stale (another replica rotated since): one
+		// conditional write on the rotation promise (data.WithPresented).
+		r := s.rotatePromised(ctx, id, e.fam, p, update)
+		if r.done {
+			return r.fam, r.err
+		}
+		cur, known = r.next, r.found
+	}
+	for attempt := 1; ; attempt++ {
+		if !known {
+			var err error
+			if cur, err = s.readFamily(ctx, id); err != nil {
+				return data.Family{}, err
+			}
+		}
+		r := s.rotateAt(ctx, id, cur, update)
+		if r.done {
+			return r.fam, r.err
+		}
+		if attempt >= maxAttempts {
+			return data.Family{}, fmt.Errorf("%s: family %q: %w: it kept changing", rotateOp, id, data.ErrConflict)
+		}
+		cur, known = r.next, r.found
+	}
+}
+
+// rotateOp names a rotation in its errors.
+const rotateOp = "rotate refresh token"
+
+// famAt is a family at a version: as read, as a statement that missed
+// returned it, or as this store last wrote it (guessed: famCache's entry,
+// shared, so never changed in place).
+type famAt struct {
+	version int64
+	fam     data.Family
+	guessed bool
+}
+
+// attempt is where one try of a rotation left it: decided (done: fam and
+// err are the rotation's result), or to be decided again on next (found)
+// or on the family read afresh.
+type attempt struct {
+	done  bool
+	fam   data.Family
+	err   error
+	found bool
+	next  famAt
+}
+
+// readFamily reads the family id at its version.
+func (s *Store) readFamily(ctx context.Context, id string) (famAt, error) {
+	var version int64
+	var b []byte
+	err := s.pool.QueryRow(ctx, "SELECT version, body FROM families WHERE id = $1", id).Scan(&version, &b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.fams.drop(id)
+		return famAt{}, fmt.Errorf("%s: family %q: %w", rotateOp, id, data.ErrNotFound)
+	}
+	if err != nil {
+		return famAt{}, fmt.Errorf("%s: %w", rotateOp, err)
+	}
+	f, err := decode[data.Family](b)
+	if err != nil {
+		return famAt{}, fmt.Errorf("%s: %w", rotateOp, err)
+	}
+	return famAt{version: version, fam: f}, nil
+}
+
+// rotateAt is one try of a rotation on cur: update decides (on a copy), and
+// its successor, or the family's revocation (revokeAt), is written only if
+// the family is still at cur's version. Every write is conditional on the
+// version, so a decision taken on a record that has since changed never
+// takes effect: the caller asks update again on the record the write
+// found, or reads.
+func (s *Store) rotateAt(ctx context.Context, id string, cur famAt, update func(data.Family) (data.Family, error)) attempt {
+	next, uerr := update(data.Normalize(cur.fam))
+	switch {
+	case errors.Is(uerr, data.ErrTokenReused):
+		return s.revokeAt(ctx, id, cur, uerr)
+	case uerr != nil && cur.guessed:
+		// A refusal decided on a guess is not final: the record may
+		// have moved on at another replica (a later expiry, say). Read
+		// it and ask again.
+		s.fams.drop(id)
+		return attempt{}
+	case uerr != nil:
+		return attempt{done: true, err: uerr}
+	case next.ID != id || next.ClientID != cur.fam.ClientID:
+		return attempt{done: true, err: fmt.Errorf("%s: %w", rotateOp, &data.RuleError{Field: "family", Reason: "a rotation cannot change the family or client ID"})}
+	}
+	won, err := s.rotateWrite(ctx, id, cur.version, familyExpiry(next), encode(next))
+	switch {
+	case err != nil:
+		return attempt{done: true, err: fmt.Errorf("%s: %w", rotateOp, err)}
+	case won:
+		s.fams.put(id, cur.version+1, next)
+		return attempt{done: true, fam: data.Normalize(next)}
+	}
+	s.fams.drop(id) // lost a race, or a stale guess: read
+	s.stats.casLost.Add(1)
+	return attempt{}
+}
+
+// revokeAt deletes the family id with its tombstone, after update found a
+// reused token (reuse), if the family is still at cur's version; the
+// stored record (cur's, not update's argument, which update may have
+// changed) names the tombstone and is returned with reuse. Otherwise the
+// family as the delete found it.
+func (s *Store) revokeAt(ctx context.Context, id string, cur famAt, reuse error) attempt {
+	var miss casMiss
+	err := retry(ctx, func() (err error) {
+		miss, err = s.deleteFamilyAt(ctx, id, cur.version, cur.fam)
+		return err
+	})
+	if err != nil {
+		return attempt{done: true, err: fmt.Errorf("%s: %w", rotateOp, err)}
+	}
+	s.fams.drop(id)
+	if miss.done {
+		return attempt{done: true, fam: data.Normalize(cur.fam), err: reuse}
+	}
+	return s.missed(id, miss)
+}
+
+// missed is the attempt after a conditional statement on the family id
+// that did not write: gone, or the family as the statement found it, to
+// decide again on.
+func (s *Store) missed(id string, miss casMiss) attempt {
+	if miss.gone {
+		return attempt{done: true, err: fmt.Errorf("%s: family %q: %w", rotateOp, id, data.ErrNotFound)}
+	}
+	s.stats.casLost.Add(1)
+	f, err := decode[data.Family](miss.body)
+	if err != nil {
+		return attempt{done: true, err: fmt.Errorf("%s: %w", rotateOp, err)}
+	}
+	return attempt{found: true, next: famAt{version: miss.version, fam: f}}
 }
 
 // promisedSQL stores the successor $3 (expiry $2) of the family $1 if it is the
@@ -193,22 +220,23 @@ const promisedSQL = `WITH w AS (
 var promiseFree = []string{"token_hash", "prev_hash", "rotated_at", "expires_at", "generation"}
 
 // rotatePromised rotates the family id in one statement on the rotation
-// promise (data.WithPresented), from the stale guess g and the presented
-// hash: update decides on g with TokenHash set to presented, and
-// promisedSQL writes only where that decision is the one update would take
-// on the stored family. It returns the stored successor (miss.done), or
-// what the write found instead, or, when update refuses, a zero casMiss
-// (the caller reads the family and asks update again).
-func (s *Store) rotatePromised(ctx context.Context, id string, g data.Family, presented []byte, update func(data.Family) (data.Family, error)) (data.Family, casMiss, error) {
-	h := data.Normalize(g) // a copy: update may change it
+// promise (data.WithPresented), from the stale guess g (famCache's entry:
+// not changed here) and the presented hash: update decides on a copy of g
+// with TokenHash set to presented, and promisedSQL writes only where that
+// decision is the one update would take on the stored family. Otherwise
+// the family as the write found it; or, when update refuses, nothing (the
+// caller reads the family and asks update again).
+func (s *Store) rotatePromised(ctx context.Context, id string, g data.Family, presented []byte, update func(data.Family) (data.Family, error)) attempt {
+	h := data.Normalize(g)
 	h.TokenHash = presented
 	next, err := update(h)
 	if err != nil || next.ID != id || next.ClientID != g.ClientID {
-		return data.Family{}, casMiss{}, nil
+		s.fams.drop(id)
+		return attempt{}
 	}
 	tok, err := json.Marshal(presented)
 	if err != nil {
-		return data.Family{}, casMiss{}, err
+		return attempt{done: true, err: fmt.Errorf("%s: %w", rotateOp, err)}
 	}
 	var miss casMiss
 	err = retry(ctx, func() (err error) {
@@ -216,15 +244,19 @@ func (s *Store) rotatePromised(ctx context.Context, id string, g data.Family, pr
 			json.RawMessage(tok), encode(g), promiseFree, familyExpiry(g)))
 		return err
 	})
-	if err != nil || !miss.done {
-		return data.Family{}, miss, err
+	if err != nil {
+		return attempt{done: true, err: fmt.Errorf("%s: %w", rotateOp, err)}
+	}
+	if !miss.done {
+		s.fams.drop(id)
+		return s.missed(id, miss)
 	}
 	f, err := decode[data.Family](miss.body)
 	if err != nil {
-		return data.Family{}, casMiss{}, err
+		return attempt{done: true, err: fmt.Errorf("%s: %w", rotateOp, err)}
 	}
 	s.fams.put(id, miss.version, f)
-	return f, miss, nil
+	return attempt{done: true, fam: f}
 }
 
 // rotateSQL stores a family's successor if its version is still $2 (alone;

@@ -3,40 +3,50 @@ package postgres_test
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"testing"
 
 	"oauthd/data"
+	"oauthd/data/postgres"
 	"oauthd/data/postgres/pgtest"
 )
 
-// TestRotationBatches: concurrent rotations on one store share statements
-// (rotbatch.go), and each still gets its own outcome. First 24 families
-// rotated at once, 5 times over: every rotation wins, returns and stores
-// its own successor, in fewer statements than rotations. Then two racers
-// per family presenting the same token, so that both land in one batch:
-// exactly one wins per family and the other sees reuse (the family is
-// revoked), as with one statement each.
-func TestRotationBatches(t *testing.T) {
-	ss, cs := countedStoresOn(t, pgtest.New(t)) // exec mode, as behind PgBouncer
-	s := ss[0]
-	const n = 24
+// rotationsOn opens two counted stores (exec mode, as behind PgBouncer) on
+// a new database, the pool of each bounded to conns connections, and
+// creates n families b0… through the first. step(k, gen, racer) rotates
+// family k from generation gen (token "rt<gen>") to the next, on store 0;
+// racer tells racers' successors apart.
+func rotationsOn(t *testing.T, conns, n int) ([2]*postgres.Store, *[2]counter, func(k, gen, racer int) (data.Family, error)) {
+	t.Helper()
+	u, err := url.Parse(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", fmt.Sprint(conns))
+	u.RawQuery = q.Encode()
+	ss, cs := countedStoresOn(t, u.String())
 	for k := range n {
-		newFamily(t, s, fmt.Sprintf("b%d", k))
+		newFamily(t, ss[0], fmt.Sprintf("b%d", k))
 	}
 	step := func(k, gen, racer int) (data.Family, error) {
 		p := data.Hash(fmt.Sprintf("rt%d", gen))
-		if gen == 0 {
-			p = data.Hash("rt0")
-		}
-		return s.RotateRefreshToken(data.WithPresented(ctx, p), fmt.Sprintf("b%d", k), matching(p, func(f data.Family) (data.Family, error) {
+		return ss[0].RotateRefreshToken(data.WithPresented(ctx, p), fmt.Sprintf("b%d", k), matching(p, func(f data.Family) (data.Family, error) {
 			f.TokenHash, f.PrevHash = data.Hash(fmt.Sprintf("rt%d", gen+1+100*racer)), f.TokenHash
 			f.Generation++
 			return f, nil
 		}))
 	}
+	return ss, cs, step
+}
+
+// rotateAll rotates the n families at once, gens times over, and checks
+// that every rotation wins, returns and stores its own successor. It
+// returns the statements store 0 sent.
+func rotateAll(t *testing.T, ss [2]*postgres.Store, cs *[2]counter, step func(k, gen, racer int) (data.Family, error), n, gens int) int64 {
+	t.Helper()
 	before := cs[0].queries.Load()
-	const gens = 5
 	for gen := range gens {
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -55,7 +65,22 @@ func TestRotationBatches(t *testing.T) {
 			}
 		}
 	}
-	if q := cs[0].queries.Load() - before; q >= n*gens {
+	return cs[0].queries.Load() - before
+}
+
+// TestRotationBatches: when more rotations run at once on one store than
+// its pool has connections, they share statements (rotbatch.go), and each
+// still gets its own outcome. First 24 families rotated at once, 5 times
+// over, on a pool of 4: every rotation wins, returns and stores its own
+// successor, in fewer statements than rotations (store 0 created the
+// families, so each rotation is its write alone: famCache). Then two
+// racers per family presenting the same token, so that both land in one
+// batch: exactly one wins per family and the other sees reuse (the family
+// is revoked), as with one statement each.
+func TestRotationBatches(t *testing.T) {
+	const n, gens = 24, 5
+	ss, cs, step := rotationsOn(t, 4, n)
+	if q := rotateAll(t, ss, cs, step, n, gens); q >= n*gens {
 		t.Errorf("%d rotations took %d statements; want fewer (concurrent rotations batched)", n*gens, q)
 	} else {
 		t.Logf("%d rotations in %d statements", n*gens, q)
@@ -87,5 +112,17 @@ func TestRotationBatches(t *testing.T) {
 		if _, err := ss[1].GetFamily(ctx, fmt.Sprintf("b%d", k)); !errors.Is(err, data.ErrNotFound) {
 			t.Fatalf("family %d after the race: %v; want it revoked", k, err)
 		}
+	}
+}
+
+// TestRotationAloneBelowThePool: no more rotations at once than the pool
+// has connections: each goes as its own statement, at once (batching them
+// cost throughput at c=16, docs/decisions/batched-rotation.md): exactly one
+// statement per rotation (its write; store 0 created the families).
+func TestRotationAloneBelowThePool(t *testing.T) {
+	const n, gens = 12, 3
+	ss, cs, step := rotationsOn(t, n, n)
+	if q := rotateAll(t, ss, cs, step, n, gens); q != n*gens {
+		t.Errorf("%d rotations on a pool of %d took %d statements; want %d (one each, none batched)", n*gens, n, q, n*gens)
 	}
 }
