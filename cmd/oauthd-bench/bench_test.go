@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,6 +90,22 @@ func TestBenchInProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(c.db); err == nil {
 		t.Errorf("bench created --db %s; it must use a temporary database", c.db)
+	}
+}
+
+// TestBenchManyChains: more chains than one (user, client) pair may
+// approve at once (issuer's approval budget, 60) are seeded at full speed,
+// spread over users (grantsPerUser), and every chain refreshes.
+func TestBenchManyChains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 2×grantsPerUser+5 grants through the code flow (about a second); runs without -short")
+	}
+	c := newBench(t)
+	n := 2*grantsPerUser + 5
+	var rep loadgen.RefreshReport
+	oneJSON(t, c.ok("--concurrency", strconv.Itoa(n), "--duration", "300ms", "--json"), &rep)
+	if rep.Chains != n || rep.ChainsAlive != n || rep.Errors != 0 {
+		t.Errorf("chains %d alive %d errors %d; want %d alive and no error", rep.Chains, rep.ChainsAlive, rep.Errors, n)
 	}
 }
 

@@ -46,7 +46,7 @@ func mintCodes(ctx context.Context, s *benchServer, sd seeded, n int) ([]loadgen
 				code, verifier := data.NewAuthCode(time.Now()), oauth2.GenerateVerifier()
 				now := time.Now().UTC()
 				err := s.w.Store.CreateAuthCode(ctx, data.AuthCode{
-					Hash: data.AuthCodeKey(code), ClientID: sd.clientID, UserID: sd.userID, RedirectURI: benchRedirectURI,
+					Hash: data.AuthCodeKey(code), ClientID: sd.clientID, UserID: sd.users[0], RedirectURI: benchRedirectURI,
 					Scopes: []string{"PROFILE_READ", "BOOKING_READ"}, CodeChallenge: oauth2.S256ChallengeFromVerifier(verifier),
 					CreatedAt: now, ExpiresAt: now.Add(time.Minute),
 				})

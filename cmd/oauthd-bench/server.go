@@ -67,7 +67,8 @@ func (s *benchServer) endpoint(sd seeded) loadgen.Endpoint {
 // seeded is what seedBench made.
 type seeded struct {
 	clientID, clientSecret string
-	userID                 int64
+	tag                    string   // the random part of the seeded names
+	users                  []int64  // grant i is of users[i/grantsPerUser]
 	tokens                 []string // one refresh token per grant
 	accessToken            string   // the last grant's access token
 }
@@ -89,6 +90,15 @@ func seedBench(ctx context.Context, s *benchServer, n int) (seeded, error) {
 // benchGrantWorkers is how many grants benchGrants makes at a time.
 const benchGrantWorkers = 16
 
+// grantsPerUser is how many grants of the client one seeded user makes:
+// fewer than a (user, client) pair may approve at once (issuer's
+// approval budget, 60), so that seeding at any --concurrency runs at full
+// speed, as many users' grants do.
+const grantsPerUser = 50
+
+// userOf is the user of grant i.
+func (sd *seeded) userOf(i int) int64 { return sd.users[i/grantsPerUser] }
+
 // benchGrants makes grants from to to (out.tokens[from:to]) through the
 // real code path (benchGrant), benchGrantWorkers at a time; out.tokens
 // must have room for them.
@@ -99,6 +109,9 @@ func benchGrants(ctx context.Context, s *benchServer, out *seeded, from, to int)
 		firstErr error
 		wg       sync.WaitGroup
 	)
+	if err := addUsers(ctx, s, out, (to+grantsPerUser-1)/grantsPerUser); err != nil {
+		return err
+	}
 	next.Store(int64(from))
 	for range min(benchGrantWorkers, max(to-from, 0)) {
 		wg.Go(func() {
@@ -124,25 +137,48 @@ func benchGrants(ctx context.Context, s *benchServer, out *seeded, from, to int)
 	return firstErr
 }
 
-// seedClient creates a user and an approved confidential client through
-// the admin service.
+// seedClient creates a user and an approved confidential client of
+// theirs through the admin service.
 func seedClient(ctx context.Context, s *benchServer) (seeded, error) {
 	var rb [6]byte
 	rand.Read(rb[:])
-	tag := hex.EncodeToString(rb[:])
-	email := "bench-" + tag + "@example.com"
-	u, err := s.w.Local.AddUser(ctx, admin.NewUser{Email: email, Username: "bench_" + tag, Name: "Bench User", Password: data.NewSecret("")})
-	if err != nil {
-		return seeded{}, fmt.Errorf("user: %w", err)
+	out := seeded{tag: hex.EncodeToString(rb[:])}
+	if err := addUsers(ctx, s, &out, 1); err != nil {
+		return seeded{}, err
 	}
-	c, err := s.w.Local.CreateClient(ctx, admin.NewClient{Owner: email, Name: "oauthd bench " + tag, RedirectURIs: []string{benchRedirectURI}, Scopes: []string{"PROFILE_READ", "BOOKING_READ"}})
+	c, err := s.w.Local.CreateClient(ctx, admin.NewClient{Owner: benchEmail(out.tag, 0), Name: "oauthd bench " + out.tag, RedirectURIs: []string{benchRedirectURI}, Scopes: []string{"PROFILE_READ", "BOOKING_READ"}})
 	if err != nil {
 		return seeded{}, fmt.Errorf("client: %w", err)
 	}
 	if _, err := s.w.Local.ApproveClient(ctx, c.ClientID); err != nil {
 		return seeded{}, fmt.Errorf("approve client: %w", err)
 	}
-	return seeded{clientID: c.ClientID, clientSecret: c.ClientSecret, userID: u.ID}, nil
+	out.clientID, out.clientSecret = c.ClientID, c.ClientSecret
+	return out, nil
+}
+
+// addUsers adds users through the admin service until out has n.
+func addUsers(ctx context.Context, s *benchServer, out *seeded, n int) error {
+	for k := len(out.users); k < n; k++ {
+		suffix := ""
+		if k > 0 {
+			suffix = "_" + strconv.Itoa(k)
+		}
+		u, err := s.w.Local.AddUser(ctx, admin.NewUser{Email: benchEmail(out.tag, k), Username: "bench_" + out.tag + suffix, Name: "Bench User", Password: data.NewSecret("")})
+		if err != nil {
+			return fmt.Errorf("user: %w", err)
+		}
+		out.users = append(out.users, u.ID)
+	}
+	return nil
+}
+
+// benchEmail is the email of seeded user k.
+func benchEmail(tag string, k int) string {
+	if k == 0 {
+		return "bench-" + tag + "@example.com"
+	}
+	return "bench-" + tag + "-" + strconv.Itoa(k) + "@example.com"
 }
 
 // benchGrant makes grant i of sd's user and client through the real code
@@ -164,7 +200,7 @@ func benchGrant(ctx context.Context, s *benchServer, sd seeded, i int) (refresh,
 		"code_challenge":        {oauth2.S256ChallengeFromVerifier(verifier)},
 		"code_challenge_method": {"S256"},
 	}
-	redirect, err := s.w.Iss.Approve(ctx, q, out.userID)
+	redirect, err := s.w.Iss.Approve(ctx, q, out.userOf(i))
 	if err != nil {
 		return "", "", fmt.Errorf("approve grant %d: %w", i, err)
 	}
