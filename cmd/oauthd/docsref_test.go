@@ -222,13 +222,6 @@ func diaryIn(text string) []string {
 	return out
 }
 
-// notYetReference are reference docs still being rewritten on another
-// branch, each with what it still says; the test fails once one is clean,
-// so that the entry is dropped then.
-var notYetReference = map[string]string{
-	"SCALE.md": `"issue 27" (three times)`,
-}
-
 // TestDocsReadAsReference: README.md and docs/*.md (not CHANGELOG.md,
 // which is history, nor docs/decisions/, which record when and why a
 // choice was made) name no issue, branch, session, lead or helper.
@@ -259,13 +252,6 @@ func TestDocsReadAsReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		marks := diaryIn(string(b))
-		if why, ok := notYetReference[base]; ok {
-			if len(marks) == 0 {
-				t.Errorf("docs/%s reads as a reference now: drop it from notYetReference", base)
-			}
-			t.Logf("docs/%s not checked yet (still says %s)", base, why)
-			continue
-		}
 		checked++
 		for _, m := range marks {
 			t.Errorf("%s %s reads as a diary: state the rule and its reason as of today; history goes to git and docs/CHANGELOG.md", base, m)
