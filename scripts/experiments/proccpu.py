@@ -1,5 +1,5 @@
 # CPU time from /proc, shared by the experiment scripts (pg-cpu-per-grant.py,
-# pg-per-rotation.py, rotation-cpu.py): a process's utime+stime, and a
+# pg-per-rotation.py, pg-rotation-turns.py): a process's utime+stime, and a
 # PostgreSQL cluster's (the postmaster's own and its reaped children's, plus
 # its live children's), in seconds.
 import os
