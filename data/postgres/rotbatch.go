@@ -20,13 +20,12 @@ const rotateBatchSQL = `UPDATE families f SET version = f.version + 1, expires_n
 	RETURNING v.i`
 
 // rotateInflight bounds the rotation statements of one store in flight at
-// once while more rotations are under way than the pool has connections
-// (rotBatcher.bound); a rotation that then finds them all busy joins the
-// next batch, which goes as one statement (rotateBatchSQL) as soon as one
-// of them returns. Under such load rotations share statements (one write
-// and one read on the connection, one commit and its WAL flush, for all of
-// them) instead of each queueing for a connection to pay its own; below
-// it every rotation goes at once, alone.
+// once; a rotation that finds them all busy joins the next batch, which
+// goes as one statement (rotateBatchSQL) as soon as one of them returns.
+// The bound is small so that, under load, rotations share statements (one
+// write and one read on the connection, one commit and its WAL flush, for
+// all of them) instead of each paying its own; when the store is idle a
+// rotation goes at once, alone.
 const rotateInflight = 2
 
 // rotateTimeout bounds a batch's statement: it runs for every rotation in
@@ -54,35 +53,15 @@ func (b *rotBatch) add(id string, version, expiry int64, body []byte) int {
 }
 
 // rotBatcher groups the conditional rotation writes of concurrent
-// rotations (group commit) when there are more of them than the pool has
-// connections: then at most rotateInflight statements are in flight, the
-// rest wait together in one pending batch. With no more rotations than
-// connections each goes alone, at once.
+// rotations (group commit): at most rotateInflight statements in flight,
+// the rest wait together in one pending batch.
 type rotBatcher struct {
 	mu       sync.Mutex
-	conns    int // the pool's bound (pool_max_conns)
-	active   int // rotations in rotateWrite: alone, waiting, or in a batch
-	inflight int // statements in flight
+	inflight int
 	pending  *rotBatch
 }
 
-// bound is the number of rotation statements that may be in flight now:
-// rotateInflight when more rotations are under way than the pool has
-// connections (they would queue for one), else the pool's bound. r.mu held.
-func (r *rotBatcher) bound() int {
-	if r.active > r.conns {
-		return rotateInflight
-	}
-	return max(r.conns, rotateInflight)
-}
-
-func (r *rotBatcher) leave() {
-	r.mu.Lock()
-	r.active--
-	r.mu.Unlock()
-}
-
-// rotateWrite writes the successor body (expiry) of the family id if the family
+// rotate writes the successor body (expiry) of the family id if the family
 // is still at version, as one statement alone or with other rotations'
 // writes, and reports whether it wrote. Whatever the batch, the write of
 // this family is the one conditional UPDATE of rotateSQL: one statement
@@ -90,9 +69,7 @@ func (r *rotBatcher) leave() {
 func (s *Store) rotateWrite(ctx context.Context, id string, version, expiry int64, body []byte) (bool, error) {
 	r := &s.rot
 	r.mu.Lock()
-	r.active++
-	defer r.leave()
-	if r.inflight < r.bound() && r.pending == nil {
+	if r.inflight < rotateInflight && r.pending == nil {
 		r.inflight++
 		r.mu.Unlock()
 		b := &rotBatch{done: make(chan struct{})}
@@ -156,9 +133,7 @@ func (s *Store) sendBatch(ctx context.Context, b *rotBatch) {
 	close(b.done)
 	r := &s.rot
 	r.mu.Lock()
-	if p := r.pending; p != nil && r.inflight <= r.bound() {
-		// (Above the bound the slot ends here: another statement in
-		// flight passes its own.)
+	if p := r.pending; p != nil {
 		r.pending = nil
 		r.mu.Unlock()
 		close(p.turn) // the slot passes to p

@@ -228,7 +228,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		listen = scfg.ConnConfig
 	}
 	s := &Store{pool: pool{p}, url: url, listen: listen, log: opts.Logger, stop: func() {}}
-	s.rot.conns = int(p.Config().MaxConns)
 	if opts.CheckSession {
 		if err := s.CheckSession(ctx); err != nil {
 			p.Close()
