@@ -27,10 +27,11 @@
 # B ÷ A taken round by round (range), for grants/s, oauthd CPU per grant,
 # PostgreSQL CPU per grant and their sum. Run as root (PostgreSQL runs as
 # the postgres user) or as a user that can run initdb.
-import json, os, shutil, signal, statistics, subprocess, sys, time
+import json, os, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proccpu import cluster_cpu  # noqa: E402
+import pgcluster  # noqa: E402
 
 work = os.path.abspath(sys.argv[1])
 cs = [int(x) for x in sys.argv[2].split(',')]
@@ -38,25 +39,8 @@ rounds = int(sys.argv[3])
 dur = sys.argv[4]
 bins = [os.path.abspath(b) for b in sys.argv[5:]]
 names = [os.path.basename(b) for b in bins]
-root = os.getuid() == 0
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the cluster (finally) on kill
-pgbin = sorted(os.path.join('/usr/lib/postgresql', v, 'bin') for v in os.listdir('/usr/lib/postgresql'))[-1]
-
-
-def as_pg(args, **kw):
-    return subprocess.run((['runuser', '-u', 'postgres', '--'] if root else []) + args, check=True, **kw)
-
-
-os.makedirs(work, exist_ok=True)
-if root:
-    shutil.chown(work, 'postgres', 'postgres')
-pgdata = os.path.join(work, 'data')
-if not os.path.exists(pgdata):
-    as_pg([pgbin + '/initdb', '-D', pgdata, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-instructions'],
-          stdout=subprocess.DEVNULL)
-as_pg([pgbin + '/pg_ctl', 'start', '-D', pgdata, '-w', '-t', '60', '-l', os.path.join(work, 'pg.log'), '-o',
-       "-c listen_addresses='' -k %s -c fsync=on -c synchronous_commit=on -c shared_buffers=256MB "
-       "-c max_connections=300" % work], stdout=subprocess.DEVNULL)
+pgdata = pgcluster.start(work, '-c max_connections=300')
 try:
     admin = 'postgres://postgres@/postgres?host=' + work
     db = 'postgres://postgres@/oauthd?host=' + work
@@ -101,7 +85,7 @@ try:
                 print(json.dumps(d), flush=True)
                 res[(r, c, i)] = d
 finally:
-    as_pg([pgbin + '/pg_ctl', 'stop', '-D', pgdata, '-m', 'fast'], stdout=subprocess.DEVNULL)
+    pgcluster.stop(pgdata)
 
 
 def med(xs):

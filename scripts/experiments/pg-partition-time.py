@@ -16,33 +16,18 @@
 #
 # Run as root (the cluster runs as the postgres user) or as a user that
 # can run initdb. Loopback and a Unix socket only.
-import json, os, shutil, subprocess, sys, time
+import json, os, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ready import wait_ready  # noqa: E402
+import pgcluster  # noqa: E402
 
 oauthd = os.path.abspath(sys.argv[1])
 bench = os.environ.get('OAUTHD_BENCH') or os.path.join(os.path.dirname(oauthd), 'oauthd-bench')
 work = os.path.abspath(sys.argv[2])
 n = int(sys.argv[3])
 reps = int(sys.argv[4]) if len(sys.argv) > 4 else 2
-root = os.getuid() == 0
-pgbin = sorted(os.path.join('/usr/lib/postgresql', v, 'bin') for v in os.listdir('/usr/lib/postgresql'))[-1]
-
-
-def as_pg(args, **kw):
-    return subprocess.run((['runuser', '-u', 'postgres', '--'] if root else []) + args, check=True, **kw)
-
-
-os.makedirs(work, exist_ok=True)
-if root:
-    shutil.chown(work, 'postgres', 'postgres')
-pgdata = os.path.join(work, 'data')
-if not os.path.exists(pgdata):
-    as_pg([pgbin + '/initdb', '-D', pgdata, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-instructions'], stdout=subprocess.DEVNULL)
-as_pg([pgbin + '/pg_ctl', 'start', '-D', pgdata, '-w', '-t', '60', '-l', os.path.join(work, 'pg.log'), '-o',
-       "-c listen_addresses='' -k %s -c fsync=on -c synchronous_commit=on -c shared_buffers=256MB -c max_wal_size=4GB" % work],
-      stdout=subprocess.DEVNULL)
+pgdata = pgcluster.start(work, '-c max_wal_size=4GB')
 admin = 'postgres://postgres@/postgres?host=' + work
 db = 'postgres://postgres@/partition_%d?host=%s' % (n, work)
 
@@ -89,4 +74,4 @@ finally:
     if srv:
         srv.terminate()
         srv.wait()
-    as_pg([pgbin + '/pg_ctl', 'stop', '-D', pgdata, '-m', 'fast'], stdout=subprocess.DEVNULL)
+    pgcluster.stop(pgdata)

@@ -209,12 +209,63 @@ func (g *gen) browser() *consenttest.Browser {
 	return b
 }
 
+// build runs the fixture's story: the operator's set-up, phase 1's flows
+// and a SIGTERM, phase 2's restart, key rotation and flows, then the
+// record of what the upgraded server must accept and a SIGKILL.
 func (g *gen) build() error {
-	fx := g.fx
 	if err := g.start(); err != nil {
 		return err
 	}
-	// The operator's side, over the admin socket.
+	c, err := g.operator()
+	if err != nil {
+		return err
+	}
+	p1, err := g.phase1(c)
+	if err != nil {
+		return err
+	}
+	if err := g.stop(syscall.SIGTERM); err != nil {
+		return err
+	}
+	if err := g.start(); err != nil {
+		return err
+	}
+	p2, err := g.phase2(c, p1)
+	if err != nil {
+		return err
+	}
+	g.record(c, p1, p2)
+	if err := g.recordKeys(); err != nil {
+		return err
+	}
+	g.fx.MadeAt = time.Now().UTC()
+	if err := g.stop(syscall.SIGKILL); err != nil {
+		return err
+	}
+	if err := g.recordWAL(); err != nil {
+		return err
+	}
+	g.fx.Notes = []string{
+		"Made by scripts/upgrade-fixture.sh; test-only credentials.",
+		"The server was stopped with SIGTERM once (the log checkpointed into the file), restarted, rotated its keys (EdDSA next) and was killed with SIGKILL: records marked where=log exist only in oauthd.db-wal.",
+		"Clients: Calendar Sync (confidential, approved, 2 secrets), Phone App (public, approved), Pending App (pending), Rejected App (rejected), Legacy Import (legacy, approved, no scopes).",
+		"Identities (issue 22): sam@example.com and \u017fam@example.com (long s) are one email under the canonical form, dan and \uff44\uff41\uff4e (fullwidth) one username; each owns a client. Legacy legacy-mixed-case-2018's owner is Bob@Example.COM (bob); legacy-orphan-2017's owner gone@example.com is no user (unclaimed after the upgrade).",
+	}
+	return nil
+}
+
+// cast is who the story's flows run as: the users and clients the
+// operator made.
+type cast struct {
+	ann, bob          User
+	conf, pub, legacy *Client
+}
+
+// operator makes, over the admin socket as an operator would, the users,
+// the clients in every state (with a second secret and a legacy import)
+// and the identities.
+func (g *gen) operator() (cast, error) {
+	fx := g.fx
 	fx.Users = []User{
 		{Email: "ann@example.com", Username: "ann", Name: "Ann Lee", TimeZone: "Europe/Berlin", Password: "ann-password-123"},
 		{Email: "bob@example.com", Username: "bob", Name: "Bob Ray", TimeZone: "America/New_York", Password: "bob-password-456"},
@@ -222,177 +273,194 @@ func (g *gen) build() error {
 	for i, u := range fx.Users {
 		var got User
 		if err := g.cliJSON(u.Password, &got, "users", "add", "--email", u.Email, "--username", u.Username, "--name", u.Name, "--time-zone", u.TimeZone, "--password-stdin"); err != nil {
-			return err
+			return cast{}, err
 		}
 		fx.Users[i].ID = got.ID
 	}
-	ann, bob := fx.Users[0], fx.Users[1]
-	conf, err := g.create("Calendar Sync", ann.Email, false, "PROFILE_READ,BOOKING_READ,SCHEDULE_READ")
+	c := cast{ann: fx.Users[0], bob: fx.Users[1]}
+	var err error
+	if c.conf, err = g.create("Calendar Sync", c.ann.Email, false, "PROFILE_READ,BOOKING_READ,SCHEDULE_READ"); err != nil {
+		return cast{}, err
+	}
+	if c.pub, err = g.create("Phone App", c.bob.Email, true, "PROFILE_READ,BOOKING_READ"); err != nil {
+		return cast{}, err
+	}
+	if _, err := g.create("Pending App", c.ann.Email, false, "PROFILE_READ"); err != nil {
+		return cast{}, err
+	}
+	rejected, err := g.create("Rejected App", c.bob.Email, false, "EVENT_TYPE_READ")
 	if err != nil {
-		return err
+		return cast{}, err
 	}
-	pub, err := g.create("Phone App", bob.Email, true, "PROFILE_READ,BOOKING_READ")
-	if err != nil {
-		return err
-	}
-	if _, err := g.create("Pending App", ann.Email, false, "PROFILE_READ"); err != nil {
-		return err
-	}
-	rejected, err := g.create("Rejected App", bob.Email, false, "EVENT_TYPE_READ")
-	if err != nil {
-		return err
-	}
-	for _, c := range []*Client{conf, pub} {
-		if _, err := g.cli("", "clients", "approve", c.ID); err != nil {
-			return err
+	for _, cl := range []*Client{c.conf, c.pub} {
+		if _, err := g.cli("", "clients", "approve", cl.ID); err != nil {
+			return cast{}, err
 		}
-		c.Status = "approved"
+		cl.Status = "approved"
 	}
 	if _, err := g.cli("", "clients", "reject", rejected.ID, "--reason", "not a real product"); err != nil {
-		return err
+		return cast{}, err
 	}
 	rejected.Status = "rejected"
 	var second Secret
-	if err := g.cliJSON("", &second, "clients", "secrets", "generate", conf.ID); err != nil {
-		return err
+	if err := g.cliJSON("", &second, "clients", "secrets", "generate", c.conf.ID); err != nil {
+		return cast{}, err
 	}
-	conf.Secrets = append(conf.Secrets, second)
-	legacy, err := g.importLegacy(ann.Email)
-	if err != nil {
-		return err
+	c.conf.Secrets = append(c.conf.Secrets, second)
+	if c.legacy, err = g.importLegacy(c.ann.Email); err != nil {
+		return cast{}, err
 	}
-	if err := g.identities(); err != nil {
-		return err
-	}
+	return c, g.identities()
+}
 
-	// Phase 1: flows, then SIGTERM (the log is checkpointed into the file).
-	annB, bobB := g.browser(), g.browser()
-	confCode := func(b *consenttest.Browser, u User, scopes ...string) (tok tokenResponse, err error) {
-		code, verifier, err := g.authorize(b, conf, u, scopes)
-		if err != nil {
-			return tok, err
-		}
-		return g.exchange(conf, conf.Secrets[0].Secret, code, verifier)
-	}
-	t1, err := confCode(annB, ann, "PROFILE_READ", "BOOKING_READ")
+// phase1Out is what phase 1 leaves for the record and for phase 2.
+type phase1Out struct {
+	annB                 *consenttest.Browser // ann's browser, signed in
+	t1, t1c, t2b, t3, t4 tokenResponse
+	t5b                  tokenResponse
+	annCookie            *http.Cookie
+}
+
+// confCode is an authorization of conf by u in b, exchanged with conf's
+// first secret.
+func (g *gen) confCode(c cast, b *consenttest.Browser, u User, scopes ...string) (tokenResponse, error) {
+	code, verifier, err := g.authorize(b, c.conf, u, scopes)
 	if err != nil {
-		return err
+		return tokenResponse{}, err
 	}
-	t1b, err := g.refresh(conf, conf.Secrets[0].Secret, t1.RefreshToken)
-	if err != nil {
-		return err
+	return g.exchange(c.conf, c.conf.Secrets[0].Secret, code, verifier)
+}
+
+// phase1 runs the flows whose records the SIGTERM checkpoints into the
+// file: rotations with both secrets, a public client, a legacy client, a
+// revocation and a reuse that revokes its family.
+func (g *gen) phase1(c cast) (phase1Out, error) {
+	conf, pub, legacy, ann, bob := c.conf, c.pub, c.legacy, c.ann, c.bob
+	out := phase1Out{annB: g.browser()}
+	bobB := g.browser()
+	var err error
+	if out.t1, err = g.confCode(c, out.annB, ann, "PROFILE_READ", "BOOKING_READ"); err != nil {
+		return out, err
 	}
-	t1c, err := g.refresh(conf, conf.Secrets[1].Secret, t1b.RefreshToken) // the second secret
+	t1b, err := g.refresh(conf, conf.Secrets[0].Secret, out.t1.RefreshToken)
 	if err != nil {
-		return err
+		return out, err
+	}
+	if out.t1c, err = g.refresh(conf, conf.Secrets[1].Secret, t1b.RefreshToken); err != nil { // the second secret
+		return out, err
 	}
 	code2, ver2, err := g.authorize(bobB, pub, bob, []string{"PROFILE_READ", "BOOKING_READ"})
 	if err != nil {
-		return err
+		return out, err
 	}
 	t2, err := g.exchange(pub, "", code2, ver2)
 	if err != nil {
-		return err
+		return out, err
 	}
-	t2b, err := g.refresh(pub, "", t2.RefreshToken)
+	if out.t2b, err = g.refresh(pub, "", t2.RefreshToken); err != nil {
+		return out, err
+	}
+	code3, ver3, err := g.authorize(out.annB, legacy, ann, nil) // a legacy client's URL carries no scope
 	if err != nil {
-		return err
+		return out, err
 	}
-	code3, ver3, err := g.authorize(annB, legacy, ann, nil) // a legacy client's URL carries no scope
+	if out.t3, err = g.exchange(legacy, legacy.Secrets[0].Secret, code3, ver3); err != nil {
+		return out, err
+	}
+	if out.t4, err = g.confCode(c, out.annB, ann, "PROFILE_READ"); err != nil {
+		return out, err
+	}
+	if err := g.revoke(conf, conf.Secrets[0].Secret, out.t4.RefreshToken); err != nil {
+		return out, err
+	}
+	t5, err := g.confCode(c, out.annB, ann, "BOOKING_READ")
 	if err != nil {
-		return err
+		return out, err
 	}
-	t3, err := g.exchange(legacy, legacy.Secrets[0].Secret, code3, ver3)
-	if err != nil {
-		return err
-	}
-	t4, err := confCode(annB, ann, "PROFILE_READ")
-	if err != nil {
-		return err
-	}
-	if err := g.revoke(conf, conf.Secrets[0].Secret, t4.RefreshToken); err != nil {
-		return err
-	}
-	t5, err := confCode(annB, ann, "BOOKING_READ")
-	if err != nil {
-		return err
-	}
-	t5b, err := g.refresh(conf, conf.Secrets[0].Secret, t5.RefreshToken)
-	if err != nil {
-		return err
+	if out.t5b, err = g.refresh(conf, conf.Secrets[0].Secret, t5.RefreshToken); err != nil {
+		return out, err
 	}
 	if _, err := g.refresh(conf, conf.Secrets[0].Secret, t5.RefreshToken); err == nil { // reuse: the family is revoked
-		return errors.New("a rotated refresh token was accepted")
+		return out, errors.New("a rotated refresh token was accepted")
 	}
-	annCookie, err := sessionCookie(annB)
-	if err != nil {
-		return err
-	}
-	if err := g.stop(syscall.SIGTERM); err != nil {
-		return err
-	}
+	out.annCookie, err = sessionCookie(out.annB)
+	return out, err
+}
 
-	// Phase 2: a restart, a key rotation, more flows, then SIGKILL.
-	if err := g.start(); err != nil {
-		return err
-	}
+// phase2Out is what phase 2 leaves for the record.
+type phase2Out struct {
+	t1d, t6, t7       tokenResponse
+	liveCode, liveVer string
+	bobCookie         *http.Cookie
+}
+
+// phase2 runs, after the restart, the flows whose records live only in
+// the log: a key rotation, a rotation of phase 1's family, a new session,
+// new families and a code not yet exchanged.
+func (g *gen) phase2(c cast, p1 phase1Out) (phase2Out, error) {
+	var out phase2Out
 	if _, err := g.cli("", "keys", "rotate", "--alg", "EdDSA"); err != nil {
-		return err
+		return out, err
 	}
-	t1d, err := g.refresh(conf, conf.Secrets[1].Secret, t1c.RefreshToken) // the family's newest version is in the log only
-	if err != nil {
-		return err
+	var err error
+	if out.t1d, err = g.refresh(c.conf, c.conf.Secrets[1].Secret, p1.t1c.RefreshToken); err != nil { // the family's newest version is in the log only
+		return out, err
 	}
 	bobB2 := g.browser() // a session that lives only in the log
-	code6, ver6, err := g.authorize(bobB2, pub, bob, []string{"PROFILE_READ"})
+	code6, ver6, err := g.authorize(bobB2, c.pub, c.bob, []string{"PROFILE_READ"})
 	if err != nil {
-		return err
+		return out, err
 	}
-	t6, err := g.exchange(pub, "", code6, ver6)
-	if err != nil {
-		return err
+	if out.t6, err = g.exchange(c.pub, "", code6, ver6); err != nil {
+		return out, err
 	}
-	t7, err := confCode(annB, ann, "PROFILE_READ", "SCHEDULE_READ") // ann's session from phase 1
-	if err != nil {
-		return err
+	if out.t7, err = g.confCode(c, p1.annB, c.ann, "PROFILE_READ", "SCHEDULE_READ"); err != nil { // ann's session from phase 1
+		return out, err
 	}
-	liveCode, liveVer, err := g.authorize(annB, conf, ann, []string{"PROFILE_READ", "BOOKING_READ"})
-	if err != nil {
-		return err
+	if out.liveCode, out.liveVer, err = g.authorize(p1.annB, c.conf, c.ann, []string{"PROFILE_READ", "BOOKING_READ"}); err != nil {
+		return out, err
 	}
-	bobCookie, err := sessionCookie(bobB2)
-	if err != nil {
-		return err
-	}
+	out.bobCookie, err = sessionCookie(bobB2)
+	return out, err
+}
 
+// record writes into the fixture every credential the story made and what
+// the upgraded server must do with it.
+func (g *gen) record(c cast, p1 phase1Out, p2 phase2Out) {
+	fx, conf, pub, legacy, ann, bob := g.fx, c.conf, c.pub, c.legacy, c.ann, c.bob
 	fx.Refresh = []Refresh{
-		{What: "confidential, rotated 3 times with both secrets", ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Token: t1d.RefreshToken, Live: true, Where: "family in the file, newest version in the log"},
-		{What: "public client (PKCE), rotated once", ClientID: pub.ID, Token: t2b.RefreshToken, Live: true, Where: "file"},
-		{What: "legacy client, unrestricted", ClientID: legacy.ID, Secret: legacy.Secrets[0].Secret, Token: t3.RefreshToken, Live: true, Where: "file"},
-		{What: "public client, new family", ClientID: pub.ID, Token: t6.RefreshToken, Live: true, Where: "log"},
-		{What: "confidential, new family after the key rotation", ClientID: conf.ID, Secret: conf.Secrets[1].Secret, Token: t7.RefreshToken, Live: true, Where: "log"},
-		{What: "revoked (RFC 7009)", ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Token: t4.RefreshToken, Where: "file"},
-		{What: "family revoked by reuse: its newest token", ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Token: t5b.RefreshToken, Where: "file"},
+		{What: "confidential, rotated 3 times with both secrets", ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Token: p2.t1d.RefreshToken, Live: true, Where: "family in the file, newest version in the log"},
+		{What: "public client (PKCE), rotated once", ClientID: pub.ID, Token: p1.t2b.RefreshToken, Live: true, Where: "file"},
+		{What: "legacy client, unrestricted", ClientID: legacy.ID, Secret: legacy.Secrets[0].Secret, Token: p1.t3.RefreshToken, Live: true, Where: "file"},
+		{What: "public client, new family", ClientID: pub.ID, Token: p2.t6.RefreshToken, Live: true, Where: "log"},
+		{What: "confidential, new family after the key rotation", ClientID: conf.ID, Secret: conf.Secrets[1].Secret, Token: p2.t7.RefreshToken, Live: true, Where: "log"},
+		{What: "revoked (RFC 7009)", ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Token: p1.t4.RefreshToken, Where: "file"},
+		{What: "family revoked by reuse: its newest token", ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Token: p1.t5b.RefreshToken, Where: "file"},
 	}
 	fx.Access = []Access{
-		{What: "signed before the key rotation (by the now retired key)", Token: t1.AccessToken, UserID: ann.ID},
-		{What: "legacy, unrestricted", Token: t3.AccessToken, UserID: ann.ID},
-		{What: "signed after the key rotation", Token: t7.AccessToken, UserID: ann.ID},
-		{What: "public client, after the rotation", Token: t6.AccessToken, UserID: bob.ID},
+		{What: "signed before the key rotation (by the now retired key)", Token: p1.t1.AccessToken, UserID: ann.ID},
+		{What: "legacy, unrestricted", Token: p1.t3.AccessToken, UserID: ann.ID},
+		{What: "signed after the key rotation", Token: p2.t7.AccessToken, UserID: ann.ID},
+		{What: "public client, after the rotation", Token: p2.t6.AccessToken, UserID: bob.ID},
 	}
 	for i := range fx.Access {
 		fx.Access[i].Kid = kidOf(fx.Access[i].Token)
 	}
-	fx.Codes = []Code{{ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Code: liveCode, Verifier: liveVer, Redirect: redirectURI, UserID: ann.ID, Where: "log"}}
+	fx.Codes = []Code{{ClientID: conf.ID, Secret: conf.Secrets[0].Secret, Code: p2.liveCode, Verifier: p2.liveVer, Redirect: redirectURI, UserID: ann.ID, Where: "log"}}
 	fx.Sessions = []Session{
-		{Cookie: annCookie.Name, Value: annCookie.Value, Login: ann.Username, Where: "file"},
-		{Cookie: bobCookie.Name, Value: bobCookie.Value, Login: bob.Username, Where: "log"},
+		{Cookie: p1.annCookie.Name, Value: p1.annCookie.Value, Login: ann.Username, Where: "file"},
+		{Cookie: p2.bobCookie.Name, Value: p2.bobCookie.Value, Login: bob.Username, Where: "log"},
 	}
+}
+
+// recordKeys writes the signing keys (`keys list`) and the JWKS's kids
+// into the fixture.
+func (g *gen) recordKeys() error {
 	var keys []Key
 	if err := g.cliJSON("", &keys, "keys", "list"); err != nil {
 		return err
 	}
-	fx.Keys = keys
+	g.fx.Keys = keys
 	var jwks struct {
 		Keys []struct {
 			Kid string `json:"kid"`
@@ -402,28 +470,24 @@ func (g *gen) build() error {
 		return err
 	}
 	for _, k := range jwks.Keys {
-		fx.JWKSKids = append(fx.JWKSKids, k.Kid)
+		g.fx.JWKSKids = append(g.fx.JWKSKids, k.Kid)
 	}
-	fx.MadeAt = time.Now().UTC()
-	if err := g.stop(syscall.SIGKILL); err != nil {
-		return err
-	}
+	return nil
+}
+
+// recordWAL writes the log's size and first record's length into the
+// fixture, and fails when the SIGKILL left no record to replay.
+func (g *gen) recordWAL() error {
 	wal, err := os.ReadFile(g.db + "-wal")
 	if err != nil {
 		return err
 	}
-	fx.WAL = WALSummary{Size: int64(len(wal))}
+	g.fx.WAL = WALSummary{Size: int64(len(wal))}
 	if len(wal) >= 4 {
-		fx.WAL.FirstRecordN = int(binary.LittleEndian.Uint32(wal))
+		g.fx.WAL.FirstRecordN = int(binary.LittleEndian.Uint32(wal))
 	}
-	if fx.WAL.FirstRecordN == 0 {
+	if g.fx.WAL.FirstRecordN == 0 {
 		return errors.New("the log holds no record after the SIGKILL: the fixture would not test its replay")
-	}
-	fx.Notes = []string{
-		"Made by scripts/upgrade-fixture.sh; test-only credentials.",
-		"The server was stopped with SIGTERM once (the log checkpointed into the file), restarted, rotated its keys (EdDSA next) and was killed with SIGKILL: records marked where=log exist only in oauthd.db-wal.",
-		"Clients: Calendar Sync (confidential, approved, 2 secrets), Phone App (public, approved), Pending App (pending), Rejected App (rejected), Legacy Import (legacy, approved, no scopes).",
-		"Identities (issue 22): sam@example.com and \u017fam@example.com (long s) are one email under the canonical form, dan and \uff44\uff41\uff4e (fullwidth) one username; each owns a client. Legacy legacy-mixed-case-2018's owner is Bob@Example.COM (bob); legacy-orphan-2017's owner gone@example.com is no user (unclaimed after the upgrade).",
 	}
 	return nil
 }
