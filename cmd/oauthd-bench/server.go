@@ -112,6 +112,7 @@ func benchGrants(ctx context.Context, s *benchServer, out *seeded, from, to int)
 	if err := addUsers(ctx, s, out, (to+grantsPerUser-1)/grantsPerUser); err != nil {
 		return err
 	}
+	base := *out // what benchGrant reads; the workers write out's tokens only
 	next.Store(int64(from))
 	for range min(benchGrantWorkers, max(to-from, 0)) {
 		wg.Go(func() {
@@ -120,7 +121,7 @@ func benchGrants(ctx context.Context, s *benchServer, out *seeded, from, to int)
 				if i >= to {
 					return
 				}
-				rt, at, err := benchGrant(ctx, s, *out, i)
+				rt, at, err := benchGrant(ctx, s, base, i)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
