@@ -163,18 +163,25 @@ func (c *KeyCache[T]) startOrJoin(ctx context.Context, force bool) *flight {
 const maxJWKSBytes = 1 << 20
 
 // FetchJWKS GETs a JWKS (at most 1 MiB) and returns its body and its
-// Cache-Control header.
+// Cache-Control header. It follows no redirect, whatever client's
+// CheckRedirect says: the keys come from the URL the operator configured,
+// not from wherever that server points.
 func FetchJWKS(ctx context.Context, client *http.Client, url string) (body []byte, cacheControl string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
+	noRedirect := *client
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Do(req)
 	if err != nil {
 		return nil, "", err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, "", fmt.Errorf("GET %s: %s: redirects are not followed; configure the URL it points to", url, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", fmt.Errorf("GET %s: %s", url, resp.Status)
 	}

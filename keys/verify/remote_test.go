@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,5 +276,27 @@ func TestParseJWKSSkipsUnusableKeys(t *testing.T) {
 		if _, _, err := ks.Key(t.Context(), kid); !errors.Is(err, verify.ErrUnknownKey) {
 			t.Errorf("Key(%s) = %v; want ErrUnknownKey (skipped)", kid, err)
 		}
+	}
+}
+
+// TestFetchJWKSFollowsNoRedirect: a JWKS URL that redirects, even to a
+// server publishing the right keys, yields no keys, and the error says
+// redirects are not followed, whatever the client's own CheckRedirect.
+func TestFetchJWKSFollowsNoRedirect(t *testing.T) {
+	es, _, _ := fixedKeys(t)
+	keys := newJWKSServer(t, es)
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		redir := httptest.NewServer(http.RedirectHandler(keys.URL, code))
+		body, _, err := verify.FetchJWKS(t.Context(), http.DefaultClient, redir.URL)
+		redir.Close()
+		if err == nil || !strings.Contains(err.Error(), "redirects are not followed") {
+			t.Errorf("FetchJWKS through a %d = %q, %v; want the redirect refused", code, body, err)
+		}
+	}
+	if n := keys.requests.Load(); n != 0 {
+		t.Errorf("the redirect's target was fetched %d times; want never", n)
+	}
+	if _, _, err := verify.FetchJWKS(t.Context(), http.DefaultClient, keys.URL); err != nil {
+		t.Errorf("FetchJWKS of the keys' own URL = %v", err)
 	}
 }
